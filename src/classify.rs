@@ -1,0 +1,324 @@
+//! Reply classification: what an HTTP reply to one of our requests means for the lock.
+//!
+//! One pure function, shared by every driver and reached by fuzzing, so that no driver has a
+//! classifier of its own. The table it implements:
+//!
+//! | reply | PutIfNoneMatch | PutIfMatch | DeleteIfMatch | Get |
+//! |---|---|---|---|---|
+//! | 2xx | `Written` (ETag required) | `Written` | `Deleted` | `Object` |
+//! | 304 | `Exists` (old MinIO) | ambiguous | ambiguous | `NotModified` |
+//! | 404 NoSuchBucket | refused | refused | refused | refused |
+//! | 404 other | refused | `Absent` | `Absent` | `Absent` |
+//! | 409 conflict codes | `Conflict` | `Conflict` | `Conflict` | ambiguous |
+//! | 412 | `Exists` | `Mismatch` | `Mismatch` | `Absent` (SeaweedFS, missing key) |
+//! | 408, 429, 5xx but 501, 400 RequestTimeout | ambiguous | ambiguous | ambiguous | ambiguous |
+//! | 501, 400 NotImplemented | refused: conditional requests unsupported | same | same | same |
+//! | other 3xx/4xx | refused, with a hint | same | same | same |
+//! | 2xx without ETag | refused: endpoint not compatible | same | `Deleted` | refused |
+
+use crate::{ETag, Error, IntentKind};
+use bytes::Bytes;
+use core::fmt;
+use http::{HeaderMap, StatusCode};
+
+/// What a reply means, as the state machine consumes it.
+///
+/// Drivers get one from [`classify`] for every HTTP reply, or build
+/// [`Response::Ambiguous`] themselves when no reply came (timeout, reset connection).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    /// A PUT was applied; the object now has this ETag.
+    Written {
+        /// The new object's ETag.
+        etag: ETag,
+    },
+    /// A DELETE was applied.
+    Deleted,
+    /// A GET returned the object.
+    Object {
+        /// Its ETag.
+        etag: ETag,
+        /// Its body.
+        body: Bytes,
+    },
+    /// A conditional GET: the object still has the ETag we named.
+    NotModified,
+    /// `PUT If-None-Match: *` failed: the object exists.
+    Exists,
+    /// An `If-Match` failed: the object exists with another ETag (on some servers: or is gone).
+    Mismatch,
+    /// The object does not exist.
+    Absent,
+    /// A concurrent conditional request conflicted (409); not applied, retry soon.
+    Conflict {
+        /// S3's error code, e.g. `ConditionalRequestConflict` or Ceph's `ConcurrentModification`.
+        code: Option<String>,
+    },
+    /// The outcome is unknown: a write may or may not have been applied.
+    Ambiguous(Ambiguity),
+    /// The request was refused for a reason retrying will not fix.
+    Refused(Error),
+}
+
+/// Why a reply leaves the outcome of a request unknown.
+///
+/// ```
+/// use sets3lock::Ambiguity;
+/// assert_eq!(Ambiguity::Timeout.to_string(), "no reply before the request timeout");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ambiguity {
+    /// The server answered with a status that does not say whether the request was applied
+    /// (5xx, 429, 408, ...).
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// S3's error code, if the body had one (`SlowDown`, `InternalError`, ...).
+        code: Option<String>,
+    },
+    /// No reply came in time.
+    Timeout,
+    /// The connection failed before a complete reply.
+    Connection {
+        /// What the HTTP client said.
+        detail: String,
+    },
+    /// A reply that does not fit the request (a driver bug, or a very odd server).
+    Unexpected {
+        /// What the reply said.
+        reply: &'static str,
+        /// The request it answered.
+        request: IntentKind,
+    },
+}
+
+impl fmt::Display for Ambiguity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ambiguity::Status { status, code } => {
+                write!(f, "HTTP {status}")?;
+                if let Some(c) = code {
+                    write!(f, " {c}")?;
+                }
+                Ok(())
+            }
+            Ambiguity::Timeout => f.write_str("no reply before the request timeout"),
+            Ambiguity::Connection { detail } => write!(f, "connection failed: {detail}"),
+            Ambiguity::Unexpected { reply, request } => {
+                write!(f, "unexpected reply \"{reply}\" to {request}")
+            }
+        }
+    }
+}
+
+/// An S3 error document's `<Code>` and `<Message>`.
+///
+/// ```
+/// let e = sets3lock::S3ErrorBody::parse(
+///     b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>gone &amp; done</Message></Error>");
+/// assert_eq!(e.code.as_deref(), Some("NoSuchKey"));
+/// assert_eq!(e.message.as_deref(), Some("gone & done"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct S3ErrorBody {
+    /// The error code.
+    pub code: Option<String>,
+    /// The message for people.
+    pub message: Option<String>,
+}
+
+impl S3ErrorBody {
+    /// Extracts the code and message from an error body. Tolerant: a body that is not an S3
+    /// error document yields neither.
+    ///
+    /// ```
+    /// assert_eq!(sets3lock::S3ErrorBody::parse(b"oops"), Default::default());
+    /// ```
+    pub fn parse(body: &[u8]) -> S3ErrorBody {
+        let body = &body[..body.len().min(16 * 1024)];
+        let text = String::from_utf8_lossy(body);
+        S3ErrorBody {
+            code: element(&text, "Code", 64)
+                .filter(|c| c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')),
+            message: element(&text, "Message", 300),
+        }
+    }
+}
+
+/// The text of the first `<name>…</name>` element, unescaped, trimmed, at most `max` chars.
+fn element(text: &str, name: &str, max: usize) -> Option<String> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let start = text.find(&open)? + open.len();
+    let len = text[start..].find(&close)?;
+    let raw = text[start..start + len].trim();
+    let value: String = unescape(raw).chars().take(max).collect();
+    (!value.is_empty()).then_some(value)
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Classifies the reply to a request of kind `kind`.
+///
+/// A pure function of its inputs: it never panics, whatever the status, headers or body.
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue, StatusCode};
+/// use sets3lock::{classify, IntentKind, Response};
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("etag", HeaderValue::from_static("\"d41d8cd98f00b204e9800998ecf8427e\""));
+/// let r = classify(IntentKind::PutIfNoneMatch, StatusCode::OK, &headers, b"");
+/// assert!(matches!(r, Response::Written { .. }));
+///
+/// let body = b"<Error><Code>PreconditionFailed</Code></Error>";
+/// let r = classify(IntentKind::PutIfNoneMatch, StatusCode::PRECONDITION_FAILED, &HeaderMap::new(), body);
+/// assert_eq!(r, Response::Exists);
+///
+/// let r = classify(IntentKind::PutIfMatch, StatusCode::SERVICE_UNAVAILABLE, &HeaderMap::new(), b"");
+/// assert!(matches!(r, Response::Ambiguous(_)));
+/// ```
+pub fn classify(
+    kind: IntentKind,
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    use IntentKind::*;
+    let s = status.as_u16();
+    let err = || S3ErrorBody::parse(body);
+    match s {
+        200..=299 => match kind {
+            DeleteIfMatch => Response::Deleted,
+            PutIfNoneMatch | PutIfMatch | Get => match etag_of(headers) {
+                Some(etag) if kind == Get => Response::Object {
+                    etag,
+                    body: Bytes::copy_from_slice(body),
+                },
+                Some(etag) => Response::Written { etag },
+                None => Response::Refused(Error::MissingETag {
+                    op: kind,
+                    status: s,
+                }),
+            },
+        },
+        304 => match kind {
+            PutIfNoneMatch => Response::Exists,
+            Get => Response::NotModified,
+            PutIfMatch | DeleteIfMatch => ambiguous(s, None),
+        },
+        404 => {
+            let e = err();
+            if e.code.as_deref() == Some("NoSuchBucket") {
+                Response::Refused(Error::NoSuchBucket { message: e.message })
+            } else if kind == PutIfNoneMatch {
+                refused(kind, s, e)
+            } else {
+                Response::Absent
+            }
+        }
+        409 => {
+            let e = err();
+            let conflict = matches!(
+                e.code.as_deref(),
+                None | Some("ConditionalRequestConflict")
+                    | Some("ConcurrentModification")
+                    | Some("OperationAborted")
+            );
+            match (conflict, kind) {
+                (true, Get) => ambiguous(s, e.code),
+                (true, _) => Response::Conflict { code: e.code },
+                (false, _) => refused(kind, s, e),
+            }
+        }
+        412 => match kind {
+            PutIfNoneMatch => Response::Exists,
+            PutIfMatch | DeleteIfMatch => Response::Mismatch,
+            Get => Response::Absent,
+        },
+        501 => unsupported(kind, s, err()),
+        408 | 429 | 500..=599 => ambiguous(s, err().code),
+        400 => {
+            let e = err();
+            match e.code.as_deref() {
+                Some("RequestTimeout") | Some("SlowDown") => ambiguous(s, e.code),
+                Some("NotImplemented") => unsupported(kind, s, e),
+                _ => refused(kind, s, e),
+            }
+        }
+        _ => refused(kind, s, err()),
+    }
+}
+
+fn etag_of(headers: &HeaderMap) -> Option<ETag> {
+    let value = headers.get(http::header::ETAG)?.to_str().ok()?;
+    ETag::parse(value).ok()
+}
+
+fn ambiguous(status: u16, code: Option<String>) -> Response {
+    Response::Ambiguous(Ambiguity::Status { status, code })
+}
+
+fn unsupported(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
+    Response::Refused(Error::ConditionalUnsupported {
+        op,
+        status,
+        code: e.code,
+        message: e.message,
+    })
+}
+
+fn refused(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
+    let hint = hint(op, status, e.code.as_deref());
+    Response::Refused(Error::Refused {
+        op,
+        status,
+        code: e.code,
+        message: e.message,
+        hint,
+    })
+}
+
+fn hint(op: IntentKind, status: u16, code: Option<&str>) -> &'static str {
+    match code {
+        Some("InvalidAccessKeyId") => {
+            "the endpoint does not know this access key: check AWS_ACCESS_KEY_ID and the endpoint"
+        }
+        Some("SignatureDoesNotMatch") => {
+            "the signature does not match: check AWS_SECRET_ACCESS_KEY and the region"
+        }
+        Some("ExpiredToken") | Some("TokenRefreshRequired") | Some("InvalidToken") => {
+            "the session token is expired or invalid: refresh the credentials"
+        }
+        Some("RequestTimeTooSkewed") => {
+            "this machine's clock is too far from the server's: synchronise it (NTP)"
+        }
+        Some("AuthorizationHeaderMalformed") | Some("AuthorizationQueryParametersError") => {
+            "the region is wrong: set AWS_REGION to the bucket's region"
+        }
+        Some("PermanentRedirect") | Some("TemporaryRedirect") => {
+            "the bucket lives in another region or behind another endpoint: set AWS_REGION or the endpoint"
+        }
+        Some("MissingContentLength") => "the driver sent no Content-Length: report this as a bug",
+        _ => match status {
+            301 | 307 | 308 => {
+                "the bucket lives in another region or behind another endpoint: set AWS_REGION or the endpoint"
+            }
+            403 if op == IntentKind::Get => {
+                "access denied: the credentials need s3:GetObject on the lock key (and without s3:ListBucket, S3 answers 403 instead of 404 for a missing key)"
+            }
+            401 | 403 => {
+                "access denied: the credentials need s3:PutObject, s3:GetObject and s3:DeleteObject on the lock key"
+            }
+            404 => "not found: check the endpoint URL and the addressing style (path-style for most S3-compatible stores)",
+            405 => "the endpoint does not allow this method on the lock key",
+            _ => "see the error code; retrying will not help",
+        },
+    }
+}

@@ -1,0 +1,145 @@
+//! How a lock behaves: lease, clock-drift bound, polling and retry pacing, identity.
+
+use crate::Backoff;
+use core::time::Duration;
+
+/// Settings for one [`Lock`](crate::Lock).
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::Config;
+///
+/// let config = Config {
+///     lease: Duration::from_secs(30),
+///     host: "build-7".into(),
+///     pid: 4242,
+///     ..Config::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// // The holder trusts its lock for the lease less the drift margin, and renews every third.
+/// assert_eq!(config.renew_interval(), Duration::from_secs(10));
+/// assert!(config.validity() < config.lease);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// How long the lock stays valid after each confirmed write. Zero means it never expires:
+    /// no renewals and no takeover, as in the Go sets3lock; a crashed holder then blocks
+    /// everyone until someone deletes the object.
+    pub lease: Duration,
+    /// The largest difference in clock *rate* between any two clients, in parts per million.
+    /// The holder shortens its validity by this much in each direction, so that a waiter
+    /// measuring the lease on its own clock never takes over before the holder stops trusting
+    /// its lock. Absolute clock offsets do not matter; only rates do.
+    pub max_drift_ppm: u32,
+    /// Pacing of `GET` polls while the lock is held by someone else.
+    pub poll: Backoff,
+    /// Pacing of retries after a 409, a 5xx, or a lost reply.
+    pub retry: Backoff,
+    /// How many transient failures in a row a try-once acquisition, a release or a cleanup
+    /// tolerates before giving up. Waiting acquisitions are bounded by their deadline instead.
+    pub retry_limit: u32,
+    /// The lease to assume for a holder whose record declares none (the Go sets3lock, or any
+    /// other body). `None`: such locks are never taken over.
+    pub foreign_lease: Option<Duration>,
+    /// Poll with `If-None-Match: <last ETag>` so an unchanged lock costs a 304 and no body.
+    pub conditional_get: bool,
+    /// This machine's name, written into the record for people.
+    pub host: String,
+    /// This process's id, written into the record for people.
+    pub pid: u32,
+}
+
+impl Default for Config {
+    /// A 60 s lease, 1% drift bound, polls between 100 ms and 3 s, retries between 50 ms and
+    /// 2 s, 6 retries, conditional polls.
+    fn default() -> Config {
+        Config {
+            lease: Duration::from_secs(60),
+            max_drift_ppm: 10_000,
+            poll: Backoff::new(Duration::from_millis(100), Duration::from_secs(3)),
+            retry: Backoff::new(Duration::from_millis(50), Duration::from_secs(2)),
+            retry_limit: 6,
+            foreign_lease: None,
+            conditional_get: true,
+            host: String::new(),
+            pid: 0,
+        }
+    }
+}
+
+/// A setting that cannot work.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The lease is shorter than 10 ms (and not zero).
+    #[error(
+        "a lease of {0:?} is too short: use at least 10ms, or 0 for a lock that never expires"
+    )]
+    LeaseTooShort(Duration),
+    /// The drift bound is 10% or more.
+    #[error("a clock-drift bound of {0} ppm is not credible: use less than 100000 (10%)")]
+    DriftTooLarge(u32),
+    /// A backoff range is empty or has a zero floor.
+    #[error("the {which} backoff needs 0 < floor <= cap")]
+    BadBackoff {
+        /// `poll` or `retry`.
+        which: &'static str,
+    },
+}
+
+const PPM: u128 = 1_000_000;
+
+impl Config {
+    /// Checks that the settings can work.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::Config;
+    /// let bad = Config { lease: Duration::from_millis(1), ..Config::default() };
+    /// assert!(bad.validate().is_err());
+    /// let never = Config { lease: Duration::ZERO, ..Config::default() };
+    /// assert!(never.validate().is_ok());
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.lease.is_zero() && self.lease < Duration::from_millis(10) {
+            return Err(ConfigError::LeaseTooShort(self.lease));
+        }
+        if self.max_drift_ppm >= 100_000 {
+            return Err(ConfigError::DriftTooLarge(self.max_drift_ppm));
+        }
+        for (which, b) in [("poll", self.poll), ("retry", self.retry)] {
+            if b.floor.is_zero() || b.floor > b.cap {
+                return Err(ConfigError::BadBackoff { which });
+            }
+        }
+        Ok(())
+    }
+
+    /// How long after *sending* a confirmed write the holder trusts its lock:
+    /// `lease × (1 − ρ) / (1 + ρ)` for the drift bound ρ. A waiter takes over only after seeing
+    /// the same ETag for a full `lease` on its own clock, starting after the write landed; with
+    /// clock rates within ρ of each other, that is never sooner in real time.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::Config;
+    /// let c = Config { lease: Duration::from_secs(101), max_drift_ppm: 10_000, ..Config::default() };
+    /// assert_eq!(c.validity(), Duration::from_secs(99));
+    /// ```
+    pub fn validity(&self) -> Duration {
+        let rho = u128::from(self.max_drift_ppm);
+        let nanos = self.lease.as_nanos() * (PPM - rho.min(PPM)) / (PPM + rho);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// How long after sending a confirmed write the holder renews: a third of the lease, so
+    /// that two renewals can fail before the lease runs out.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::Config;
+    /// assert_eq!(Config::default().renew_interval(), Duration::from_secs(20));
+    /// ```
+    pub fn renew_interval(&self) -> Duration {
+        self.lease / 3
+    }
+}

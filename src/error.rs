@@ -1,0 +1,83 @@
+//! The errors a lock reports: each names the cause and what fixes it.
+
+use crate::IntentKind;
+
+/// Why an operation on the lock failed for good.
+///
+/// Transient trouble (409 conflicts, 5xx, timeouts) is retried by the core and does not appear
+/// here unless the retries run out ([`Error::GaveUp`]).
+///
+/// ```
+/// use sets3lock::Error;
+/// let e = Error::NoSuchBucket { message: None };
+/// assert!(e.to_string().contains("create the bucket"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The bucket does not exist.
+    #[error("the bucket does not exist (S3 said NoSuchBucket{}): create the bucket, or fix the bucket name, the endpoint or the region", detail(.message))]
+    NoSuchBucket {
+        /// S3's message, if it sent one.
+        message: Option<String>,
+    },
+    /// The endpoint refused a conditional request as unsupported (S3's 501 NotImplemented).
+    #[error("the endpoint does not support {op} (HTTP {status}{}): a lock needs conditional writes; use a store that supports them (run `sets3lock doctor`)", code_and(.code, .message))]
+    ConditionalUnsupported {
+        /// The request that was refused.
+        op: IntentKind,
+        /// The HTTP status.
+        status: u16,
+        /// S3's error code.
+        code: Option<String>,
+        /// S3's message.
+        message: Option<String>,
+    },
+    /// A successful write or read came back without an ETag: the endpoint is not S3-compatible
+    /// enough to hold a lock (conditional requests need the ETag).
+    #[error("the endpoint answered {op} with HTTP {status} but no ETag header: it is not S3-compatible enough to hold a lock")]
+    MissingETag {
+        /// The request.
+        op: IntentKind,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// Any other refusal, with S3's error code and a hint at the fix.
+    #[error("{op} was refused with HTTP {status}{}: {hint}", code_and(.code, .message))]
+    Refused {
+        /// The request.
+        op: IntentKind,
+        /// The HTTP status.
+        status: u16,
+        /// S3's error code (`AccessDenied`, `SignatureDoesNotMatch`, ...).
+        code: Option<String>,
+        /// S3's message.
+        message: Option<String>,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// Transient failures went on until the retry budget ran out.
+    #[error("gave up after {attempts} attempts; the last: {last}")]
+    GaveUp {
+        /// How many requests were tried.
+        attempts: u32,
+        /// The last failure, for people.
+        last: String,
+    },
+}
+
+fn detail(message: &Option<String>) -> String {
+    match message {
+        Some(m) => format!(": {m}"),
+        None => String::new(),
+    }
+}
+
+fn code_and(code: &Option<String>, message: &Option<String>) -> String {
+    let mut s = String::new();
+    if let Some(c) = code {
+        s.push(' ');
+        s.push_str(c);
+    }
+    s.push_str(&detail(message));
+    s
+}

@@ -1,0 +1,132 @@
+//! What the core tells its user.
+
+use crate::{Ambiguity, ETag, Error, Holder, Instant, OwnerId};
+use core::fmt;
+
+/// Something the user of a lock must see, from [`Lock::poll_event`](crate::Lock::poll_event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Our write is the lock object: we hold the lock.
+    Acquired {
+        /// This hold's owner id (in the record).
+        owner: OwnerId,
+        /// The ETag of our write.
+        etag: ETag,
+        /// When the lock stops being trustworthy unless renewed; `None` with a zero lease.
+        valid_until: Option<Instant>,
+        /// The stale holder we replaced, if this was a takeover.
+        took_over: Option<Holder>,
+    },
+    /// Someone else holds the lock; sent when waiting starts and when the holder changes.
+    Contended {
+        /// Who, from the object's body.
+        holder: Holder,
+        /// The object's ETag.
+        etag: ETag,
+        /// When we will take it over if it does not change; `None`: never (no lease known).
+        stale_at: Option<Instant>,
+    },
+    /// The acquisition ended without the lock.
+    NotAcquired {
+        /// Why.
+        reason: NotAcquired,
+    },
+    /// A renewal landed: the lock is valid for longer.
+    Renewed {
+        /// The ETag of the new write.
+        etag: ETag,
+        /// The new end of validity.
+        valid_until: Option<Instant>,
+    },
+    /// A renewal attempt failed; the core retries until the lock's validity runs out.
+    RenewalDelayed {
+        /// What went wrong.
+        setback: Setback,
+    },
+    /// The lock was lost while held: stop relying on it now.
+    Lost {
+        /// How.
+        reason: LostReason,
+    },
+    /// The lock's validity ran out before a renewal was confirmed: stop relying on it now.
+    Expired,
+    /// A release finished.
+    Released {
+        /// What the conditional delete found.
+        outcome: ReleaseOutcome,
+    },
+    /// An acquisition was cancelled by the user; any write of ours that lands is cleaned up.
+    Cancelled,
+    /// An operation failed for good.
+    Failed {
+        /// Why.
+        error: Error,
+    },
+}
+
+/// Why an acquisition ended without the lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotAcquired {
+    /// Try-once: the lock is held.
+    Busy {
+        /// By whom.
+        holder: Holder,
+        /// The object's ETag (what `sets3lock unlock --etag` would need).
+        etag: ETag,
+    },
+    /// The deadline passed while waiting.
+    TimedOut {
+        /// The last holder seen, if any.
+        holder: Option<Holder>,
+    },
+}
+
+/// How a held lock was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LostReason {
+    /// The object was replaced by another writer (a takeover after we failed to renew, or an
+    /// operator).
+    Overwritten {
+        /// The new holder, when known.
+        holder: Option<Holder>,
+    },
+    /// The object was deleted behind our back (an operator, or a lifecycle rule).
+    Deleted,
+}
+
+/// What a release found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// Our object was deleted: the lock is free.
+    Deleted,
+    /// Another writer's object was there: the lock had been taken over. It was left alone.
+    TakenOver,
+    /// There was no object: it had been deleted already.
+    AlreadyGone,
+}
+
+/// A failed attempt that will be retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Setback {
+    /// 409 from a concurrent request.
+    Conflict {
+        /// S3's code.
+        code: Option<String>,
+    },
+    /// No usable reply.
+    Ambiguous(Ambiguity),
+    /// A refusal (for example an expired credential); retried in case it is fixed in time.
+    Refused(Error),
+}
+
+impl fmt::Display for Setback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Setback::Conflict { code } => {
+                write!(f, "HTTP 409 {}", code.as_deref().unwrap_or("Conflict"))
+            }
+            Setback::Ambiguous(a) => a.fmt(f),
+            Setback::Refused(e) => e.fmt(f),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! # sets3lock: a distributed lock whose only server is an S3 bucket
+//!
+//! Holding the lock means the lock object exists. It is created with
+//! `PUT If-None-Match: *`, renewed with `PUT If-Match: <etag>`, and released with
+//! `DELETE If-Match: <etag>`, so S3's conditional writes decide every race.
+//!
+//! This crate is the protocol core, and only that: a sans-IO state machine ([`Lock`]) that
+//! emits [`Request`]s and consumes [`Response`]s and time. It performs no I/O, reads no clock,
+//! needs no async runtime and holds no global state. Drivers carry its requests to S3 (the
+//! `sets3lock-s3` crate), or to the in-memory mock used by the simulation (`sets3lock-mock`),
+//! or to whatever your runtime is: the [`Lock`] docs show a complete driver loop.
+//!
+//! What the core decides:
+//! - acquisition, try-once or waiting until a deadline, with exponential backoff and full
+//!   jitter while polling the holder;
+//! - a lease, renewed every third of it; validity measured from when the confirmed write was
+//!   *sent*, less a margin for clock-rate drift;
+//! - takeover of a stale lock without trusting anyone's clock: only after seeing the same ETag
+//!   for a full lease (the holder's, from its record) on our own monotonic clock, and then only
+//!   with a conditional write on that ETag;
+//! - recovery after a lost reply by reading the object back and looking for our owner id and
+//!   sequence number, never by guessing;
+//! - release that tells "deleted", "taken over" and "already gone" apart.
+//!
+//! Replies are classified by one pure function, [`classify`], shared by every driver.
+
+#![forbid(unsafe_code)]
+
+mod backoff;
+mod classify;
+mod config;
+mod error;
+mod etag;
+mod event;
+mod intent;
+mod machine;
+mod record;
+mod rng;
+mod time;
+mod url;
+
+pub use backoff::Backoff;
+pub use classify::{classify, Ambiguity, Response, S3ErrorBody};
+pub use config::{Config, ConfigError};
+pub use error::Error;
+pub use etag::{ETag, InvalidETag};
+pub use event::{Event, LostReason, NotAcquired, ReleaseOutcome, Setback};
+pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
+pub use machine::{CommandError, Lock, Wait};
+pub use record::{Holder, InvalidOwnerId, OwnerId, Record, FORMAT_VERSION};
+pub use time::Instant;
+pub use url::{LockUrl, UrlError};

@@ -1,0 +1,1225 @@
+//! The lock state machine.
+//!
+//! One acquisition at a time; one request in flight at a time. Inputs carry `now`; outputs
+//! are polled. See DESIGN.md §3 for the protocol this implements.
+
+use crate::rng::Rng;
+use crate::{
+    Ambiguity, Config, ConfigError, ETag, Error, Event, Holder, Instant, Intent, IntentKind,
+    LostReason, NotAcquired, OwnerId, Purpose, Record, ReleaseOutcome, Request, RequestId,
+    Response, Setback,
+};
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// How long an acquisition may wait for the lock.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::{Instant, Wait};
+/// let now = Instant::ZERO;
+/// let w = Wait::until(now, Duration::from_secs(30));
+/// assert_eq!(w, Wait::Until(Instant::ZERO + Duration::from_secs(30)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Try once: if the lock is held, give up (setlock's `-n`).
+    No,
+    /// Wait as long as it takes (setlock's `-N`).
+    Forever,
+    /// Wait until this instant at most.
+    Until(Instant),
+}
+
+impl Wait {
+    /// Wait at most `timeout` from `now`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::{Instant, Wait};
+    /// assert!(matches!(Wait::until(Instant::ZERO, Duration::ZERO), Wait::Until(_)));
+    /// ```
+    pub fn until(now: Instant, timeout: core::time::Duration) -> Wait {
+        Wait::Until(now + timeout)
+    }
+
+    fn deadline(self) -> Option<Instant> {
+        match self {
+            Wait::Until(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A command that does not fit the lock's current state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// `acquire` while an acquisition, hold, release or cleanup is under way.
+    #[error(
+        "the lock is busy with a previous acquisition, hold or release; wait until it is idle"
+    )]
+    Busy,
+    /// `release` while nothing is held or being acquired.
+    #[error("the lock is not held or being acquired")]
+    NotHeld,
+}
+
+/// A write of ours whose outcome we may not know yet.
+#[derive(Clone, Copy, Debug)]
+struct Write {
+    seq: u64,
+    sent: Instant,
+}
+
+/// The identity and write history of one acquisition.
+#[derive(Clone, Debug)]
+struct Session {
+    owner: OwnerId,
+    /// The last sequence number used.
+    seq: u64,
+    started: Instant,
+    started_unix_ms: u64,
+    /// Writes that got no definite answer: they may still land.
+    unresolved: Vec<Write>,
+}
+
+/// The most unresolved writes remembered; beyond that the oldest are forgotten, and a write
+/// of ours found later is conservatively dated from the start of the acquisition.
+const MAX_UNRESOLVED: usize = 32;
+
+impl Session {
+    fn sent_of(&self, seq: u64) -> Instant {
+        self.unresolved
+            .iter()
+            .find(|w| w.seq == seq)
+            .map_or(self.started, |w| w.sent)
+    }
+
+    fn remember(&mut self, w: Write) {
+        if self.unresolved.len() == MAX_UNRESOLVED {
+            self.unresolved.remove(0);
+        }
+        self.unresolved.push(w);
+    }
+
+    fn is_ours(&self, holder: &Holder) -> Option<u64> {
+        match holder {
+            Holder::Sets3lock(r) if r.owner == self.owner => Some(r.seq),
+            _ => None,
+        }
+    }
+}
+
+/// The request awaiting its reply.
+#[derive(Clone, Debug)]
+struct Pending {
+    id: RequestId,
+    kind: IntentKind,
+    purpose: Purpose,
+    write: Option<Write>,
+    /// The ETag a conditional request named.
+    etag: Option<ETag>,
+}
+
+/// What to send next.
+#[derive(Clone, Debug, PartialEq)]
+enum Action {
+    Create,
+    Observe,
+    Takeover,
+    Renew,
+    Release,
+    Delete(ETag),
+}
+
+type Next = Option<(Instant, Action)>;
+
+#[derive(Clone, Debug)]
+struct Observed {
+    etag: ETag,
+    holder: Holder,
+    first_seen: Instant,
+    /// Our own write, landed too late to be valid.
+    own: bool,
+}
+
+#[derive(Debug)]
+struct Acquiring {
+    s: Session,
+    wait: Wait,
+    observed: Option<Observed>,
+    next: Next,
+    polls: u32,
+    retries: u32,
+}
+
+#[derive(Debug)]
+struct Held {
+    s: Session,
+    etag: ETag,
+    valid_until: Option<Instant>,
+    next: Next,
+    retries: u32,
+}
+
+#[derive(Debug)]
+struct Releasing {
+    s: Session,
+    etag: ETag,
+    valid_until: Option<Instant>,
+    /// A delete may have been applied without our hearing of it.
+    delete_unconfirmed: bool,
+    next: Next,
+    retries: u32,
+}
+
+#[derive(Debug)]
+struct Cleanup {
+    owner: OwnerId,
+    etags: Vec<ETag>,
+    resolve: bool,
+    next: Next,
+    retries: u32,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Idle,
+    Acquiring(Acquiring),
+    Held(Held),
+    Releasing(Releasing),
+    Cleanup(Cleanup),
+}
+
+/// The lock protocol for one S3 object, as a sans-IO state machine.
+///
+/// It never performs I/O and never reads a clock: the driver pushes user commands
+/// ([`acquire`](Lock::acquire), [`release`](Lock::release)), replies
+/// ([`handle_response`](Lock::handle_response)) and the passage of time
+/// ([`handle_timeout`](Lock::handle_timeout)), and pulls what to send
+/// ([`poll_request`](Lock::poll_request)), what to tell the user
+/// ([`poll_event`](Lock::poll_event)) and when to wake it next
+/// ([`poll_timeout`](Lock::poll_timeout)).
+///
+/// # A driver loop
+///
+/// A complete, if synchronous, driver against an in-process fake of S3. A real driver sends
+/// each request over HTTP, passes the reply through [`classify`](crate::classify), and sleeps
+/// until `poll_timeout()` when there is nothing to send.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::{Config, Event, Instant, Intent, Lock, Response, Wait};
+///
+/// // A stand-in for S3: one object, ETags from a counter, exact conditional semantics.
+/// struct Fake { object: Option<(String, bytes::Bytes)>, n: u32 }
+/// impl Fake {
+///     fn send(&mut self, intent: &Intent) -> Response {
+///         let etag = |s: &str| sets3lock::ETag::parse(s).unwrap();
+///         match intent {
+///             Intent::PutIfNoneMatch { body } => {
+///                 if self.object.is_some() { return Response::Exists; }
+///                 self.n += 1;
+///                 self.object = Some((self.n.to_string(), body.clone()));
+///                 Response::Written { etag: etag(&self.n.to_string()) }
+///             }
+///             Intent::PutIfMatch { etag: want, body } => match &self.object {
+///                 None => Response::Absent,
+///                 Some((e, _)) if e != want.as_str() => Response::Mismatch,
+///                 Some(_) => {
+///                     self.n += 1;
+///                     self.object = Some((self.n.to_string(), body.clone()));
+///                     Response::Written { etag: etag(&self.n.to_string()) }
+///                 }
+///             },
+///             Intent::DeleteIfMatch { etag: want } => match &self.object {
+///                 None => Response::Absent,
+///                 Some((e, _)) if e != want.as_str() => Response::Mismatch,
+///                 Some(_) => { self.object = None; Response::Deleted }
+///             },
+///             Intent::Get { .. } => match &self.object {
+///                 None => Response::Absent,
+///                 Some((e, b)) => Response::Object { etag: etag(e), body: b.clone() },
+///             },
+///         }
+///     }
+/// }
+///
+/// let mut s3 = Fake { object: None, n: 0 };
+/// let mut lock = Lock::new(Config::default(), [42; 32]).unwrap();
+/// let mut now = Instant::ZERO;
+/// let mut events = Vec::new();
+///
+/// lock.acquire(now, 1_764_500_000_000, Wait::Forever).unwrap();
+/// // Run for 100 seconds of (virtual) time; the lease is 60 s, so it must renew.
+/// while now < Instant::ZERO + Duration::from_secs(100) {
+///     while let Some(req) = lock.poll_request() {
+///         let reply = s3.send(&req.intent);
+///         lock.handle_response(req.id, reply, now);
+///     }
+///     while let Some(ev) = lock.poll_event() { events.push(ev); }
+///     // Sleep until the core wants to be woken (here: jump the virtual clock).
+///     match lock.poll_timeout() {
+///         Some(t) => { now = now.max(t); lock.handle_timeout(now); }
+///         None => break,
+///     }
+/// }
+/// assert!(matches!(events[0], Event::Acquired { .. }));
+/// assert!(events.iter().any(|e| matches!(e, Event::Renewed { .. })));
+/// assert!(lock.is_held(now));
+///
+/// lock.release(now).unwrap();
+/// while let Some(req) = lock.poll_request() {
+///     let reply = s3.send(&req.intent);
+///     lock.handle_response(req.id, reply, now);
+/// }
+/// let last = std::iter::from_fn(|| lock.poll_event()).last();
+/// assert_eq!(last, Some(Event::Released { outcome: sets3lock::ReleaseOutcome::Deleted }));
+/// assert!(s3.object.is_none());
+/// ```
+#[derive(Debug)]
+pub struct Lock {
+    cfg: Config,
+    rng: Rng,
+    next_id: u64,
+    now: Instant,
+    pending: Option<Pending>,
+    outbox: Option<Request>,
+    events: VecDeque<Event>,
+    phase: Phase,
+}
+
+impl Lock {
+    /// A lock with these settings. `seed` must come from a good random source (the driver's
+    /// operating system): owner ids are drawn from it, and two processes with the same seed
+    /// would share them.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert!(lock.is_idle());
+    /// ```
+    pub fn new(config: Config, seed: [u8; 32]) -> Result<Lock, ConfigError> {
+        config.validate()?;
+        Ok(Lock {
+            cfg: config,
+            rng: Rng::from_seed(seed),
+            next_id: 0,
+            now: Instant::ZERO,
+            pending: None,
+            outbox: None,
+            events: VecDeque::new(),
+            phase: Phase::Idle,
+        })
+    }
+
+    /// The settings.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert_eq!(lock.config().lease.as_secs(), 60);
+    /// ```
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    // ---- user commands -------------------------------------------------------------------
+
+    /// Starts acquiring the lock. `unix_ms` is the wall-clock time, for the record only (people
+    /// read it; the protocol never trusts it).
+    ///
+    /// Fails with [`CommandError::Busy`] unless [`is_idle`](Lock::is_idle).
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Intent, Lock, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
+    /// let req = lock.poll_request().unwrap();
+    /// assert!(matches!(req.intent, Intent::PutIfNoneMatch { .. }));
+    /// assert!(lock.acquire(Instant::ZERO, 0, Wait::No).is_err());
+    /// ```
+    pub fn acquire(&mut self, now: Instant, unix_ms: u64, wait: Wait) -> Result<(), CommandError> {
+        let now = self.clock(now);
+        if !matches!(self.phase, Phase::Idle) || self.pending.is_some() {
+            return Err(CommandError::Busy);
+        }
+        let owner = OwnerId::from_u128(self.rng.next_u128());
+        self.phase = Phase::Acquiring(Acquiring {
+            s: Session {
+                owner,
+                seq: 0,
+                started: now,
+                started_unix_ms: unix_ms,
+                unresolved: Vec::new(),
+            },
+            wait,
+            observed: None,
+            next: Some((now, Action::Create)),
+            polls: 0,
+            retries: 0,
+        });
+        self.drive(now);
+        Ok(())
+    }
+
+    /// Releases the lock, or cancels an acquisition under way.
+    ///
+    /// From the moment of the call the lock is no longer [held](Lock::is_held). A release ends
+    /// with [`Event::Released`] (or [`Event::Failed`]); a cancellation emits
+    /// [`Event::Cancelled`] at once and then removes any write of ours that lands.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Event, Instant, Lock, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert!(lock.release(Instant::ZERO).is_err());
+    /// lock.acquire(Instant::ZERO, 0, Wait::Forever).unwrap();
+    /// lock.release(Instant::ZERO).unwrap();
+    /// assert_eq!(lock.poll_event(), Some(Event::Cancelled));
+    /// ```
+    pub fn release(&mut self, now: Instant) -> Result<(), CommandError> {
+        let now = self.clock(now);
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Held(h) => {
+                self.phase = Phase::Releasing(Releasing {
+                    s: h.s,
+                    etag: h.etag,
+                    valid_until: h.valid_until,
+                    delete_unconfirmed: false,
+                    // A pending renewal or read is answered first; then the delete goes out
+                    // with the ETag that is current by then.
+                    next: Some((now, Action::Release)),
+                    retries: 0,
+                });
+            }
+            Phase::Acquiring(a) => {
+                self.events.push_back(Event::Cancelled);
+                self.end_acquisition(a.s);
+            }
+            other => {
+                self.phase = other;
+                return Err(CommandError::NotHeld);
+            }
+        }
+        self.drive(now);
+        Ok(())
+    }
+
+    // ---- inputs ----------------------------------------------------------------------------
+
+    /// Feeds the reply to request `id`. Replies to requests the core no longer waits for are
+    /// ignored.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Event, ETag, Instant, Lock, Response, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
+    /// let req = lock.poll_request().unwrap();
+    /// lock.handle_response(req.id, Response::Written { etag: ETag::parse("e1").unwrap() }, Instant::ZERO);
+    /// assert!(matches!(lock.poll_event(), Some(Event::Acquired { .. })));
+    /// ```
+    pub fn handle_response(&mut self, id: RequestId, response: Response, now: Instant) {
+        let now = self.clock(now);
+        if self.pending.as_ref().map(|p| p.id) != Some(id) {
+            return;
+        }
+        self.expire(now);
+        let Some(p) = self.pending.take() else {
+            // Expiry made the pending read moot.
+            self.drive(now);
+            return;
+        };
+        if self.outbox.as_ref().map(|r| r.id) == Some(id) {
+            self.outbox = None;
+        }
+        let response = normalize(&p, response);
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => {}
+            Phase::Acquiring(a) => self.on_acquiring(a, p, response, now),
+            Phase::Held(h) => self.on_held(h, p, response, now),
+            Phase::Releasing(r) => self.on_releasing(r, p, response, now),
+            Phase::Cleanup(c) => self.on_cleanup(c, p, response, now),
+        }
+        self.drive(now);
+    }
+
+    /// Tells the core that time has passed; call it when [`poll_timeout`](Lock::poll_timeout)
+    /// is reached (calling it early or often is harmless).
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Lock};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.handle_timeout(Instant::ZERO);
+    /// assert!(lock.poll_request().is_none());
+    /// ```
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.expire(now);
+        self.drive(now);
+    }
+
+    // ---- outputs ---------------------------------------------------------------------------
+
+    /// The next request to send, if any. Each request is handed out once.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Lock, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
+    /// assert!(lock.poll_request().is_some());
+    /// assert!(lock.poll_request().is_none());
+    /// ```
+    pub fn poll_request(&mut self) -> Option<Request> {
+        self.outbox.take()
+    }
+
+    /// The next event for the user, if any.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert_eq!(lock.poll_event(), None);
+    /// ```
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Lock::handle_timeout) next, if anything is scheduled.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Lock};
+    /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert_eq!(lock.poll_timeout(), None);
+    /// ```
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let next = |n: &Next| {
+            if self.pending.is_none() {
+                n.as_ref().map(|(t, _)| *t)
+            } else {
+                None
+            }
+        };
+        let write_pending = self.pending.as_ref().is_some_and(|p| p.write.is_some());
+        let (a, b) = match &self.phase {
+            Phase::Idle => (None, None),
+            Phase::Acquiring(a) => (next(&a.next), a.wait.deadline().filter(|_| !write_pending)),
+            Phase::Held(h) => (next(&h.next), h.valid_until),
+            Phase::Releasing(r) => (next(&r.next), None),
+            Phase::Cleanup(c) => (next(&c.next), None),
+        };
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ---- queries ---------------------------------------------------------------------------
+
+    /// Whether we hold a valid lock at `now`: acquired, not released, lost or expired, and
+    /// `now` is before the end of validity.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Lock};
+    /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert!(!lock.is_held(Instant::ZERO));
+    /// ```
+    pub fn is_held(&self, now: Instant) -> bool {
+        match &self.phase {
+            Phase::Held(h) => h.valid_until.is_none_or(|v| now < v),
+            _ => false,
+        }
+    }
+
+    /// Nothing under way: no acquisition, hold, release or cleanup, and no request awaiting
+    /// its reply. A driver that is shutting down should keep driving until this is true, so
+    /// that a write of ours that landed late is removed.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().is_idle());
+    /// ```
+    pub fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Idle) && self.pending.is_none()
+    }
+
+    /// The current hold's owner id and ETag, while held.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().holding().is_none());
+    /// ```
+    pub fn holding(&self) -> Option<(OwnerId, &ETag)> {
+        match &self.phase {
+            Phase::Held(h) => Some((h.s.owner, &h.etag)),
+            _ => None,
+        }
+    }
+
+    /// When the current hold stops being valid unless renewed (`None` if not held or if the
+    /// lease is zero).
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().valid_until().is_none());
+    /// ```
+    pub fn valid_until(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Held(h) => h.valid_until,
+            _ => None,
+        }
+    }
+
+    // ---- time ------------------------------------------------------------------------------
+
+    /// Time never goes backwards inside the core, whatever the driver passes.
+    fn clock(&mut self, now: Instant) -> Instant {
+        self.now = self.now.max(now);
+        self.now
+    }
+
+    /// Ends what has run out of time. Sends nothing.
+    fn expire(&mut self, now: Instant) {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Held(h) if h.valid_until.is_some_and(|v| now >= v) => {
+                self.events.push_back(Event::Expired);
+                self.phase = Phase::Cleanup(Cleanup {
+                    owner: h.s.owner,
+                    etags: vec![h.etag],
+                    resolve: !h.s.unresolved.is_empty(),
+                    next: None,
+                    retries: 0,
+                });
+                self.forget_pending_read();
+            }
+            Phase::Acquiring(a)
+                if a.wait.deadline().is_some_and(|d| now >= d)
+                    && self.pending.as_ref().is_none_or(|p| p.write.is_none()) =>
+            {
+                self.events.push_back(Event::NotAcquired {
+                    reason: NotAcquired::TimedOut {
+                        holder: a.observed.map(|o| o.holder),
+                    },
+                });
+                self.end_acquisition(a.s);
+            }
+            other => self.phase = other,
+        }
+    }
+
+    /// Sends the next scheduled request if it is due and nothing is in flight.
+    fn drive(&mut self, now: Instant) {
+        if self.pending.is_some() {
+            return;
+        }
+        let next = match &mut self.phase {
+            Phase::Idle => return,
+            Phase::Acquiring(a) => &mut a.next,
+            Phase::Held(h) => &mut h.next,
+            Phase::Releasing(r) => &mut r.next,
+            Phase::Cleanup(c) => {
+                if c.next.is_none() {
+                    c.next = if c.resolve {
+                        Some((now, Action::Observe))
+                    } else {
+                        c.etags.first().cloned().map(|e| (now, Action::Delete(e)))
+                    };
+                    if c.next.is_none() {
+                        self.phase = Phase::Idle;
+                        return;
+                    }
+                }
+                &mut c.next
+            }
+        };
+        let Some((at, _)) = next else { return };
+        if *at > now {
+            return;
+        }
+        let Some((_, action)) = next.take() else {
+            return;
+        };
+        self.fire(action, now);
+    }
+
+    // ---- requests --------------------------------------------------------------------------
+
+    fn fire(&mut self, action: Action, now: Instant) {
+        let (intent, purpose, write) = match (&mut self.phase, action) {
+            (Phase::Acquiring(_), Action::Create) => {
+                let (w, body) = self.write_body(now);
+                (Intent::PutIfNoneMatch { body }, Purpose::Acquire, Some(w))
+            }
+            (Phase::Acquiring(a), Action::Takeover) => match &a.observed {
+                Some(o) => {
+                    let etag = o.etag.clone();
+                    let (w, body) = self.write_body(now);
+                    (
+                        Intent::PutIfMatch { etag, body },
+                        Purpose::Takeover,
+                        Some(w),
+                    )
+                }
+                None => {
+                    a.next = Some((now, Action::Observe));
+                    return self.drive(now);
+                }
+            },
+            (Phase::Acquiring(a), Action::Observe) => {
+                let if_none_match = a
+                    .observed
+                    .as_ref()
+                    .filter(|_| self.cfg.conditional_get)
+                    .map(|o| o.etag.clone());
+                let purpose = if a.s.unresolved.is_empty() {
+                    Purpose::Observe
+                } else {
+                    Purpose::Resolve
+                };
+                (Intent::Get { if_none_match }, purpose, None)
+            }
+            (Phase::Held(h), Action::Renew) => {
+                let etag = h.etag.clone();
+                let (w, body) = self.write_body(now);
+                (Intent::PutIfMatch { etag, body }, Purpose::Renew, Some(w))
+            }
+            (Phase::Held(_) | Phase::Releasing(_) | Phase::Cleanup(_), Action::Observe) => (
+                Intent::Get {
+                    if_none_match: None,
+                },
+                Purpose::Resolve,
+                None,
+            ),
+            (Phase::Releasing(r), Action::Release) => {
+                let etag = r.etag.clone();
+                (Intent::DeleteIfMatch { etag }, Purpose::Release, None)
+            }
+            (Phase::Cleanup(_), Action::Delete(etag)) => {
+                (Intent::DeleteIfMatch { etag }, Purpose::Cleanup, None)
+            }
+            // Every phase schedules only its own actions; nothing else can be due.
+            _ => return,
+        };
+        self.send(intent, purpose, write);
+    }
+
+    fn send(&mut self, intent: Intent, purpose: Purpose, write: Option<Write>) {
+        self.next_id += 1;
+        let id = RequestId::from_u64(self.next_id);
+        let etag = match &intent {
+            Intent::PutIfMatch { etag, .. } | Intent::DeleteIfMatch { etag } => Some(etag.clone()),
+            _ => None,
+        };
+        self.pending = Some(Pending {
+            id,
+            kind: intent.kind(),
+            purpose,
+            write,
+            etag,
+        });
+        self.outbox = Some(Request {
+            id,
+            intent,
+            purpose,
+        });
+    }
+
+    /// The next record of the current session: a new sequence number, so a new body.
+    fn write_body(&mut self, now: Instant) -> (Write, Bytes) {
+        let s = match &mut self.phase {
+            Phase::Acquiring(a) => &mut a.s,
+            Phase::Held(h) => &mut h.s,
+            Phase::Releasing(r) => &mut r.s,
+            Phase::Idle | Phase::Cleanup(_) => {
+                return (Write { seq: 0, sent: now }, Bytes::new());
+            }
+        };
+        s.seq += 1;
+        let elapsed = now.saturating_duration_since(s.started).as_millis();
+        let record = Record {
+            owner: s.owner,
+            seq: s.seq,
+            lease: self.cfg.lease,
+            host: self.cfg.host.clone(),
+            pid: self.cfg.pid,
+            acquired_unix_ms: s.started_unix_ms,
+            written_unix_ms: s
+                .started_unix_ms
+                .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX)),
+        };
+        (
+            Write {
+                seq: s.seq,
+                sent: now,
+            },
+            record.encode(),
+        )
+    }
+
+    fn forget_pending_read(&mut self) {
+        if self.pending.as_ref().is_some_and(|p| p.write.is_none()) {
+            self.pending = None;
+            self.outbox = None;
+        }
+    }
+
+    // ---- acquiring -------------------------------------------------------------------------
+
+    fn on_acquiring(&mut self, mut a: Acquiring, p: Pending, r: Response, now: Instant) {
+        let write = p.write;
+        match (p.kind, r) {
+            (_, Response::Refused(error)) => {
+                // A refused write was not applied, but earlier unanswered ones may still land:
+                // end_acquisition cleans those up.
+                self.events.push_back(Event::Failed { error });
+                self.end_acquisition(a.s);
+            }
+            (_, Response::Written { etag }) => {
+                let sent = write.map_or(a.s.started, |w| w.sent);
+                let took_over = a
+                    .observed
+                    .as_ref()
+                    .filter(|o| p.purpose == Purpose::Takeover && !o.own)
+                    .map(|o| o.holder.clone());
+                self.won(a, etag, sent, took_over, now);
+            }
+            (IntentKind::PutIfNoneMatch, Response::Exists)
+            | (IntentKind::PutIfMatch, Response::Mismatch) => {
+                a.next = Some((now, Action::Observe));
+                self.phase = Phase::Acquiring(a);
+            }
+            (IntentKind::PutIfMatch, Response::Absent) | (IntentKind::Get, Response::Absent) => {
+                self.retry_or(a, Action::Create, now, true);
+            }
+            (_, Response::Conflict { .. }) => {
+                let action = if p.kind == IntentKind::PutIfMatch {
+                    Action::Takeover
+                } else {
+                    Action::Create
+                };
+                self.retry_or(a, action, now, false);
+            }
+            (IntentKind::Get, Response::Object { etag, body }) => {
+                self.on_observation(a, etag, Holder::decode(&body), now);
+            }
+            (IntentKind::Get, Response::NotModified) => match a.observed.clone() {
+                Some(o) => self.on_observation(a, o.etag, o.holder, now),
+                None => self.retry_or(a, Action::Observe, now, false),
+            },
+            (_, _) => {
+                // Ambiguous (or a reply that does not fit): a write may have landed.
+                if let Some(w) = write {
+                    a.s.remember(w);
+                }
+                self.retry_or(a, Action::Observe, now, false);
+            }
+        }
+    }
+
+    /// Schedules `action` after a retry pause (or at once), unless a try-once acquisition has
+    /// spent its budget.
+    fn retry_or(&mut self, mut a: Acquiring, action: Action, now: Instant, at_once: bool) {
+        a.retries += 1;
+        if a.wait == Wait::No && a.retries > self.cfg.retry_limit {
+            self.events.push_back(Event::Failed {
+                error: Error::GaveUp {
+                    attempts: a.retries,
+                    last: "the lock object kept changing or the endpoint kept failing".into(),
+                },
+            });
+            return self.end_acquisition(a.s);
+        }
+        let at = if at_once {
+            now
+        } else {
+            now + self.cfg.retry.draw(a.retries - 1, &mut self.rng)
+        };
+        a.next = Some((at, action));
+        self.phase = Phase::Acquiring(a);
+    }
+
+    fn on_observation(&mut self, mut a: Acquiring, etag: ETag, holder: Holder, now: Instant) {
+        if let Some(seq) = a.s.is_ours(&holder) {
+            // A write of ours whose reply we did not get has landed.
+            let sent = a.s.sent_of(seq);
+            return self.won(a, etag, sent, None, now);
+        }
+        let changed = a.observed.as_ref().is_none_or(|o| o.etag != etag);
+        if changed {
+            let new_holder = a
+                .observed
+                .as_ref()
+                .is_none_or(|o| !same_holder(&o.holder, &holder));
+            let observed = Observed {
+                etag: etag.clone(),
+                holder: holder.clone(),
+                first_seen: now,
+                own: false,
+            };
+            let stale_at = self.stale_at(&observed);
+            a.observed = Some(observed);
+            if new_holder && a.wait != Wait::No {
+                self.events.push_back(Event::Contended {
+                    holder: holder.clone(),
+                    etag: etag.clone(),
+                    stale_at,
+                });
+            }
+        }
+        if a.wait == Wait::No {
+            self.events.push_back(Event::NotAcquired {
+                reason: NotAcquired::Busy { holder, etag },
+            });
+            return self.end_acquisition(a.s);
+        }
+        let stale_at = a.observed.as_ref().and_then(|o| self.stale_at(o));
+        if stale_at.is_some_and(|t| t <= now) {
+            a.next = Some((now, Action::Takeover));
+        } else {
+            let mut at = now + self.cfg.poll.draw(a.polls, &mut self.rng);
+            a.polls = a.polls.saturating_add(1);
+            if let Some(t) = stale_at {
+                at = at.min(t);
+            }
+            if let Some(d) = a.wait.deadline() {
+                at = at.min(d);
+            }
+            a.next = Some((at, Action::Observe));
+        }
+        self.phase = Phase::Acquiring(a);
+    }
+
+    /// When an unchanged observation becomes stale: a full lease, by the holder's own record
+    /// (or the configured lease for foreign records), after we first saw that ETag.
+    fn stale_at(&self, o: &Observed) -> Option<Instant> {
+        let lease = o.holder.lease().or(self.cfg.foreign_lease)?;
+        (!lease.is_zero()).then(|| o.first_seen + lease)
+    }
+
+    fn won(
+        &mut self,
+        mut a: Acquiring,
+        etag: ETag,
+        sent: Instant,
+        took_over: Option<Holder>,
+        now: Instant,
+    ) {
+        let valid_until = (!self.cfg.lease.is_zero()).then(|| sent + self.cfg.validity());
+        if valid_until.is_some_and(|v| v <= now) {
+            // Our write landed, but so long ago that it is no longer valid: replace it.
+            a.observed = Some(Observed {
+                etag,
+                holder: Holder::Unknown {
+                    len: 0,
+                    preview: String::from("our own expired write"),
+                },
+                first_seen: now,
+                own: true,
+            });
+            return self.retry_or(a, Action::Takeover, now, true);
+        }
+        a.s.unresolved.clear();
+        self.events.push_back(Event::Acquired {
+            owner: a.s.owner,
+            etag: etag.clone(),
+            valid_until,
+            took_over,
+        });
+        let next =
+            (!self.cfg.lease.is_zero()).then(|| (sent + self.cfg.renew_interval(), Action::Renew));
+        self.phase = Phase::Held(Held {
+            s: a.s,
+            etag,
+            valid_until,
+            next,
+            retries: 0,
+        });
+    }
+
+    fn end_acquisition(&mut self, s: Session) {
+        self.forget_pending_read();
+        let write_pending = self.pending.is_some();
+        if s.unresolved.is_empty() && !write_pending {
+            self.phase = Phase::Idle;
+        } else {
+            self.phase = Phase::Cleanup(Cleanup {
+                owner: s.owner,
+                etags: Vec::new(),
+                resolve: !s.unresolved.is_empty(),
+                next: None,
+                retries: 0,
+            });
+        }
+    }
+
+    // ---- held ------------------------------------------------------------------------------
+
+    fn on_held(&mut self, mut h: Held, p: Pending, r: Response, now: Instant) {
+        match (p.kind, r) {
+            (IntentKind::PutIfMatch, Response::Written { etag }) => {
+                let sent = p.write.map_or(now, |w| w.sent);
+                let seq = p.write.map_or(h.s.seq, |w| w.seq);
+                self.confirm(&mut h, etag, sent, seq);
+            }
+            (IntentKind::PutIfMatch, Response::Mismatch | Response::Absent)
+                if !h.s.unresolved.is_empty() =>
+            {
+                h.next = Some((now, Action::Observe));
+            }
+            (IntentKind::PutIfMatch, Response::Mismatch) => {
+                return self.lose(LostReason::Overwritten { holder: None });
+            }
+            (IntentKind::PutIfMatch, Response::Absent) => {
+                return self.lose(LostReason::Deleted);
+            }
+            (IntentKind::PutIfMatch, r) => {
+                let setback = match r {
+                    Response::Conflict { code } => Setback::Conflict { code },
+                    Response::Refused(e) => Setback::Refused(e),
+                    Response::Ambiguous(a) => Setback::Ambiguous(a),
+                    _ => Setback::Ambiguous(Ambiguity::Timeout),
+                };
+                let action = match (&setback, p.write) {
+                    (Setback::Ambiguous(_), Some(w)) => {
+                        h.s.remember(w);
+                        Action::Observe
+                    }
+                    _ => Action::Renew,
+                };
+                self.events.push_back(Event::RenewalDelayed { setback });
+                h.next = Some((self.backoff(&mut h.retries, now, h.valid_until), action));
+            }
+            (IntentKind::Get, Response::Object { etag, body }) => {
+                let holder = Holder::decode(&body);
+                match h.s.is_ours(&holder) {
+                    Some(_) if etag == h.etag => {
+                        // Our last confirmed write is still there: the renewal did not land.
+                        h.next = Some((now, Action::Renew));
+                    }
+                    Some(seq) => {
+                        let sent = h.s.sent_of(seq);
+                        self.confirm(&mut h, etag, sent, seq);
+                    }
+                    None => {
+                        return self.lose(LostReason::Overwritten {
+                            holder: Some(holder),
+                        })
+                    }
+                }
+            }
+            (IntentKind::Get, Response::Absent) => return self.lose(LostReason::Deleted),
+            (_, _) => {
+                h.next = Some((
+                    self.backoff(&mut h.retries, now, h.valid_until),
+                    Action::Observe,
+                ));
+            }
+        }
+        self.phase = Phase::Held(h);
+    }
+
+    fn confirm(&mut self, h: &mut Held, etag: ETag, sent: Instant, seq: u64) {
+        h.etag = etag.clone();
+        h.retries = 0;
+        h.s.unresolved.retain(|w| w.seq > seq);
+        if !self.cfg.lease.is_zero() {
+            let valid = sent + self.cfg.validity();
+            h.valid_until = Some(h.valid_until.map_or(valid, |v| v.max(valid)));
+            h.next = Some((sent + self.cfg.renew_interval(), Action::Renew));
+        }
+        self.events.push_back(Event::Renewed {
+            etag,
+            valid_until: h.valid_until,
+        });
+    }
+
+    fn lose(&mut self, reason: LostReason) {
+        self.events.push_back(Event::Lost { reason });
+        self.phase = Phase::Idle;
+    }
+
+    /// A retry pause that never runs past `limit`.
+    fn backoff(&mut self, retries: &mut u32, now: Instant, limit: Option<Instant>) -> Instant {
+        let at = now + self.cfg.retry.draw(*retries, &mut self.rng);
+        *retries = retries.saturating_add(1);
+        limit.map_or(at, |l| at.min(l))
+    }
+
+    // ---- releasing -------------------------------------------------------------------------
+
+    fn on_releasing(&mut self, mut r: Releasing, p: Pending, resp: Response, now: Instant) {
+        let outcome = match (p.purpose, p.kind, resp) {
+            // A renewal that was in flight when release was asked for.
+            (Purpose::Renew, _, Response::Written { etag }) => {
+                r.etag = etag;
+                r.next = Some((now, Action::Release));
+                None
+            }
+            (Purpose::Renew, _, Response::Ambiguous(_) | Response::Mismatch | Response::Absent) => {
+                if let Some(w) = p.write {
+                    r.s.remember(w);
+                }
+                r.next = Some((now, Action::Observe));
+                None
+            }
+            (Purpose::Renew, _, _) => {
+                r.next = Some((now, Action::Release));
+                None
+            }
+            (_, IntentKind::DeleteIfMatch, Response::Deleted) => Some(ReleaseOutcome::Deleted),
+            (_, IntentKind::DeleteIfMatch, Response::Absent) => Some(ReleaseOutcome::AlreadyGone),
+            (_, IntentKind::DeleteIfMatch, Response::Mismatch) => {
+                // Some servers say 412 for a missing key too: read to tell the cases apart.
+                r.next = Some((now, Action::Observe));
+                None
+            }
+            (_, _, Response::Refused(error)) => {
+                self.events.push_back(Event::Failed { error });
+                return;
+            }
+            (_, IntentKind::Get, Response::Object { etag, body }) => {
+                let holder = Holder::decode(&body);
+                if r.s.is_ours(&holder).is_some() {
+                    r.etag = etag;
+                    r.next = Some((now, Action::Release));
+                    None
+                } else if r.delete_unconfirmed && r.valid_until.is_none_or(|v| now < v) {
+                    // Nobody can have taken over before our validity ended, so our delete
+                    // landed and someone acquired the free lock since.
+                    Some(ReleaseOutcome::Deleted)
+                } else {
+                    Some(ReleaseOutcome::TakenOver)
+                }
+            }
+            (_, IntentKind::Get, Response::Absent) => Some(if r.delete_unconfirmed {
+                ReleaseOutcome::Deleted
+            } else {
+                ReleaseOutcome::AlreadyGone
+            }),
+            (_, kind, _) => {
+                // Conflict, ambiguity, or a reply that does not fit: try again.
+                r.retries += 1;
+                if r.retries > self.cfg.retry_limit {
+                    self.events.push_back(Event::Failed {
+                        error: Error::GaveUp {
+                            attempts: r.retries,
+                            last: format!("{kind} during release"),
+                        },
+                    });
+                    return;
+                }
+                if kind == IntentKind::DeleteIfMatch {
+                    r.delete_unconfirmed = true;
+                }
+                // Read before deleting again: the delete may have landed, or the ETag moved.
+                let at = now + self.cfg.retry.draw(r.retries - 1, &mut self.rng);
+                r.next = Some((at, Action::Observe));
+                None
+            }
+        };
+        match outcome {
+            Some(outcome) => self.events.push_back(Event::Released { outcome }),
+            None => self.phase = Phase::Releasing(r),
+        }
+    }
+
+    // ---- cleanup ---------------------------------------------------------------------------
+
+    fn on_cleanup(&mut self, mut c: Cleanup, p: Pending, resp: Response, now: Instant) {
+        match (p.kind, resp) {
+            (_, Response::Written { etag }) => c.etags.push(etag),
+            (IntentKind::Get, Response::Object { etag, body }) => {
+                c.resolve = false;
+                if Holder::decode(&body).owner() == Some(c.owner) && !c.etags.contains(&etag) {
+                    c.etags.push(etag);
+                }
+            }
+            (IntentKind::Get, Response::Absent | Response::NotModified) => c.resolve = false,
+            (
+                IntentKind::DeleteIfMatch,
+                Response::Deleted | Response::Absent | Response::Mismatch,
+            ) => {
+                c.etags.retain(|e| Some(e) != p.etag.as_ref());
+            }
+            (kind, r) => {
+                if kind.is_write() && kind != IntentKind::DeleteIfMatch {
+                    // A write of ours was refused or conflicted: not applied. If ambiguous, it
+                    // may have landed: find out.
+                    if matches!(r, Response::Ambiguous(_)) {
+                        c.resolve = true;
+                    }
+                } else {
+                    c.retries += 1;
+                    if c.retries > self.cfg.retry_limit {
+                        // Leave it: a leftover object expires after its lease like a crash.
+                        return;
+                    }
+                    let at = now + self.cfg.retry.draw(c.retries - 1, &mut self.rng);
+                    let action = match kind {
+                        IntentKind::DeleteIfMatch => match &p.etag {
+                            Some(e) => Action::Delete(e.clone()),
+                            None => Action::Observe,
+                        },
+                        _ => Action::Observe,
+                    };
+                    c.next = Some((at, action));
+                }
+            }
+        }
+        self.phase = Phase::Cleanup(c);
+    }
+}
+
+/// Replies that do not fit the request are treated as "outcome unknown": the safe reading.
+fn normalize(p: &Pending, r: Response) -> Response {
+    use IntentKind::*;
+    let fits = matches!(
+        (&r, p.kind),
+        (Response::Ambiguous(_) | Response::Refused(_), _)
+            | (Response::Written { .. }, PutIfNoneMatch | PutIfMatch)
+            | (Response::Exists, PutIfNoneMatch)
+            | (
+                Response::Mismatch | Response::Absent,
+                PutIfMatch | DeleteIfMatch
+            )
+            | (
+                Response::Conflict { .. },
+                PutIfNoneMatch | PutIfMatch | DeleteIfMatch
+            )
+            | (Response::Deleted, DeleteIfMatch)
+            | (
+                Response::Object { .. } | Response::Absent | Response::NotModified,
+                Get
+            )
+    );
+    if fits {
+        r
+    } else {
+        Response::Ambiguous(Ambiguity::Unexpected {
+            reply: short_name(&r),
+            request: p.kind,
+        })
+    }
+}
+
+fn short_name(r: &Response) -> &'static str {
+    match r {
+        Response::Written { .. } => "written",
+        Response::Deleted => "deleted",
+        Response::Object { .. } => "object",
+        Response::NotModified => "not modified",
+        Response::Exists => "exists",
+        Response::Mismatch => "mismatch",
+        Response::Absent => "absent",
+        Response::Conflict { .. } => "conflict",
+        Response::Ambiguous(_) => "ambiguous",
+        Response::Refused(_) => "refused",
+    }
+}
+
+/// Whether two observations are the same holder (an ETag change may only be a renewal).
+fn same_holder(a: &Holder, b: &Holder) -> bool {
+    match (a, b) {
+        (Holder::Sets3lock(x), Holder::Sets3lock(y)) => x.owner == y.owner,
+        _ => a == b,
+    }
+}

@@ -1,0 +1,310 @@
+//! The lock record: the body of the lock object.
+//!
+//! JSON, written with `Content-Type: application/json`:
+//!
+//! ```json
+//! {"sets3lock":1,"owner":"5f0c…","seq":3,"lease_ms":60000,"host":"build-7","pid":4242,
+//!  "acquired_ms":1764500000000,"written_ms":1764500040000}
+//! ```
+//!
+//! `owner` is 128 random bits, new for every acquisition, and `seq` grows with every write of
+//! one acquisition, so no two writes ever have the same body. That matters: S3's ETag of a plain
+//! PUT is the MD5 of the body, and two writes with equal bodies would have equal ETags, letting a
+//! conditional request meant for one version succeed against another (the ABA problem).
+//!
+//! Readers accept what they did not write: other format versions, the Go sets3lock's
+//! `{"id","created_at"}`, or garbage all decode to a [`Holder`] that says what is known.
+
+use bytes::Bytes;
+use core::fmt;
+use core::str::FromStr;
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+/// The format version this crate writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Bodies larger than this are not parsed: a lock record is a few hundred bytes.
+const MAX_BODY: usize = 64 * 1024;
+
+/// The longest host name kept in a record.
+const MAX_HOST: usize = 255;
+
+/// A random identity for one acquisition, written into every record of that hold.
+///
+/// ```
+/// use sets3lock::OwnerId;
+/// let id = OwnerId::from_u128(0xabc);
+/// assert_eq!(id.to_string(), "00000000000000000000000000000abc");
+/// assert_eq!("00000000000000000000000000000abc".parse::<OwnerId>().unwrap(), id);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OwnerId(u128);
+
+impl OwnerId {
+    /// An owner id from its 128 bits.
+    ///
+    /// ```
+    /// assert_eq!(sets3lock::OwnerId::from_u128(1).as_u128(), 1);
+    /// ```
+    pub const fn from_u128(bits: u128) -> OwnerId {
+        OwnerId(bits)
+    }
+
+    /// The 128 bits.
+    ///
+    /// ```
+    /// assert_eq!(sets3lock::OwnerId::from_u128(9).as_u128(), 9);
+    /// ```
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+}
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// The string is not 32 hexadecimal digits.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("an owner id is 32 hexadecimal digits")]
+pub struct InvalidOwnerId;
+
+impl FromStr for OwnerId {
+    type Err = InvalidOwnerId;
+
+    fn from_str(s: &str) -> Result<OwnerId, InvalidOwnerId> {
+        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(InvalidOwnerId);
+        }
+        u128::from_str_radix(s, 16)
+            .map(OwnerId)
+            .map_err(|_| InvalidOwnerId)
+    }
+}
+
+/// One write of a lock held by sets3lock (this crate or a compatible implementation).
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::{Holder, OwnerId, Record};
+///
+/// let record = Record {
+///     owner: OwnerId::from_u128(7),
+///     seq: 1,
+///     lease: Duration::from_secs(60),
+///     host: "build-7".into(),
+///     pid: 4242,
+///     acquired_unix_ms: 1_764_500_000_000,
+///     written_unix_ms: 1_764_500_000_000,
+/// };
+/// let body = record.encode();
+/// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Who holds the lock: random, new for each acquisition.
+    pub owner: OwnerId,
+    /// The write's number within this acquisition: 1 for the first, then one more per write.
+    pub seq: u64,
+    /// The holder's lease; zero means it never expires.
+    pub lease: Duration,
+    /// The holder's host name, for people.
+    pub host: String,
+    /// The holder's process id, for people.
+    pub pid: u32,
+    /// When the lock was acquired, in milliseconds since the Unix epoch, by the holder's clock.
+    pub acquired_unix_ms: u64,
+    /// When this record was written, by the holder's clock.
+    pub written_unix_ms: u64,
+}
+
+/// The JSON shape, tolerant on input: every field optional, unknown fields ignored.
+#[derive(Serialize, Deserialize, Default)]
+struct Wire {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sets3lock: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    acquired_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written_ms: Option<u64>,
+    // The Go sets3lock's record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+}
+
+impl Record {
+    /// The JSON body for this record.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::{OwnerId, Record};
+    /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
+    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5 };
+    /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
+    /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
+    /// ```
+    pub fn encode(&self) -> Bytes {
+        let host: String = self.host.chars().take(MAX_HOST).collect();
+        let wire = Wire {
+            sets3lock: Some(FORMAT_VERSION),
+            owner: Some(self.owner.to_string()),
+            seq: Some(self.seq),
+            lease_ms: Some(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)),
+            host: Some(host),
+            pid: Some(self.pid),
+            acquired_ms: Some(self.acquired_unix_ms),
+            written_ms: Some(self.written_unix_ms),
+            ..Wire::default()
+        };
+        // Serializing a struct of strings and integers cannot fail; an empty body would be
+        // decoded as an unknown holder, which is still safe.
+        Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
+    }
+}
+
+/// Who holds the lock, as far as the object's body tells.
+///
+/// ```
+/// use sets3lock::Holder;
+/// let go = Holder::decode(br#"{"id":"4f1c","created_at":"2026-11-30T10:00:00Z"}"#);
+/// assert!(matches!(go, Holder::GoSets3lock { .. }));
+/// assert_eq!(go.lease(), None); // never taken over unless the user configures a lease for it
+///
+/// let junk = Holder::decode(b"\xff\x00 not json");
+/// assert!(matches!(junk, Holder::Unknown { len: 11, .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// A record in this crate's format.
+    Sets3lock(Record),
+    /// A record written by the Go sets3lock: no lease, no owner that this crate can match.
+    GoSets3lock {
+        /// Its random id.
+        id: String,
+        /// Its creation time as written (RFC 3339).
+        created_at: String,
+    },
+    /// Anything else: another tool's lock, a newer format, or garbage.
+    Unknown {
+        /// The body's size in bytes.
+        len: usize,
+        /// The first printable characters of the body, for people.
+        preview: String,
+    },
+}
+
+impl Holder {
+    /// Decodes an object body. Never fails and never panics: what cannot be understood is
+    /// [`Holder::Unknown`].
+    ///
+    /// ```
+    /// # use sets3lock::Holder;
+    /// assert!(matches!(Holder::decode(b""), Holder::Unknown { len: 0, .. }));
+    /// ```
+    pub fn decode(body: &[u8]) -> Holder {
+        let unknown = || Holder::Unknown {
+            len: body.len(),
+            preview: preview(body),
+        };
+        if body.len() > MAX_BODY {
+            return unknown();
+        }
+        let Ok(wire) = serde_json::from_slice::<Wire>(body) else {
+            return unknown();
+        };
+        if let (Some(version), Some(owner), Some(seq)) = (wire.sets3lock, &wire.owner, wire.seq) {
+            if version >= 1 {
+                if let Ok(owner) = owner.parse::<OwnerId>() {
+                    return Holder::Sets3lock(Record {
+                        owner,
+                        seq,
+                        lease: Duration::from_millis(wire.lease_ms.unwrap_or(0)),
+                        host: wire.host.unwrap_or_default(),
+                        pid: wire.pid.unwrap_or(0),
+                        acquired_unix_ms: wire.acquired_ms.unwrap_or(0),
+                        written_unix_ms: wire.written_ms.unwrap_or(0),
+                    });
+                }
+            }
+        }
+        if let (Some(id), Some(created_at)) = (wire.id, wire.created_at) {
+            return Holder::GoSets3lock {
+                id: id.chars().take(80).collect(),
+                created_at: created_at.chars().take(80).collect(),
+            };
+        }
+        unknown()
+    }
+
+    /// The lease the holder declared, if it declared one. `Some(ZERO)` means "never expires".
+    ///
+    /// ```
+    /// # use sets3lock::Holder;
+    /// assert_eq!(Holder::decode(b"{}").lease(), None);
+    /// ```
+    pub fn lease(&self) -> Option<Duration> {
+        match self {
+            Holder::Sets3lock(r) => Some(r.lease),
+            _ => None,
+        }
+    }
+
+    /// The owner id, for records in this crate's format.
+    ///
+    /// ```
+    /// # use sets3lock::Holder;
+    /// assert_eq!(Holder::decode(b"[]").owner(), None);
+    /// ```
+    pub fn owner(&self) -> Option<OwnerId> {
+        match self {
+            Holder::Sets3lock(r) => Some(r.owner),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Holder::Sets3lock(r) => {
+                write!(f, "{} pid {} (owner {}", r.host, r.pid, r.owner)?;
+                if r.lease.is_zero() {
+                    write!(f, ", no lease)")
+                } else {
+                    write!(f, ", lease {} ms)", r.lease.as_millis())
+                }
+            }
+            Holder::GoSets3lock { id, created_at } => {
+                write!(
+                    f,
+                    "the Go sets3lock (id {id}, created {created_at}, no lease)"
+                )
+            }
+            Holder::Unknown { len, preview } => {
+                write!(f, "an unrecognised {len}-byte object ({preview:?})")
+            }
+        }
+    }
+}
+
+fn preview(body: &[u8]) -> String {
+    String::from_utf8_lossy(&body[..body.len().min(60)])
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect()
+}
