@@ -1,0 +1,729 @@
+//! A deterministic simulation: several clients of the core, one mock bucket, one timeline.
+
+use crate::{DriftClock, Fault, MockS3, Semantics};
+use bytes::Bytes;
+use core::cmp::Ordering;
+use core::time::Duration;
+use sets3lock::{
+    classify, Ambiguity, Config, Event, Holder, Instant, Intent, Lock, OwnerId, Purpose, Request,
+    RequestId, Response, Wait,
+};
+use std::collections::{BTreeSet, BinaryHeap};
+
+const BUCKET: &str = "sim-bucket";
+const KEY: &str = "lock";
+
+/// Settings shared by every client of one simulation.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The core's settings (lease, drift bound, pacing). Every client uses them.
+    pub lock: Config,
+    /// How long a client's driver waits for a reply before answering "timeout".
+    pub request_timeout: Duration,
+    /// Latency each way once the fault list is used up.
+    pub latency: Duration,
+    /// How the mock answers where servers differ.
+    pub semantics: Semantics,
+    /// Stop after this much real time; plans not finished by then fail the liveness check.
+    pub horizon: Duration,
+}
+
+impl Default for SimConfig {
+    /// A 10 s lease, 1% drift bound, fast polling, 2 s request timeout, 5 ms latency.
+    fn default() -> SimConfig {
+        SimConfig {
+            lock: Config {
+                lease: Duration::from_secs(10),
+                max_drift_ppm: 10_000,
+                poll: sets3lock::Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
+                retry: sets3lock::Backoff::new(Duration::from_millis(20), Duration::from_millis(500)),
+                retry_limit: 6,
+                foreign_lease: None,
+                conditional_get: true,
+                host: "sim".into(),
+                pid: 1,
+            },
+            request_timeout: Duration::from_secs(2),
+            latency: Duration::from_millis(5),
+            semantics: Semantics::default(),
+            horizon: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What one client does, round after round.
+#[derive(Clone, Debug)]
+pub struct ClientPlan {
+    /// Its clock's rate error in parts per million (keep within the configured drift bound
+    /// for the safety property to be promised).
+    pub drift_ppm: i32,
+    /// Its clock's reading at real time zero.
+    pub clock_offset: Duration,
+    /// Its rounds, in order.
+    pub rounds: Vec<Round>,
+}
+
+/// One acquire / hold / end cycle.
+#[derive(Clone, Debug)]
+pub struct Round {
+    /// Pause before acquiring (after the previous round ended).
+    pub start_after: Duration,
+    /// How long to wait for the lock.
+    pub wait: WaitPlan,
+    /// How long to hold it once acquired (by the client's clock).
+    pub hold: Duration,
+    /// Freeze the whole client right after acquiring, for this long: a GC pause or a
+    /// suspended VM. Its lock must expire on its own clock meanwhile.
+    pub pause: Option<Duration>,
+    /// How the hold ends.
+    pub end: End,
+}
+
+/// How long a round waits for the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitPlan {
+    /// Try once.
+    No,
+    /// Wait as long as it takes.
+    Forever,
+    /// Wait at most this long.
+    For(Duration),
+}
+
+/// How a hold ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Release the lock.
+    Release,
+    /// The process dies: nothing more from this client (requests in flight still land).
+    Crash,
+}
+
+/// Something done to the bucket behind the clients' backs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tamper {
+    /// Delete the lock object.
+    Delete,
+    /// Overwrite it with this body.
+    Overwrite(Bytes),
+}
+
+/// A broken safety property, with when and who.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Property 1: two clients considered themselves holding a valid lock at once.
+    TwoHolders {
+        /// Real time.
+        at: Duration,
+        /// The clients.
+        clients: (usize, usize),
+    },
+    /// Property 2: a renewal, release or cleanup replaced or removed another owner's object.
+    ForeignWrite {
+        /// Real time.
+        at: Duration,
+        /// The client.
+        client: usize,
+        /// What it was doing.
+        purpose: Purpose,
+    },
+    /// Property 3: a client reported "acquired" while its write was not the current object.
+    AcquiredWithoutOwnWrite {
+        /// Real time.
+        at: Duration,
+        /// The client.
+        client: usize,
+    },
+    /// Liveness: a client's plan did not finish by the horizon (it waited forever, or on its
+    /// own lock), or a round that waits forever ended without the lock.
+    Stuck {
+        /// The client.
+        client: usize,
+        /// The round it was in.
+        round: usize,
+    },
+}
+
+/// What a simulation saw.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Broken properties; the run stops at the first safety violation.
+    pub violations: Vec<Violation>,
+    /// Every event each client's core emitted, with the real time.
+    pub events: Vec<(Duration, usize, Event)>,
+    /// Requests sent, by purpose.
+    pub requests: Vec<(Duration, usize, Purpose)>,
+    /// Real time at the end.
+    pub end: Duration,
+}
+
+impl Report {
+    /// How many events match `f`.
+    pub fn count(&self, f: impl Fn(&Event) -> bool) -> usize {
+        self.events.iter().filter(|(_, _, e)| f(e)).count()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    BeforeRound,
+    Acquiring,
+    Holding,
+    Releasing,
+    Finished,
+    Crashed,
+}
+
+struct Client {
+    lock: Lock,
+    clock: DriftClock,
+    plan: ClientPlan,
+    round: usize,
+    stage: Stage,
+    acquired_this_round: bool,
+    paused_until: Duration,
+    owners: BTreeSet<OwnerId>,
+    timer_gen: u64,
+    step_gen: u64,
+}
+
+enum What {
+    Apply {
+        client: usize,
+        request: Request,
+        answer: Option<Duration>,
+        error: Option<http::StatusCode>,
+    },
+    Answer {
+        client: usize,
+        id: RequestId,
+        response: Response,
+    },
+    Timer {
+        client: usize,
+        gen: u64,
+    },
+    Step {
+        client: usize,
+        gen: u64,
+    },
+    Tamper(Tamper),
+}
+
+struct Entry {
+    at: Duration,
+    seq: u64,
+    what: What,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Entry) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    // Reversed: BinaryHeap is a max-heap, we want the earliest first.
+    fn cmp(&self, other: &Entry) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// N clients of the core against one [`MockS3`] on a virtual timeline.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock_mock::{ClientPlan, End, Round, Sim, SimConfig, WaitPlan};
+///
+/// let round = Round { start_after: Duration::ZERO, wait: WaitPlan::Forever,
+///     hold: Duration::from_secs(1), pause: None, end: End::Release };
+/// let plans = (0..3).map(|i| ClientPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
+///     rounds: vec![round.clone(); 2] }).collect();
+/// let report = Sim::new(SimConfig::default(), plans, vec![], 1).run();
+/// assert!(report.violations.is_empty(), "{:?}", report.violations);
+/// assert_eq!(report.count(|e| matches!(e, sets3lock::Event::Acquired { .. })), 6);
+/// ```
+pub struct Sim {
+    cfg: SimConfig,
+    s3: MockS3,
+    clients: Vec<Client>,
+    faults: Vec<Fault>,
+    next_fault: usize,
+    queue: BinaryHeap<Entry>,
+    seq: u64,
+    now: Duration,
+    report: Report,
+}
+
+impl Sim {
+    /// A simulation of `plans` against an empty lock key, with `faults` applied to the
+    /// requests in the order they are sent. `seed` seeds the clients' cores (owner ids,
+    /// jitter).
+    pub fn new(cfg: SimConfig, plans: Vec<ClientPlan>, faults: Vec<Fault>, seed: u64) -> Sim {
+        let mut s3 = MockS3::with_semantics(cfg.semantics);
+        s3.create_bucket(BUCKET);
+        let clients = plans
+            .into_iter()
+            .enumerate()
+            .map(|(i, plan)| {
+                let mut core_seed = [0u8; 32];
+                core_seed[..8].copy_from_slice(&seed.to_le_bytes());
+                core_seed[8..16].copy_from_slice(&(i as u64).to_le_bytes());
+                let lock = Lock::new(cfg.lock.clone(), core_seed)
+                    .unwrap_or_else(|e| panic!("invalid simulation config: {e}"));
+                Client {
+                    lock,
+                    clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
+                    plan,
+                    round: 0,
+                    stage: Stage::BeforeRound,
+                    acquired_this_round: false,
+                    paused_until: Duration::ZERO,
+                    owners: BTreeSet::new(),
+                    timer_gen: 0,
+                    step_gen: 0,
+                }
+            })
+            .collect();
+        let mut sim = Sim {
+            cfg,
+            s3,
+            clients,
+            faults,
+            next_fault: 0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            now: Duration::ZERO,
+            report: Report::default(),
+        };
+        for c in 0..sim.clients.len() {
+            sim.start_round_later(c);
+        }
+        sim
+    }
+
+    /// Does something to the bucket at real time `at`.
+    pub fn tamper(&mut self, at: Duration, tamper: Tamper) {
+        self.push(at, What::Tamper(tamper));
+    }
+
+    /// The mock S3 (to inspect the object at the end).
+    pub fn s3(&self) -> &MockS3 {
+        &self.s3
+    }
+
+    /// Runs to the end: every plan finished and nothing in flight, a safety violation, or the
+    /// horizon.
+    pub fn run(mut self) -> Report {
+        while let Some(entry) = self.queue.pop() {
+            if entry.at > self.cfg.horizon {
+                break;
+            }
+            self.now = entry.at;
+            self.process(entry.what);
+            self.check_holders();
+            if !self.report.violations.is_empty() {
+                self.report.end = self.now;
+                return self.report;
+            }
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if !matches!(c.stage, Stage::Finished | Stage::Crashed) {
+                self.report.violations.push(Violation::Stuck {
+                    client: i,
+                    round: c.round,
+                });
+            }
+        }
+        self.report.end = self.now;
+        self.report
+    }
+
+    fn push(&mut self, at: Duration, what: What) {
+        self.seq += 1;
+        self.queue.push(Entry {
+            at,
+            seq: self.seq,
+            what,
+        });
+    }
+
+    fn client_of(what: &What) -> Option<usize> {
+        match what {
+            What::Answer { client, .. } | What::Timer { client, .. } | What::Step { client, .. } => {
+                Some(*client)
+            }
+            What::Apply { .. } | What::Tamper(_) => None,
+        }
+    }
+
+    fn process(&mut self, what: What) {
+        if let Some(c) = Sim::client_of(&what) {
+            if self.clients[c].stage == Stage::Crashed {
+                return;
+            }
+            let until = self.clients[c].paused_until;
+            if until > self.now {
+                // A frozen process handles nothing; everything waits for it to thaw.
+                return self.push(until, what);
+            }
+        }
+        match what {
+            What::Apply {
+                client,
+                request,
+                answer,
+                error,
+            } => self.apply(client, request, answer, error),
+            What::Answer {
+                client,
+                id,
+                response,
+            } => {
+                let now = self.local(client);
+                self.clients[client].lock.handle_response(id, response, now);
+                self.pump(client);
+            }
+            What::Timer { client, gen } => {
+                if gen == self.clients[client].timer_gen {
+                    let now = self.local(client);
+                    self.clients[client].lock.handle_timeout(now);
+                    self.pump(client);
+                }
+            }
+            What::Step { client, gen } => {
+                if gen == self.clients[client].step_gen {
+                    self.step(client);
+                }
+            }
+            What::Tamper(t) => match t {
+                Tamper::Delete => self.s3.force(BUCKET, KEY, None),
+                Tamper::Overwrite(body) => self.s3.force(BUCKET, KEY, Some(body)),
+            },
+        }
+    }
+
+    fn local(&self, c: usize) -> Instant {
+        self.clients[c].clock.local(self.now)
+    }
+
+    // ---- the network -----------------------------------------------------------------------
+
+    fn send(&mut self, c: usize, request: Request) {
+        self.report.requests.push((self.now, c, request.purpose));
+        if let Some(body) = request.intent.body() {
+            if let Holder::Sets3lock(r) = Holder::decode(body) {
+                self.clients[c].owners.insert(r.owner);
+            }
+        }
+        let fault = self.faults.get(self.next_fault).copied().unwrap_or(Fault::Deliver {
+            to_server: self.cfg.latency,
+            to_client: self.cfg.latency,
+        });
+        self.next_fault += 1;
+        let timeout = self.cfg.request_timeout;
+        let id = request.id;
+        let timed_out = |sim: &mut Sim| {
+            sim.push(
+                sim.now + timeout,
+                What::Answer {
+                    client: c,
+                    id,
+                    response: Response::Ambiguous(Ambiguity::Timeout),
+                },
+            )
+        };
+        match fault {
+            Fault::Deliver {
+                to_server,
+                to_client,
+            } => {
+                let answer = (to_server + to_client <= timeout).then_some(to_client);
+                if answer.is_none() {
+                    timed_out(self);
+                }
+                self.push(
+                    self.now + to_server,
+                    What::Apply {
+                        client: c,
+                        request,
+                        answer,
+                        error: None,
+                    },
+                );
+            }
+            Fault::Lose { applied_after } => {
+                timed_out(self);
+                if let Some(d) = applied_after {
+                    self.push(
+                        self.now + d,
+                        What::Apply {
+                            client: c,
+                            request,
+                            answer: None,
+                            error: None,
+                        },
+                    );
+                }
+            }
+            Fault::Conflict { latency } => {
+                let response = classify(
+                    request.intent.kind(),
+                    http::StatusCode::CONFLICT,
+                    &http::HeaderMap::new(),
+                    &crate::Reply::error(http::StatusCode::CONFLICT, "ConditionalRequestConflict")
+                        .body,
+                );
+                self.push(
+                    self.now + latency.min(timeout),
+                    What::Answer {
+                        client: c,
+                        id,
+                        response,
+                    },
+                );
+            }
+            Fault::ServerError { latency, applied } => {
+                let half = latency.min(timeout) / 2;
+                if applied {
+                    self.push(
+                        self.now + half,
+                        What::Apply {
+                            client: c,
+                            request,
+                            answer: Some(half),
+                            error: Some(http::StatusCode::SERVICE_UNAVAILABLE),
+                        },
+                    );
+                } else {
+                    let reply = crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
+                    let response =
+                        classify(request.intent.kind(), reply.status, &reply.headers, &reply.body);
+                    self.push(
+                        self.now + half * 2,
+                        What::Answer {
+                            client: c,
+                            id,
+                            response,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn apply(
+        &mut self,
+        c: usize,
+        request: Request,
+        answer: Option<Duration>,
+        error: Option<http::StatusCode>,
+    ) {
+        self.check_foreign_write(c, &request);
+        let kind = request.intent.kind();
+        let mut reply = self.s3.execute(BUCKET, KEY, &request.intent);
+        if let Some(status) = error {
+            reply = crate::Reply::error(status, "SlowDown");
+        }
+        if let Some(after) = answer {
+            let response = classify(kind, reply.status, &reply.headers, &reply.body);
+            self.push(
+                self.now + after,
+                What::Answer {
+                    client: c,
+                    id: request.id,
+                    response,
+                },
+            );
+        }
+    }
+
+    // ---- the clients' drivers and plans ----------------------------------------------------
+
+    /// Sends what the core wants sent, handles its events, arms its timer.
+    fn pump(&mut self, c: usize) {
+        loop {
+            let mut busy = false;
+            while let Some(request) = self.clients[c].lock.poll_request() {
+                busy = true;
+                self.send(c, request);
+            }
+            while let Some(event) = self.clients[c].lock.poll_event() {
+                busy = true;
+                self.on_event(c, event);
+            }
+            if !busy {
+                break;
+            }
+        }
+        let client = &mut self.clients[c];
+        client.timer_gen += 1;
+        if let Some(t) = client.lock.poll_timeout() {
+            let at = client.clock.real_at(t).max(self.now);
+            let gen = client.timer_gen;
+            self.push(at, What::Timer { client: c, gen });
+        }
+    }
+
+    fn on_event(&mut self, c: usize, event: Event) {
+        self.report.events.push((self.now, c, event.clone()));
+        match event {
+            Event::Acquired { etag, owner, .. } => {
+                let current = self.s3.object(BUCKET, KEY);
+                let ours = current.is_some_and(|o| {
+                    o.etag == etag && Holder::decode(&o.body).owner() == Some(owner)
+                });
+                if !ours {
+                    self.report
+                        .violations
+                        .push(Violation::AcquiredWithoutOwnWrite { at: self.now, client: c });
+                }
+                let client = &mut self.clients[c];
+                client.stage = Stage::Holding;
+                client.acquired_this_round = true;
+                let round = &client.plan.rounds[client.round];
+                if let Some(p) = round.pause {
+                    client.paused_until = self.now + p;
+                }
+                let end_local = client.clock.local(self.now) + round.hold;
+                let at = client.clock.real_at(end_local).max(client.paused_until);
+                client.step_gen += 1;
+                let gen = client.step_gen;
+                self.push(at, What::Step { client: c, gen });
+            }
+            Event::NotAcquired { .. } | Event::Cancelled => self.end_round(c),
+            Event::Failed { .. } if self.clients[c].stage != Stage::Holding => self.end_round(c),
+            Event::Lost { .. } | Event::Expired | Event::Released { .. } => self.end_round(c),
+            _ => {}
+        }
+    }
+
+    fn end_round(&mut self, c: usize) {
+        let client = &mut self.clients[c];
+        let round = &client.plan.rounds[client.round];
+        if round.wait == WaitPlan::Forever && !client.acquired_this_round {
+            self.report.violations.push(Violation::Stuck {
+                client: c,
+                round: client.round,
+            });
+        }
+        client.round += 1;
+        client.acquired_this_round = false;
+        client.step_gen += 1;
+        if client.round >= client.plan.rounds.len() {
+            client.stage = Stage::Finished;
+        } else {
+            client.stage = Stage::BeforeRound;
+            self.start_round_later(c);
+        }
+    }
+
+    fn start_round_later(&mut self, c: usize) {
+        let client = &mut self.clients[c];
+        let Some(round) = client.plan.rounds.get(client.round) else {
+            client.stage = Stage::Finished;
+            return;
+        };
+        client.step_gen += 1;
+        let gen = client.step_gen;
+        let at = self.now + round.start_after;
+        self.push(at, What::Step { client: c, gen });
+    }
+
+    fn step(&mut self, c: usize) {
+        let now = self.local(c);
+        let client = &mut self.clients[c];
+        match client.stage {
+            Stage::BeforeRound => {
+                if !client.lock.is_idle() {
+                    // Still cleaning up after the last round: try again shortly.
+                    client.step_gen += 1;
+                    let gen = client.step_gen;
+                    return self.push(self.now + Duration::from_millis(10), What::Step { client: c, gen });
+                }
+                let round = &client.plan.rounds[client.round];
+                let wait = match round.wait {
+                    WaitPlan::No => Wait::No,
+                    WaitPlan::Forever => Wait::Forever,
+                    WaitPlan::For(d) => Wait::until(now, d),
+                };
+                let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
+                if client.lock.acquire(now, unix_ms, wait).is_ok() {
+                    client.stage = Stage::Acquiring;
+                }
+                self.pump(c);
+            }
+            Stage::Holding => match client.plan.rounds[client.round].end {
+                End::Release => {
+                    if client.lock.release(now).is_ok() {
+                        client.stage = Stage::Releasing;
+                    }
+                    self.pump(c);
+                }
+                End::Crash => {
+                    client.stage = Stage::Crashed;
+                }
+            },
+            _ => {}
+        }
+    }
+
+    // ---- the checks ------------------------------------------------------------------------
+
+    /// Property 1, checked after every event: claims begin only at events, so two claims that
+    /// overlap in time overlap at the later one's start.
+    fn check_holders(&mut self) {
+        let mut holder = None;
+        for (i, c) in self.clients.iter().enumerate() {
+            if c.stage != Stage::Crashed && c.lock.is_held(c.clock.local(self.now)) {
+                if let Some(j) = holder {
+                    self.report.violations.push(Violation::TwoHolders {
+                        at: self.now,
+                        clients: (j, i),
+                    });
+                    return;
+                }
+                holder = Some(i);
+            }
+        }
+    }
+
+    /// Property 2, checked as each request is applied: a renewal may only replace the same
+    /// owner's object, a release or cleanup may only remove one of this client's objects.
+    fn check_foreign_write(&mut self, c: usize, request: &Request) {
+        let Some(current) = self.s3.object(BUCKET, KEY) else {
+            return;
+        };
+        let (etag, allowed): (_, Box<dyn Fn(Option<OwnerId>) -> bool>) =
+            match (&request.intent, request.purpose) {
+                (Intent::PutIfMatch { etag, body }, Purpose::Renew) => {
+                    let me = Holder::decode(body).owner();
+                    (Some(etag), Box::new(move |o| o.is_some() && o == me))
+                }
+                (Intent::DeleteIfMatch { etag }, Purpose::Release | Purpose::Cleanup) => {
+                    let owners = self.clients[c].owners.clone();
+                    (Some(etag), Box::new(move |o| o.is_some_and(|o| owners.contains(&o))))
+                }
+                (Intent::PutIfNoneMatch { .. }, _) | (Intent::Get { .. }, _) => (None, Box::new(|_| true)),
+                (_, Purpose::Acquire | Purpose::Takeover) => (None, Box::new(|_| true)),
+                (Intent::PutIfMatch { etag, .. } | Intent::DeleteIfMatch { etag }, _) => {
+                    let owners = self.clients[c].owners.clone();
+                    (Some(etag), Box::new(move |o| o.is_some_and(|o| owners.contains(&o))))
+                }
+            };
+        let Some(etag) = etag else { return };
+        let applies = !self.s3.semantics().honor_conditions || &current.etag == etag;
+        if applies && !allowed(Holder::decode(&current.body).owner()) {
+            self.report.violations.push(Violation::ForeignWrite {
+                at: self.now,
+                client: c,
+                purpose: request.purpose,
+            });
+        }
+    }
+}
