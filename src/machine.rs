@@ -341,7 +341,9 @@ impl Lock {
     /// ```
     pub fn acquire(&mut self, now: Instant, unix_ms: u64, wait: Wait) -> Result<(), CommandError> {
         let now = self.clock(now);
+        self.expire(now);
         if !matches!(self.phase, Phase::Idle) || self.pending.is_some() {
+            self.drive(now);
             return Err(CommandError::Busy);
         }
         let owner = OwnerId::from_u128(self.rng.next_u128());
@@ -379,6 +381,8 @@ impl Lock {
     /// ```
     pub fn release(&mut self, now: Instant) -> Result<(), CommandError> {
         let now = self.clock(now);
+        // A hold whose validity ran out is reported as expired, not released.
+        self.expire(now);
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Held(h) => {
                 self.phase = Phase::Releasing(Releasing {
@@ -398,6 +402,8 @@ impl Lock {
             }
             other => {
                 self.phase = other;
+                // Expiry may just have scheduled a cleanup.
+                self.drive(now);
                 return Err(CommandError::NotHeld);
             }
         }

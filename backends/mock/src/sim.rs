@@ -36,7 +36,10 @@ impl Default for SimConfig {
                 lease: Duration::from_secs(10),
                 max_drift_ppm: 10_000,
                 poll: sets3lock::Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
-                retry: sets3lock::Backoff::new(Duration::from_millis(20), Duration::from_millis(500)),
+                retry: sets3lock::Backoff::new(
+                    Duration::from_millis(20),
+                    Duration::from_millis(500),
+                ),
                 retry_limit: 6,
                 foreign_lease: None,
                 conditional_get: true,
@@ -158,6 +161,25 @@ pub struct Report {
 }
 
 impl Report {
+    /// The run as a timeline, one line per request sent and per event, for people.
+    pub fn timeline(&self) -> String {
+        let mut lines: Vec<(Duration, usize, String)> = self
+            .events
+            .iter()
+            .map(|(t, c, e)| (*t, *c, format!("{e:?}")))
+            .chain(
+                self.requests
+                    .iter()
+                    .map(|(t, c, p)| (*t, *c, format!("sends {p}"))),
+            )
+            .collect();
+        lines.sort_by_key(|(t, _, _)| *t);
+        lines
+            .into_iter()
+            .map(|(t, c, what)| format!("{:>10.3}s client {c}: {what}\n", t.as_secs_f64()))
+            .collect()
+    }
+
     /// How many events match `f`.
     pub fn count(&self, f: impl Fn(&Event) -> bool) -> usize {
         self.events.iter().filter(|(_, _, e)| f(e)).count()
@@ -355,9 +377,9 @@ impl Sim {
 
     fn client_of(what: &What) -> Option<usize> {
         match what {
-            What::Answer { client, .. } | What::Timer { client, .. } | What::Step { client, .. } => {
-                Some(*client)
-            }
+            What::Answer { client, .. }
+            | What::Timer { client, .. }
+            | What::Step { client, .. } => Some(*client),
             What::Apply { .. } | What::Tamper(_) => None,
         }
     }
@@ -421,10 +443,14 @@ impl Sim {
                 self.clients[c].owners.insert(r.owner);
             }
         }
-        let fault = self.faults.get(self.next_fault).copied().unwrap_or(Fault::Deliver {
-            to_server: self.cfg.latency,
-            to_client: self.cfg.latency,
-        });
+        let fault = self
+            .faults
+            .get(self.next_fault)
+            .copied()
+            .unwrap_or(Fault::Deliver {
+                to_server: self.cfg.latency,
+                to_client: self.cfg.latency,
+            });
         self.next_fault += 1;
         let timeout = self.cfg.request_timeout;
         let id = request.id;
@@ -501,9 +527,14 @@ impl Sim {
                         },
                     );
                 } else {
-                    let reply = crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
-                    let response =
-                        classify(request.intent.kind(), reply.status, &reply.headers, &reply.body);
+                    let reply =
+                        crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
+                    let response = classify(
+                        request.intent.kind(),
+                        reply.status,
+                        &reply.headers,
+                        &reply.body,
+                    );
                     self.push(
                         self.now + half * 2,
                         What::Answer {
@@ -581,7 +612,10 @@ impl Sim {
                 if !ours {
                     self.report
                         .violations
-                        .push(Violation::AcquiredWithoutOwnWrite { at: self.now, client: c });
+                        .push(Violation::AcquiredWithoutOwnWrite {
+                            at: self.now,
+                            client: c,
+                        });
                 }
                 let client = &mut self.clients[c];
                 client.stage = Stage::Holding;
@@ -644,7 +678,10 @@ impl Sim {
                     // Still cleaning up after the last round: try again shortly.
                     client.step_gen += 1;
                     let gen = client.step_gen;
-                    return self.push(self.now + Duration::from_millis(10), What::Step { client: c, gen });
+                    return self.push(
+                        self.now + Duration::from_millis(10),
+                        What::Step { client: c, gen },
+                    );
                 }
                 let round = &client.plan.rounds[client.round];
                 let wait = match round.wait {
@@ -707,13 +744,21 @@ impl Sim {
                 }
                 (Intent::DeleteIfMatch { etag }, Purpose::Release | Purpose::Cleanup) => {
                     let owners = self.clients[c].owners.clone();
-                    (Some(etag), Box::new(move |o| o.is_some_and(|o| owners.contains(&o))))
+                    (
+                        Some(etag),
+                        Box::new(move |o| o.is_some_and(|o| owners.contains(&o))),
+                    )
                 }
-                (Intent::PutIfNoneMatch { .. }, _) | (Intent::Get { .. }, _) => (None, Box::new(|_| true)),
+                (Intent::PutIfNoneMatch { .. }, _) | (Intent::Get { .. }, _) => {
+                    (None, Box::new(|_| true))
+                }
                 (_, Purpose::Acquire | Purpose::Takeover) => (None, Box::new(|_| true)),
                 (Intent::PutIfMatch { etag, .. } | Intent::DeleteIfMatch { etag }, _) => {
                     let owners = self.clients[c].owners.clone();
-                    (Some(etag), Box::new(move |o| o.is_some_and(|o| owners.contains(&o))))
+                    (
+                        Some(etag),
+                        Box::new(move |o| o.is_some_and(|o| owners.contains(&o))),
+                    )
                 }
             };
         let Some(etag) = etag else { return };
