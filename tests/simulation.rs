@@ -245,3 +245,37 @@ fn schedules_reach_every_path() {
         assert!(totals[key] > 0, "no schedule reached {key}: {totals:?}");
     }
 }
+
+/// Against a store that ignores condition headers (Garage, s3rver), the same schedules break
+/// mutual exclusion and let releases delete other owners' locks: the checks have teeth, and
+/// the mock can show users what such a store does to a lock.
+#[test]
+fn a_store_that_ignores_conditions_breaks_the_properties() {
+    let mut runner = TestRunner::deterministic();
+    let (mut two_holders, mut foreign_writes) = (0, 0);
+    for _ in 0..200 {
+        let s = schedule()
+            .new_tree(&mut runner)
+            .map(|t| proptest::strategy::ValueTree::current(&t))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut cfg = SimConfig::default();
+        cfg.semantics.honor_conditions = false;
+        let report = Sim::new(cfg, s.plans, s.faults, s.seed).run();
+        two_holders += report
+            .violations
+            .iter()
+            .any(|v| matches!(v, Violation::TwoHolders { .. })) as u32;
+        foreign_writes += report
+            .violations
+            .iter()
+            .any(|v| matches!(v, Violation::ForeignWrite { .. })) as u32;
+    }
+    assert!(
+        two_holders > 100,
+        "only {two_holders} of 200 schedules showed two holders"
+    );
+    assert!(
+        foreign_writes > 10,
+        "only {foreign_writes} of 200 schedules showed a foreign write"
+    );
+}

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use core::cmp::Ordering;
 use core::time::Duration;
 use sets3lock::{
-    classify, Ambiguity, Config, Event, Holder, Instant, Intent, Lock, OwnerId, Purpose, Request,
+    classify, Ambiguity, Config, Event, Holder, Instant, Lock, OwnerId, Purpose, Request,
     RequestId, Response, Wait,
 };
 use std::collections::{BTreeSet, BinaryHeap};
@@ -558,9 +558,11 @@ impl Sim {
         answer: Option<Duration>,
         error: Option<http::StatusCode>,
     ) {
-        self.check_foreign_write(c, &request);
         let kind = request.intent.kind();
+        let before = self.s3.object(BUCKET, KEY).cloned();
         let mut reply = self.s3.execute(BUCKET, KEY, &request.intent);
+        let after = self.s3.object(BUCKET, KEY).cloned();
+        self.check_foreign_write(c, &request, before.as_ref(), after.as_ref());
         if let Some(status) = error {
             reply = crate::Reply::error(status, "SlowDown");
         }
@@ -733,40 +735,35 @@ impl Sim {
         }
     }
 
-    /// Property 2, checked as each request is applied: a renewal may only replace the same
-    /// owner's object, a release or cleanup may only remove one of this client's objects.
-    fn check_foreign_write(&mut self, c: usize, request: &Request) {
-        let Some(current) = self.s3.object(BUCKET, KEY) else {
+    /// Property 2, checked on what the server actually did with each request: when a
+    /// renewal, release or cleanup changed or removed the object, the object it replaced must
+    /// have been written by the same client (for a renewal: by the same owner).
+    fn check_foreign_write(
+        &mut self,
+        c: usize,
+        request: &Request,
+        before: Option<&crate::Object>,
+        after: Option<&crate::Object>,
+    ) {
+        let Some(before) = before else { return };
+        if Some(before) == after {
             return;
+        }
+        let replaced = Holder::decode(&before.body).owner();
+        let allowed = match request.purpose {
+            Purpose::Acquire | Purpose::Takeover | Purpose::Observe | Purpose::Resolve => true,
+            Purpose::Renew => {
+                let me = request
+                    .intent
+                    .body()
+                    .and_then(|b| Holder::decode(b).owner());
+                replaced.is_some() && replaced == me
+            }
+            Purpose::Release | Purpose::Cleanup => {
+                replaced.is_some_and(|o| self.clients[c].owners.contains(&o))
+            }
         };
-        let (etag, allowed): (_, Box<dyn Fn(Option<OwnerId>) -> bool>) =
-            match (&request.intent, request.purpose) {
-                (Intent::PutIfMatch { etag, body }, Purpose::Renew) => {
-                    let me = Holder::decode(body).owner();
-                    (Some(etag), Box::new(move |o| o.is_some() && o == me))
-                }
-                (Intent::DeleteIfMatch { etag }, Purpose::Release | Purpose::Cleanup) => {
-                    let owners = self.clients[c].owners.clone();
-                    (
-                        Some(etag),
-                        Box::new(move |o| o.is_some_and(|o| owners.contains(&o))),
-                    )
-                }
-                (Intent::PutIfNoneMatch { .. }, _) | (Intent::Get { .. }, _) => {
-                    (None, Box::new(|_| true))
-                }
-                (_, Purpose::Acquire | Purpose::Takeover) => (None, Box::new(|_| true)),
-                (Intent::PutIfMatch { etag, .. } | Intent::DeleteIfMatch { etag }, _) => {
-                    let owners = self.clients[c].owners.clone();
-                    (
-                        Some(etag),
-                        Box::new(move |o| o.is_some_and(|o| owners.contains(&o))),
-                    )
-                }
-            };
-        let Some(etag) = etag else { return };
-        let applies = !self.s3.semantics().honor_conditions || &current.etag == etag;
-        if applies && !allowed(Holder::decode(&current.body).owner()) {
+        if !allowed {
             self.report.violations.push(Violation::ForeignWrite {
                 at: self.now,
                 client: c,
