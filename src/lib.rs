@@ -50,3 +50,8 @@ pub use machine::{CommandError, Lock, Wait};
 pub use record::{Holder, InvalidOwnerId, OwnerId, Record, FORMAT_VERSION};
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};
+
+/// The README's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -780,13 +780,16 @@ impl Lock {
                 self.end_acquisition(a.s);
             }
             (_, Response::Written { etag }) => {
-                let sent = write.map_or(a.s.started, |w| w.sent);
+                let write = write.unwrap_or(Write {
+                    seq: a.s.seq,
+                    sent: a.s.started,
+                });
                 let took_over = a
                     .observed
                     .as_ref()
                     .filter(|o| p.purpose == Purpose::Takeover && !o.own)
                     .map(|o| o.holder.clone());
-                self.won(a, etag, sent, took_over, now);
+                self.won(a, etag, write, took_over, now);
             }
             (IntentKind::PutIfNoneMatch, Response::Exists)
             | (IntentKind::PutIfMatch, Response::Mismatch) => {
@@ -846,8 +849,11 @@ impl Lock {
     fn on_observation(&mut self, mut a: Acquiring, etag: ETag, holder: Holder, now: Instant) {
         if let Some(seq) = a.s.is_ours(&holder) {
             // A write of ours whose reply we did not get has landed.
-            let sent = a.s.sent_of(seq);
-            return self.won(a, etag, sent, None, now);
+            let write = Write {
+                seq,
+                sent: a.s.sent_of(seq),
+            };
+            return self.won(a, etag, write, None, now);
         }
         let changed = a.observed.as_ref().is_none_or(|o| o.etag != etag);
         if changed {
@@ -905,19 +911,27 @@ impl Lock {
         &mut self,
         mut a: Acquiring,
         etag: ETag,
-        sent: Instant,
+        write: Write,
         took_over: Option<Holder>,
         now: Instant,
     ) {
+        let sent = write.sent;
         let valid_until = (!self.cfg.lease.is_zero()).then(|| sent + self.cfg.validity());
         if valid_until.is_some_and(|v| v <= now) {
-            // Our write landed, but so long ago that it is no longer valid: replace it.
+            // Our write landed, but so long ago that it is no longer valid: replace it. The
+            // observation is our own record, so that reading it again leads back here.
+            let holder = Holder::Sets3lock(Record {
+                owner: a.s.owner,
+                seq: write.seq,
+                lease: self.cfg.lease,
+                host: self.cfg.host.clone(),
+                pid: self.cfg.pid,
+                acquired_unix_ms: a.s.started_unix_ms,
+                written_unix_ms: a.s.started_unix_ms,
+            });
             a.observed = Some(Observed {
                 etag,
-                holder: Holder::Unknown {
-                    len: 0,
-                    preview: String::from("our own expired write"),
-                },
+                holder,
                 first_seen: now,
                 own: true,
             });

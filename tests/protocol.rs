@@ -730,3 +730,58 @@ fn replies_to_unknown_requests_and_time_going_backwards_are_harmless() {
         Some(c.at(secs(10) + config().validity()))
     );
 }
+
+#[test]
+fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
+    // Found by the 1,000,000-schedule run: a create whose reply was lost lands late; the
+    // client reads it back only after its validity has passed, so it must replace it (takeover
+    // of its own write) and, when that takeover's reply is lost too and a conditional read says
+    // "not modified", try again rather than poll its own object forever.
+    let mut s3 = bucket();
+    let mut c = Client::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    let create = c.request().unwrap();
+    c.now = c.at(secs(2));
+    c.answer(&create, Response::Ambiguous(Ambiguity::Timeout));
+    s3.execute(B, K, &create.intent); // lands late
+                                      // Every read times out until long after the write's validity.
+    while c.now < c.at(secs(40)) {
+        match c.request() {
+            Some(req) => {
+                assert_eq!(req.purpose, Purpose::Resolve);
+                c.now = c.now + secs(2);
+                c.answer(&req, Response::Ambiguous(Ambiguity::Timeout));
+            }
+            None => {
+                c.now = c.lock.poll_timeout().unwrap();
+                c.lock.handle_timeout(c.now);
+            }
+        }
+    }
+    // The read goes through: our own, expired write. The core replaces it...
+    let get = loop {
+        if let Some(req) = c.request() {
+            break req;
+        }
+        c.now = c.lock.poll_timeout().unwrap();
+        c.lock.handle_timeout(c.now);
+    };
+    let reply = s3.execute(B, K, &get.intent);
+    c.answer(
+        &get,
+        classify(get.intent.kind(), reply.status, &reply.headers, &reply.body),
+    );
+    let takeover = c.request().unwrap();
+    assert_eq!(takeover.purpose, Purpose::Takeover);
+    // ...the takeover's reply is lost (not applied), and a conditional read says 304.
+    c.answer(&takeover, Response::Ambiguous(Ambiguity::Timeout));
+    c.run(&mut s3, c.at(secs(45)));
+    assert!(c.lock.is_held(c.now), "{:?}", c.events);
+    assert!(
+        c.purposes()
+            .iter()
+            .filter(|p| **p == Purpose::Takeover)
+            .count()
+            >= 2
+    );
+}

@@ -279,3 +279,17 @@ fn a_store_that_ignores_conditions_breaks_the_properties() {
         "only {foreign_writes} of 200 schedules showed a foreign write"
     );
 }
+
+/// Every property on every schedule, for long runs:
+/// `SIM_CASES=1000000 cargo test --release --test simulation -- --ignored --nocapture`.
+#[test]
+#[ignore = "long run; see the doc comment"]
+fn all_properties_long_run() {
+    let started = std::time::Instant::now();
+    check("any property", |_| true);
+    eprintln!(
+        "{} schedules, every property held, in {:.1?}",
+        cases(),
+        started.elapsed()
+    );
+}

@@ -7,8 +7,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 use core::time::Duration;
 use sets3lock::{
-    classify as classify_reply, Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind,
-    Lock, LockUrl, OwnerId, Record, Response, Wait,
+    classify as classify_reply, Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock,
+    LockUrl, OwnerId, Record, Response, Wait,
 };
 use std::collections::BTreeSet;
 
@@ -55,7 +55,11 @@ pub fn record(data: &[u8]) {
         assert_eq!((r2.owner, r2.seq), (r.owner, r.seq));
     }
     let mut u = Unstructured::new(data);
-    if let (Ok(owner), Ok(seq), Ok(host)) = (u128::arbitrary(&mut u), u64::arbitrary(&mut u), String::arbitrary(&mut u)) {
+    if let (Ok(owner), Ok(seq), Ok(host)) = (
+        u128::arbitrary(&mut u),
+        u64::arbitrary(&mut u),
+        String::arbitrary(&mut u),
+    ) {
         let r = Record {
             owner: OwnerId::from_u128(owner),
             seq,
@@ -66,7 +70,9 @@ pub fn record(data: &[u8]) {
             written_unix_ms: 0,
         };
         match Holder::decode(&r.encode()) {
-            Holder::Sets3lock(d) => assert_eq!((d.owner, d.seq, d.lease), (r.owner, r.seq, r.lease)),
+            Holder::Sets3lock(d) => {
+                assert_eq!((d.owner, d.seq, d.lease), (r.owner, r.seq, r.lease))
+            }
             other => panic!("round trip failed: {other:?}"),
         }
     }
@@ -74,7 +80,9 @@ pub fn record(data: &[u8]) {
 
 /// URL parsing never panics; what it accepts prints back to itself.
 pub fn url(data: &[u8]) {
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     match LockUrl::parse(s) {
         Ok(url) => {
             let printed = url.to_string();
@@ -94,11 +102,19 @@ enum Step {
 
 #[derive(Arbitrary, Debug)]
 enum Reply {
-    Written { etag: u8 },
+    Written {
+        etag: u8,
+    },
     Deleted,
     /// The object, with one of our own bodies (by index) or with arbitrary bytes.
-    ObjectOurs { etag: u8, which: u8 },
-    ObjectOther { etag: u8, body: Vec<u8> },
+    ObjectOurs {
+        etag: u8,
+        which: u8,
+    },
+    ObjectOther {
+        etag: u8,
+        body: Vec<u8>,
+    },
     NotModified,
     Exists,
     Mismatch,
@@ -106,7 +122,11 @@ enum Reply {
     Conflict,
     Ambiguous,
     Refused,
-    Http { status: u16, body: Vec<u8>, etag: Option<u8> },
+    Http {
+        status: u16,
+        body: Vec<u8>,
+        etag: Option<u8>,
+    },
 }
 
 /// The state machine, driven by arbitrary replies and times: it never panics, and it never
@@ -114,9 +134,13 @@ enum Reply {
 pub fn machine(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let config = Config {
-        lease: Duration::from_millis(u64::from(u.int_in_range(0u16..=60_000).unwrap_or(30_000)).max(10)),
+        lease: Duration::from_millis(
+            u64::from(u.int_in_range(0u16..=60_000).unwrap_or(30_000)).max(10),
+        ),
         conditional_get: bool::arbitrary(&mut u).unwrap_or(true),
-        foreign_lease: bool::arbitrary(&mut u).unwrap_or(false).then(|| Duration::from_secs(5)),
+        foreign_lease: bool::arbitrary(&mut u)
+            .unwrap_or(false)
+            .then(|| Duration::from_secs(5)),
         ..Config::default()
     };
     let Ok(mut lock) = Lock::new(config, [u8::arbitrary(&mut u).unwrap_or(0); 32]) else {
@@ -125,6 +149,7 @@ pub fn machine(data: &[u8]) {
     let mut now = Instant::ZERO;
     let mut in_flight = None;
     let mut our_bodies: Vec<Bytes> = Vec::new();
+    let mut our_owners = BTreeSet::new();
     // ETags a reply has given to a write of ours, or to a read of one of our bodies.
     let mut ours = BTreeSet::new();
     let etag = |n: u8| ETag::parse(&format!("e{n}")).expect("valid");
@@ -151,33 +176,44 @@ pub fn machine(data: &[u8]) {
                 lock.handle_timeout(now);
             }
             Step::Reply(reply) => {
-                let Some(req) = in_flight.take() else { continue };
+                let Some(req) = in_flight.take() else {
+                    continue;
+                };
                 let req: sets3lock::Request = req;
-                let is_write = matches!(req.intent.kind(), IntentKind::PutIfNoneMatch | IntentKind::PutIfMatch);
+                let is_write = matches!(
+                    req.intent.kind(),
+                    IntentKind::PutIfNoneMatch | IntentKind::PutIfMatch
+                );
                 let response = match reply {
-                    Reply::Written { etag: e } => {
-                        if is_write {
-                            ours.insert(etag(e));
-                        }
-                        Response::Written { etag: etag(e) }
-                    }
+                    Reply::Written { etag: e } => Response::Written { etag: etag(e) },
                     Reply::Deleted => Response::Deleted,
-                    Reply::ObjectOurs { etag: e, which } => match our_bodies.get(usize::from(which) % our_bodies.len().max(1)) {
-                        Some(body) => {
-                            ours.insert(etag(e));
-                            Response::Object { etag: etag(e), body: body.clone() }
+                    Reply::ObjectOurs { etag: e, which } => {
+                        match our_bodies.get(usize::from(which) % our_bodies.len().max(1)) {
+                            Some(body) => Response::Object {
+                                etag: etag(e),
+                                body: body.clone(),
+                            },
+                            None => Response::Absent,
                         }
-                        None => Response::Absent,
+                    }
+                    Reply::ObjectOther { etag: e, body } => Response::Object {
+                        etag: etag(e.wrapping_add(128)),
+                        body: body.into(),
                     },
-                    Reply::ObjectOther { etag: e, body } => Response::Object { etag: etag(e.wrapping_add(128)), body: body.into() },
                     Reply::NotModified => Response::NotModified,
                     Reply::Exists => Response::Exists,
                     Reply::Mismatch => Response::Mismatch,
                     Reply::Absent => Response::Absent,
                     Reply::Conflict => Response::Conflict { code: None },
                     Reply::Ambiguous => Response::Ambiguous(Ambiguity::Timeout),
-                    Reply::Refused => Response::Refused(sets3lock::Error::NoSuchBucket { message: None }),
-                    Reply::Http { status, body, etag: e } => {
+                    Reply::Refused => {
+                        Response::Refused(sets3lock::Error::NoSuchBucket { message: None })
+                    }
+                    Reply::Http {
+                        status,
+                        body,
+                        etag: e,
+                    } => {
                         let mut headers = http::HeaderMap::new();
                         if let Some(e) = e {
                             let e = etag(e.wrapping_add(128));
@@ -191,12 +227,26 @@ pub fn machine(data: &[u8]) {
                         }
                     }
                 };
+                // Whatever path made it, a "written" for a write of ours, or a read of a body
+                // with one of our owner ids, is ours.
+                match &response {
+                    Response::Written { etag } if is_write => {
+                        ours.insert(etag.clone());
+                    }
+                    Response::Object { etag, body }
+                        if our_owners.contains(&Holder::decode(body).owner()) =>
+                    {
+                        ours.insert(etag.clone());
+                    }
+                    _ => {}
+                }
                 lock.handle_response(req.id, response, now);
             }
         }
         if in_flight.is_none() {
             if let Some(req) = lock.poll_request() {
                 if let Some(body) = req.intent.body() {
+                    our_owners.insert(Holder::decode(body).owner());
                     our_bodies.push(body.clone());
                 }
                 in_flight = Some(req);
@@ -204,7 +254,10 @@ pub fn machine(data: &[u8]) {
         }
         while let Some(event) = lock.poll_event() {
             if let Event::Acquired { etag, .. } = &event {
-                assert!(ours.contains(etag), "acquired {etag} that no write or read of ours produced");
+                assert!(
+                    ours.contains(etag),
+                    "acquired {etag} that no write or read of ours produced"
+                );
             }
         }
         let _ = lock.poll_timeout();
@@ -225,16 +278,52 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     };
     vec![
         ("record", record.encode().to_vec()),
-        ("record", br#"{"id":"6f9619ff-8b86-d011-b42d-00c04fc964ff","created_at":"2026-11-30T10:00:00Z"}"#.to_vec()),
-        ("record", br#"{"sets3lock":2,"owner":"zz","seq":-1}"#.to_vec()),
+        (
+            "record",
+            br#"{"id":"6f9619ff-8b86-d011-b42d-00c04fc964ff","created_at":"2026-11-30T10:00:00Z"}"#
+                .to_vec(),
+        ),
+        (
+            "record",
+            br#"{"sets3lock":2,"owner":"zz","seq":-1}"#.to_vec(),
+        ),
         ("url", b"s3://my-bucket/locks/job".to_vec()),
         ("url", b"s3://b/".to_vec()),
-        ("url", "S3://bucket.with.dots/k\u{e9}y with spaces".as_bytes().to_vec()),
-        ("classify", [&[3u8, 0x01, 0x94][..], b"\x00<Error><Code>PreconditionFailed</Code></Error>"].concat()),
-        ("classify", [&[0u8, 0x00, 0x64, 34][..], b"\"d41d8cd98f00b204e9800998ecf8427e\""].concat()),
-        ("classify", [&[2u8, 0x01, 0x90, 0][..], b"<Error><Code>NoSuchBucket</Code><Message>x &amp; y</Message></Error>"].concat()),
+        (
+            "url",
+            "S3://bucket.with.dots/k\u{e9}y with spaces"
+                .as_bytes()
+                .to_vec(),
+        ),
+        (
+            "classify",
+            [
+                &[3u8, 0x01, 0x94][..],
+                b"\x00<Error><Code>PreconditionFailed</Code></Error>",
+            ]
+            .concat(),
+        ),
+        (
+            "classify",
+            [
+                &[0u8, 0x00, 0x64, 34][..],
+                b"\"d41d8cd98f00b204e9800998ecf8427e\"",
+            ]
+            .concat(),
+        ),
+        (
+            "classify",
+            [
+                &[2u8, 0x01, 0x90, 0][..],
+                b"<Error><Code>NoSuchBucket</Code><Message>x &amp; y</Message></Error>",
+            ]
+            .concat(),
+        ),
         ("machine", (0u8..=255).collect()),
         ("machine", (0u8..=255).rev().cycle().take(600).collect()),
-        ("machine", [7u8, 0, 1, 0, 0, 3, 0, 0, 0, 0, 3, 0, 5, 3, 2, 3, 9].repeat(20)),
+        (
+            "machine",
+            [7u8, 0, 1, 0, 0, 3, 0, 0, 0, 0, 3, 0, 5, 3, 2, 3, 9].repeat(20),
+        ),
     ]
 }
