@@ -35,8 +35,9 @@ pub struct Config {
     pub poll: Backoff,
     /// Pacing of retries after a 409, a 5xx, or a lost reply.
     pub retry: Backoff,
-    /// How many transient failures in a row a try-once acquisition, a release or a cleanup
-    /// tolerates before giving up. Waiting acquisitions are bounded by their deadline instead.
+    /// How many setbacks in a row (409s, 5xx, lost replies) without one good read an
+    /// acquisition tolerates before failing with [`Error::GaveUp`](crate::Error::GaveUp) (an
+    /// unreachable or broken endpoint), and how many a release or a cleanup tolerates.
     pub retry_limit: u32,
     /// The lease to assume for a holder whose record declares none (the Go sets3lock, or any
     /// other body). `None`: such locks are never taken over.

@@ -150,7 +150,9 @@ struct Acquiring {
     observed: Option<Observed>,
     next: Next,
     polls: u32,
+    /// Setbacks since the last good read.
     retries: u32,
+    last_setback: Option<String>,
 }
 
 #[derive(Debug)]
@@ -360,6 +362,7 @@ impl Lock {
             next: Some((now, Action::Create)),
             polls: 0,
             retries: 0,
+            last_setback: None,
         });
         self.drive(now);
         Ok(())
@@ -799,7 +802,8 @@ impl Lock {
             (IntentKind::PutIfMatch, Response::Absent) | (IntentKind::Get, Response::Absent) => {
                 self.retry_or(a, Action::Create, now, true);
             }
-            (_, Response::Conflict { .. }) => {
+            (_, Response::Conflict { code }) => {
+                a.last_setback = Some(Setback::Conflict { code }.to_string());
                 let action = if p.kind == IntentKind::PutIfMatch {
                     Action::Takeover
                 } else {
@@ -814,8 +818,11 @@ impl Lock {
                 Some(o) => self.on_observation(a, o.etag, o.holder, now),
                 None => self.retry_or(a, Action::Observe, now, false),
             },
-            (_, _) => {
+            (_, r) => {
                 // Ambiguous (or a reply that does not fit): a write may have landed.
+                if let Response::Ambiguous(why) = r {
+                    a.last_setback = Some(format!("{} got {why}", p.kind));
+                }
                 if let Some(w) = write {
                     a.s.remember(w);
                 }
@@ -827,12 +834,17 @@ impl Lock {
     /// Schedules `action` after a retry pause (or at once), unless a try-once acquisition has
     /// spent its budget.
     fn retry_or(&mut self, mut a: Acquiring, action: Action, now: Instant, at_once: bool) {
+        // Consecutive setbacks without one good read: past the limit the endpoint is broken
+        // (unreachable, or failing every request), and waiting longer will not help.
         a.retries += 1;
-        if a.wait == Wait::No && a.retries > self.cfg.retry_limit {
+        if a.retries > self.cfg.retry_limit {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
                     attempts: a.retries,
-                    last: "the lock object kept changing or the endpoint kept failing".into(),
+                    last: a
+                        .last_setback
+                        .take()
+                        .unwrap_or_else(|| "the lock object kept changing".into()),
                 },
             });
             return self.end_acquisition(a.s);
@@ -847,6 +859,7 @@ impl Lock {
     }
 
     fn on_observation(&mut self, mut a: Acquiring, etag: ETag, holder: Holder, now: Instant) {
+        a.retries = 0;
         if let Some(seq) = a.s.is_ours(&holder) {
             // A write of ours whose reply we did not get has landed.
             let write = Write {

@@ -738,7 +738,13 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
     // of its own write) and, when that takeover's reply is lost too and a conditional read says
     // "not modified", try again rather than poll its own object forever.
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Client::new(
+        Config {
+            retry_limit: 100,
+            ..config()
+        },
+        1,
+    );
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let create = c.request().unwrap();
     c.now = c.at(secs(2));
@@ -784,4 +790,38 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
             .count()
             >= 2
     );
+}
+
+#[test]
+fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
+    let mut c = Client::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    let mut attempts = 0;
+    while !c.lock.is_idle() {
+        match c.request() {
+            Some(req) => {
+                attempts += 1;
+                c.answer(
+                    &req,
+                    Response::Ambiguous(Ambiguity::Connection {
+                        detail: "connection refused".into(),
+                    }),
+                );
+            }
+            None => {
+                c.now = c.lock.poll_timeout().unwrap();
+                c.lock.handle_timeout(c.now);
+                c.collect();
+            }
+        }
+        assert!(attempts < 50, "still trying after {attempts} requests");
+    }
+    match c.events.last() {
+        Some(Event::Failed { error }) => {
+            assert!(error.to_string().contains("connection refused"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Six retries with backoff between 50 ms and 2 s: seconds, not minutes.
+    assert!(c.now < c.at(secs(15)), "{:?}", c.now);
 }

@@ -43,7 +43,9 @@ impl Default for SimConfig {
                     Duration::from_millis(20),
                     Duration::from_millis(500),
                 ),
-                retry_limit: 6,
+                // Above the longest run of faults a schedule has (60): a network that heals
+                // must not be given up on, or liveness could not be judged.
+                retry_limit: 64,
                 foreign_lease: None,
                 conditional_get: true,
                 host: "sim".into(),
