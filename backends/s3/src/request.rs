@@ -1,0 +1,182 @@
+//! Intent → HTTP request: a rusty-s3 presigned URL plus exactly the headers it signed.
+
+use crate::target::Target;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use rusty_s3::actions::S3Action;
+use sets3lock::{Intent, CONTENT_TYPE};
+use url::Url;
+
+/// One HTTP request, ready to send.
+#[derive(Clone, Debug)]
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// The presigned URL (the signature is in the query).
+    pub url: Url,
+    /// The headers: every signed one, with the value that was signed, and Content-Length.
+    pub headers: HeaderMap,
+    /// The body (empty but for PUTs).
+    pub body: Bytes,
+}
+
+/// Presigns `intent` for the target, as if at `time` (the driver's wall clock: the signature
+/// needs it; the core never sees it).
+pub(crate) fn presign(target: &Target, intent: &Intent, time: &jiff::Timestamp) -> HttpRequest {
+    let creds = Some(&target.credentials);
+    let key = target.url.key();
+    let (method, url, signed, body) = match intent {
+        Intent::PutIfNoneMatch { body } => {
+            let mut a = target.bucket.put_object(creds, key);
+            a.headers_mut().insert("content-type", CONTENT_TYPE);
+            a.headers_mut().insert("if-none-match", "*");
+            let url = a.sign_with_time(target.expiry, time);
+            (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
+        }
+        Intent::PutIfMatch { etag, body } => {
+            let mut a = target.bucket.put_object(creds, key);
+            a.headers_mut().insert("content-type", CONTENT_TYPE);
+            a.headers_mut().insert("if-match", etag.header_value());
+            let url = a.sign_with_time(target.expiry, time);
+            (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
+        }
+        Intent::DeleteIfMatch { etag } => {
+            let mut a = target.bucket.delete_object(creds, key);
+            a.headers_mut().insert("if-match", etag.header_value());
+            let url = a.sign_with_time(target.expiry, time);
+            (
+                Method::DELETE,
+                url,
+                headers_of(a.headers_mut()),
+                Bytes::new(),
+            )
+        }
+        Intent::Get { if_none_match } => {
+            let mut a = target.bucket.get_object(creds, key);
+            if let Some(etag) = if_none_match {
+                a.headers_mut().insert("if-none-match", etag.header_value());
+            }
+            let url = a.sign_with_time(target.expiry, time);
+            (Method::GET, url, headers_of(a.headers_mut()), Bytes::new())
+        }
+    };
+    let mut headers = signed;
+    if method != Method::GET {
+        // Explicit, even for an empty DELETE: AWS answers 411 to a PUT without it.
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    }
+    HttpRequest {
+        method,
+        url,
+        headers,
+        body,
+    }
+}
+
+fn headers_of(map: &rusty_s3::Map<'_>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (name, value) in map.iter() {
+        // Names and values are ours (content-type, if-match, if-none-match, ETags that parsed
+        // as header-safe), so these conversions cannot fail.
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::S3Options;
+    use sets3lock::{ETag, LockUrl};
+
+    fn target() -> Target {
+        let options = S3Options {
+            endpoint: Some(Url::parse("http://127.0.0.1:9000").expect("url")),
+            credentials: Some(rusty_s3::Credentials::new("AKID", "secret")),
+            ..S3Options::default()
+        };
+        Target::new(
+            LockUrl::parse("s3://bucket/locks/job").expect("url"),
+            &options,
+        )
+        .expect("target")
+    }
+
+    fn signed_headers(url: &Url) -> String {
+        url.query_pairs()
+            .find(|(k, _)| k == "X-Amz-SignedHeaders")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn put_if_none_match_signs_the_condition_and_sends_it() {
+        let t = target();
+        let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
+        let r = presign(
+            &t,
+            &Intent::PutIfNoneMatch {
+                body: Bytes::from_static(b"{}"),
+            },
+            &time,
+        );
+        assert_eq!(r.method, Method::PUT);
+        assert_eq!(r.url.path(), "/bucket/locks/job");
+        assert_eq!(signed_headers(&r.url), "content-type;host;if-none-match");
+        assert_eq!(r.headers["if-none-match"], "*");
+        assert_eq!(r.headers["content-type"], "application/json");
+        assert_eq!(r.headers["content-length"], "2");
+        assert!(r.url.as_str().contains("X-Amz-Date=20251130T"));
+        assert!(r.url.as_str().contains("X-Amz-Expires=60"));
+    }
+
+    #[test]
+    fn if_match_carries_the_quoted_etag_for_put_and_delete() {
+        let t = target();
+        let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
+        let etag = ETag::parse("abc").expect("etag");
+        let put = presign(
+            &t,
+            &Intent::PutIfMatch {
+                etag: etag.clone(),
+                body: Bytes::new(),
+            },
+            &time,
+        );
+        assert_eq!(put.headers["if-match"], "\"abc\"");
+        assert_eq!(signed_headers(&put.url), "content-type;host;if-match");
+        let del = presign(&t, &Intent::DeleteIfMatch { etag }, &time);
+        assert_eq!(del.method, Method::DELETE);
+        assert_eq!(del.headers["if-match"], "\"abc\"");
+        assert_eq!(del.headers["content-length"], "0");
+        assert_eq!(signed_headers(&del.url), "host;if-match");
+    }
+
+    #[test]
+    fn get_is_conditional_only_when_asked() {
+        let t = target();
+        let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
+        let plain = presign(
+            &t,
+            &Intent::Get {
+                if_none_match: None,
+            },
+            &time,
+        );
+        assert_eq!(signed_headers(&plain.url), "host");
+        assert!(plain.headers.is_empty());
+        let cond = presign(
+            &t,
+            &Intent::Get {
+                if_none_match: Some(ETag::parse("e").expect("etag")),
+            },
+            &time,
+        );
+        assert_eq!(cond.headers["if-none-match"], "\"e\"");
+    }
+}

@@ -1,0 +1,168 @@
+//! Where the lock lives and how to reach it: endpoint, region, addressing, credentials.
+
+use crate::Error;
+use core::time::Duration;
+use rusty_s3::{Bucket, Credentials, UrlStyle};
+use sets3lock::LockUrl;
+use url::Url;
+
+/// How to reach S3, and the lock settings. [`S3Options::from_env`] reads the standard AWS
+/// variables; every field can be overridden in code.
+///
+/// ```
+/// use sets3lock_s3::S3Options;
+/// let vars = |name: &str| match name {
+///     "AWS_ACCESS_KEY_ID" => Some("AKIDEXAMPLE".to_string()),
+///     "AWS_SECRET_ACCESS_KEY" => Some("secret".to_string()),
+///     "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:8333".to_string()),
+///     _ => None,
+/// };
+/// let options = S3Options::from_vars(vars).unwrap();
+/// assert_eq!(options.region, "us-east-1");
+/// assert_eq!(options.endpoint.unwrap().as_str(), "http://127.0.0.1:8333/");
+/// ```
+#[derive(Clone, Debug)]
+pub struct S3Options {
+    /// The S3 endpoint; `None` means AWS (`https://s3.<region>.amazonaws.com`).
+    pub endpoint: Option<Url>,
+    /// The region to sign for.
+    pub region: String,
+    /// Path-style addressing (`endpoint/bucket/key`). `None`: on for custom endpoints and for
+    /// bucket names with dots, virtual-host style otherwise.
+    pub path_style: Option<bool>,
+    /// The credentials; `None` fails with [`Error::MissingCredentials`] when the lock is opened.
+    pub credentials: Option<Credentials>,
+    /// How long one request may take before its outcome counts as unknown. Generous by
+    /// default (20 s): some S3-compatible servers answer losers of a race seconds apart.
+    pub request_timeout: Duration,
+    /// How long presigned requests stay valid (60 s; must cover clock offset to the server).
+    pub presign_expiry: Duration,
+    /// The protocol settings: lease, drift bound, pacing. `host` and `pid` are filled in.
+    pub lock: sets3lock::Config,
+}
+
+impl Default for S3Options {
+    fn default() -> S3Options {
+        S3Options {
+            endpoint: None,
+            region: "us-east-1".into(),
+            path_style: None,
+            credentials: None,
+            request_timeout: Duration::from_secs(20),
+            presign_expiry: Duration::from_secs(60),
+            lock: sets3lock::Config::default(),
+        }
+    }
+}
+
+impl S3Options {
+    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
+    /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) from the process
+    /// environment.
+    pub fn from_env() -> Result<S3Options, Error> {
+        S3Options::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Like [`from_env`](S3Options::from_env), with variables from `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<S3Options, Error> {
+        let mut options = S3Options::default();
+        if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
+            options.region = region;
+        }
+        if let Some(endpoint) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
+            options.endpoint = Some(parse_endpoint(&endpoint)?);
+        }
+        options.credentials = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(key), Some(secret)) => Some(match var("AWS_SESSION_TOKEN") {
+                Some(token) => Credentials::new_with_token(key, secret, token),
+                None => Credentials::new(key, secret),
+            }),
+            _ => None,
+        };
+        Ok(options)
+    }
+}
+
+/// Parses an endpoint URL, with an error that says what is wrong.
+///
+/// ```
+/// assert!(sets3lock_s3::parse_endpoint("127.0.0.1:8333").is_err());
+/// assert!(sets3lock_s3::parse_endpoint("http://127.0.0.1:8333").is_ok());
+/// ```
+pub fn parse_endpoint(endpoint: &str) -> Result<Url, Error> {
+    let invalid = |reason: &str| Error::InvalidEndpoint {
+        endpoint: endpoint.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let url = Url::parse(endpoint).map_err(|e| invalid(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("the scheme must be http or https"));
+    }
+    if url.host_str().is_none() {
+        return Err(invalid("it has no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("it must not have a query or a fragment"));
+    }
+    Ok(url)
+}
+
+/// One lock object, resolved: the bucket as rusty-s3 addresses it, the key, the credentials.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) url: LockUrl,
+    pub(crate) bucket: Bucket,
+    pub(crate) credentials: Credentials,
+    pub(crate) expiry: Duration,
+}
+
+impl Target {
+    pub(crate) fn new(url: LockUrl, options: &S3Options) -> Result<Target, Error> {
+        let credentials = options
+            .credentials
+            .clone()
+            .ok_or(Error::MissingCredentials)?;
+        let (endpoint, custom) = match &options.endpoint {
+            Some(e) => (e.clone(), true),
+            None => {
+                let aws = format!("https://s3.{}.amazonaws.com", options.region);
+                (parse_endpoint(&aws)?, false)
+            }
+        };
+        let path_style = options
+            .path_style
+            .unwrap_or(custom || url.bucket().contains('.'));
+        let style = if path_style {
+            UrlStyle::Path
+        } else {
+            UrlStyle::VirtualHost
+        };
+        let bucket = Bucket::new(
+            endpoint.clone(),
+            style,
+            url.bucket().to_owned(),
+            options.region.clone(),
+        )
+        .map_err(|e| Error::InvalidEndpoint {
+            endpoint: endpoint.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Target {
+            url,
+            bucket,
+            credentials,
+            expiry: options.presign_expiry.max(Duration::from_secs(1)),
+        })
+    }
+}
+
+/// This machine's name, for the lock record.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_else(|| "unknown-host".into())
+}

@@ -1,0 +1,201 @@
+//! The async driver: the core run by a tokio task.
+
+use crate::engine::Engine;
+use crate::hold::{acquire_outcome, loss_of, loss_settled, release_outcome, Loss, WaitFor};
+use crate::http::{async_client, send_async};
+use crate::state::{Phase, Shared};
+use crate::target::Target;
+use crate::{Error, S3Options};
+use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Opens locks on S3 from async code.
+///
+/// ```no_run
+/// use sets3lock_s3::{tokio::Locker, WaitFor};
+/// # async fn run() -> Result<(), sets3lock_s3::Error> {
+/// let locker = Locker::from_env("s3://my-bucket/locks/nightly")?;
+/// let held = locker.acquire(WaitFor::Timeout(std::time::Duration::from_secs(60))).await?;
+/// tokio::select! {
+///     _ = async { /* the critical section */ } => {}
+///     loss = held.lost() => eprintln!("lock lost ({loss:?}): stopping"),
+/// }
+/// let outcome = held.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Locker {
+    target: Arc<Target>,
+    options: S3Options,
+    client: reqwest::Client,
+}
+
+impl Locker {
+    /// A locker for `url` (`s3://bucket/key`) with these options.
+    pub fn new(url: &str, options: S3Options) -> Result<Locker, Error> {
+        let url = LockUrl::parse(url)?;
+        options.lock.validate()?;
+        let target = Arc::new(Target::new(url, &options)?);
+        let client = async_client(options.request_timeout)?;
+        Ok(Locker {
+            target,
+            options,
+            client,
+        })
+    }
+
+    /// A locker for `url` configured from the standard AWS environment variables.
+    pub fn from_env(url: &str) -> Result<Locker, Error> {
+        Locker::new(url, S3Options::from_env()?)
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.target.url
+    }
+
+    /// Acquires the lock. The returned handle renews the lease in the background until it is
+    /// released or dropped. Dropping this future while it waits cancels the acquisition (and
+    /// removes any write of ours that lands).
+    pub async fn acquire(&self, wait: WaitFor) -> Result<Held, Error> {
+        let mut engine = Engine::new(self.target.clone(), &self.options)?;
+        let now = engine.now();
+        engine
+            .lock
+            .acquire(now, Engine::unix_ms(), wait.to_core(now))
+            .map_err(|_| Error::DriverGone)?;
+        let shared = Arc::new(Shared::new());
+        let (commands, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(drive(engine, self.client.clone(), shared.clone(), receiver));
+        let snapshot = shared
+            .wait_async(|s| !matches!(s.phase, Phase::Acquiring), None)
+            .await;
+        acquire_outcome(&snapshot)?;
+        Ok(Held {
+            owner: snapshot.owner.unwrap_or(OwnerId::from_u128(0)),
+            url: self.target.url.clone(),
+            shared,
+            commands,
+            released: false,
+        })
+    }
+}
+
+/// A held lock. Renewed in the background; released by [`release`](Held::release), or on
+/// drop (then in the background, without a report: prefer `release`).
+#[derive(Debug)]
+pub struct Held {
+    owner: OwnerId,
+    url: LockUrl,
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedSender<()>,
+    released: bool,
+}
+
+impl Held {
+    /// This hold's owner id (in the lock record).
+    pub fn owner(&self) -> OwnerId {
+        self.owner
+    }
+
+    /// The ETag of our latest confirmed write.
+    pub fn etag(&self) -> Option<ETag> {
+        self.shared.get().etag
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.url
+    }
+
+    /// Whether the lock is held and valid now.
+    pub fn is_held(&self) -> bool {
+        self.shared.get().is_held(std::time::Instant::now())
+    }
+
+    /// Resolves when the lock is lost or expires: stop relying on it then. Never resolves
+    /// while the hold is healthy.
+    pub async fn lost(&self) -> Loss {
+        loop {
+            let s = self.shared.get();
+            if let Some(loss) = loss_of(&s, std::time::Instant::now()) {
+                return loss;
+            }
+            let valid_until = s.valid_until;
+            self.shared
+                .wait_async(|s| loss_settled(s, valid_until), valid_until)
+                .await;
+        }
+    }
+
+    /// Releases the lock and reports what the conditional delete found.
+    pub async fn release(mut self) -> Result<ReleaseOutcome, Error> {
+        self.released = true;
+        self.shared.set_releasing();
+        let _ = self.commands.send(());
+        let s = self
+            .shared
+            .wait_async(|s| matches!(s.phase, Phase::Ended(_)), None)
+            .await;
+        release_outcome(&s)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.released {
+            self.shared.set_releasing();
+            let _ = self.commands.send(());
+        }
+    }
+}
+
+/// Sends what the core asks, feeds back the replies, sleeps until the core's next timer or a
+/// release command. Ends when the core is idle.
+async fn drive(
+    mut engine: Engine,
+    client: reqwest::Client,
+    shared: Arc<Shared>,
+    mut commands: mpsc::UnboundedReceiver<()>,
+) {
+    let mut listening = true;
+    loop {
+        while let Some(request) = engine.lock.poll_request() {
+            let kind = request.intent.kind();
+            let response = send_async(&client, engine.prepare(&request), kind).await;
+            let now = engine.now();
+            engine.lock.handle_response(request.id, response, now);
+            publish(&mut engine, &shared);
+        }
+        publish(&mut engine, &shared);
+        if engine.lock.is_idle() {
+            break;
+        }
+        let wake = engine.lock.poll_timeout().map(|t| engine.to_std(t));
+        tokio::select! {
+            _ = sleep_until(wake) => {}
+            command = commands.recv(), if listening => {
+                // A command, or every handle gone: release either way.
+                listening = command.is_some();
+                let _ = engine.lock.release(engine.now());
+            }
+        }
+        let now = engine.now();
+        engine.lock.handle_timeout(now);
+    }
+    shared.finish();
+}
+
+async fn sleep_until(t: Option<std::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn publish(engine: &mut Engine, shared: &Shared) {
+    while let Some(event) = engine.lock.poll_event() {
+        shared.apply(&event, |t| engine.to_std(t));
+    }
+}
