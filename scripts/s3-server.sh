@@ -72,24 +72,29 @@ JSON
     -metricsPort="$metrics" -webdav=false \
     >"$state/weed.log" 2>&1 &
   echo $! >"$state/pid"
-  # Ready when the S3 port answers HTTP (403 to an unsigned request) and the bucket exists.
+  # Ready when a signed request on the bucket succeeds (the bucket is created after start).
+  ready=0
   for _ in $(seq 300); do
     if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
       echo "SeaweedFS exited; its log:" >&2; tail -20 "$state/weed.log" >&2; exit 1
     fi
-    code=$(python3 -c "import sys,urllib.request as u
-try: u.urlopen(sys.argv[1], timeout=1); print(200)
-except u.HTTPError as e: print(e.code)
-except Exception: print(0)" "http://127.0.0.1:$s3/$bucket/")
-    if [ "$code" = 403 ]; then break; fi
+    if python3 "$root/scripts/s3-ready.py" "http://127.0.0.1:$s3" "$bucket" "$key" "$secret"; then
+      ready=1; break
+    fi
     sleep 0.1
   done
+  if [ "$ready" != 1 ]; then
+    echo "SeaweedFS did not become ready in 30 s; its log:" >&2; tail -20 "$state/weed.log" >&2; exit 1
+  fi
   cat >"$state/env" <<ENV
 export AWS_ACCESS_KEY_ID=$key
 export AWS_SECRET_ACCESS_KEY=$secret
 export AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$s3
-export SETS3LOCK_TEST_BUCKET=$bucket
+export SETS3LOCK_SEAWEEDFS_ENDPOINT=http://127.0.0.1:$s3
+export SETS3LOCK_SEAWEEDFS_ACCESS_KEY=$key
+export SETS3LOCK_SEAWEEDFS_SECRET=$secret
+export SETS3LOCK_SEAWEEDFS_BUCKET=$bucket
 ENV
   echo "SeaweedFS $version on http://127.0.0.1:$s3 (bucket $bucket); env in $state/env" >&2
 }

@@ -993,13 +993,14 @@ impl Lock {
                 let seq = p.write.map_or(h.s.seq, |w| w.seq);
                 self.confirm(&mut h, etag, sent, seq);
             }
-            (IntentKind::PutIfMatch, Response::Mismatch | Response::Absent)
-                if !h.s.unresolved.is_empty() =>
-            {
+            (IntentKind::PutIfMatch, Response::Absent) if !h.s.unresolved.is_empty() => {
                 h.next = Some((now, Action::Observe));
             }
             (IntentKind::PutIfMatch, Response::Mismatch) => {
-                return self.lose(LostReason::Overwritten { holder: None });
+                // Read before concluding: a write of ours may have landed late, and some
+                // servers (SeaweedFS) say 412 for a deleted object too. The read tells which,
+                // and who holds it now.
+                h.next = Some((now, Action::Observe));
             }
             (IntentKind::PutIfMatch, Response::Absent) => {
                 return self.lose(LostReason::Deleted);
@@ -1026,7 +1027,10 @@ impl Lock {
                 match h.s.is_ours(&holder) {
                     Some(_) if etag == h.etag => {
                         // Our last confirmed write is still there: the renewal did not land.
-                        h.next = Some((now, Action::Renew));
+                        h.next = Some((
+                            self.backoff(&mut h.retries, now, h.valid_until),
+                            Action::Renew,
+                        ));
                     }
                     Some(seq) => {
                         let sent = h.s.sent_of(seq);

@@ -54,7 +54,13 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn ok(status: StatusCode, etag: Option<&ETag>, body: Bytes) -> Reply {
+    /// A reply without an error document: `ETag` header when given.
+    ///
+    /// ```
+    /// let r = sets3lock_mock::Reply::ok(http::StatusCode::NO_CONTENT, None, bytes::Bytes::new());
+    /// assert!(r.headers.is_empty());
+    /// ```
+    pub fn ok(status: StatusCode, etag: Option<&ETag>, body: Bytes) -> Reply {
         let mut headers = HeaderMap::new();
         if let Some(e) = etag {
             if let Ok(v) = HeaderValue::from_str(&e.header_value()) {
@@ -173,6 +179,18 @@ impl MockS3 {
     /// The semantics in force.
     pub fn semantics(&self) -> Semantics {
         self.semantics
+    }
+
+    /// Whether the bucket exists.
+    ///
+    /// ```
+    /// let mut s3 = sets3lock_mock::MockS3::new();
+    /// assert!(!s3.has_bucket("b"));
+    /// s3.create_bucket("b");
+    /// assert!(s3.has_bucket("b"));
+    /// ```
+    pub fn has_bucket(&self, bucket: &str) -> bool {
+        self.buckets.contains_key(bucket)
     }
 
     /// Creates an empty bucket (no-op if it exists).

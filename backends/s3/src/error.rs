@@ -37,7 +37,7 @@ pub enum Error {
     #[error("the lock is held by {holder}")]
     Busy {
         /// Who.
-        holder: Holder,
+        holder: Box<Holder>,
         /// The lock object's ETag (what `sets3lock unlock --etag` needs).
         etag: ETag,
     },
@@ -45,7 +45,7 @@ pub enum Error {
     #[error("timed out waiting for the lock{}", held_by(.holder))]
     TimedOut {
         /// The last holder seen.
-        holder: Option<Holder>,
+        holder: Option<Box<Holder>>,
     },
     /// The acquisition was cancelled.
     #[error("the acquisition was cancelled")]
@@ -58,7 +58,7 @@ pub enum Error {
     DriverGone,
 }
 
-fn held_by(holder: &Option<Holder>) -> String {
+fn held_by(holder: &Option<Box<Holder>>) -> String {
     match holder {
         Some(h) => format!(" held by {h}"),
         None => String::new(),

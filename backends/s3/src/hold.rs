@@ -57,11 +57,11 @@ pub(crate) fn release_outcome(s: &Snapshot) -> Result<ReleaseOutcome, Error> {
 fn end_error(end: &End) -> Error {
     match end {
         End::NotAcquired(sets3lock::NotAcquired::Busy { holder, etag }) => Error::Busy {
-            holder: holder.clone(),
+            holder: Box::new(holder.clone()),
             etag: etag.clone(),
         },
         End::NotAcquired(sets3lock::NotAcquired::TimedOut { holder }) => Error::TimedOut {
-            holder: holder.clone(),
+            holder: holder.clone().map(Box::new),
         },
         End::Cancelled => Error::Cancelled,
         End::Failed(e) => Error::S3(e.clone()),

@@ -1,0 +1,260 @@
+//! Shared by the integration tests: the servers under test, raw access for tampering, and
+//! one interface over the async and the blocking driver.
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different part; test-only items
+
+pub mod http1;
+pub mod mock_server;
+pub mod proxy;
+
+use rusty_s3::actions::S3Action;
+use rusty_s3::{Bucket, Credentials, UrlStyle};
+use sets3lock::{ETag, ReleaseOutcome};
+use sets3lock_mock::{MissingKeyIfMatch, Semantics};
+use sets3lock_s3::{Error, S3Options, WaitFor};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// One S3 endpoint the suite runs against.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub name: &'static str,
+    pub endpoint: String,
+    pub access_key: String,
+    pub secret: String,
+    pub bucket: String,
+    /// What `If-Match` on a missing key gets: 404 (AWS, MiniStack, the mock) or 412 (SeaweedFS).
+    pub missing_if_match: u16,
+    /// Whether the server verifies the secret (MiniStack does not).
+    pub checks_secret: bool,
+}
+
+/// The mock over HTTP, started once per test binary, answering `If-Match` on a missing key
+/// with 404 (AWS, MiniStack) or 412 (SeaweedFS).
+pub fn mock(missing_if_match: u16) -> Server {
+    static MOCK_404: OnceLock<Server> = OnceLock::new();
+    static MOCK_412: OnceLock<Server> = OnceLock::new();
+    let (cell, semantics) = if missing_if_match == 412 {
+        (&MOCK_412, MissingKeyIfMatch::PreconditionFailed)
+    } else {
+        (&MOCK_404, MissingKeyIfMatch::NotFound)
+    };
+    cell.get_or_init(|| {
+        let m = mock_server::MockServer::start(
+            Semantics {
+                missing_key_if_match: semantics,
+                ..Semantics::default()
+            },
+            "mock-bucket",
+        );
+        Server {
+            name: if missing_if_match == 412 {
+                "mock (412 like SeaweedFS)"
+            } else {
+                "mock (404 like AWS)"
+            },
+            endpoint: m.endpoint,
+            access_key: m.access_key,
+            secret: m.secret,
+            bucket: "mock-bucket".into(),
+            missing_if_match,
+            checks_secret: true,
+        }
+    })
+    .clone()
+}
+
+/// A real server started by `scripts/s3-server.sh`, from its environment. With
+/// `SETS3LOCK_REQUIRE_S3=1` (the test script sets it) a missing server fails the test;
+/// otherwise the test says it skipped.
+pub fn real(name: &'static str) -> Option<Server> {
+    let prefix = match name {
+        "seaweedfs" => "SETS3LOCK_SEAWEEDFS",
+        "ministack" => "SETS3LOCK_MINISTACK",
+        _ => return None,
+    };
+    let var = |suffix: &str| std::env::var(format!("{prefix}_{suffix}")).ok();
+    match (
+        var("ENDPOINT"),
+        var("ACCESS_KEY"),
+        var("SECRET"),
+        var("BUCKET"),
+    ) {
+        (Some(endpoint), Some(access_key), Some(secret), Some(bucket)) => Some(Server {
+            name,
+            endpoint,
+            access_key,
+            secret,
+            bucket,
+            missing_if_match: if name == "seaweedfs" { 412 } else { 404 },
+            checks_secret: name != "ministack",
+        }),
+        _ => {
+            if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() == Ok("1") {
+                panic!("{prefix}_* is not set: start the server with scripts/s3-server.sh (bash scripts/test.sh does)");
+            }
+            eprintln!(
+                "SKIPPED: no {name} server ({prefix}_ENDPOINT unset); run bash scripts/test.sh"
+            );
+            None
+        }
+    }
+}
+
+impl Server {
+    pub fn options(&self) -> S3Options {
+        S3Options {
+            endpoint: Some(sets3lock_s3::parse_endpoint(&self.endpoint).expect("endpoint")),
+            credentials: Some(Credentials::new(
+                self.access_key.clone(),
+                self.secret.clone(),
+            )),
+            request_timeout: Duration::from_secs(30),
+            ..S3Options::default()
+        }
+    }
+
+    pub fn url(&self, key: &str) -> String {
+        format!("s3://{}/{}", self.bucket, key)
+    }
+
+    fn raw(&self, method: &str, key: &str, body: Option<&[u8]>) -> (u16, Option<String>, Vec<u8>) {
+        let bucket = Bucket::new(
+            self.endpoint.parse().expect("url"),
+            UrlStyle::Path,
+            self.bucket.clone(),
+            "us-east-1",
+        )
+        .expect("bucket");
+        let creds = Credentials::new(self.access_key.clone(), self.secret.clone());
+        let expiry = Duration::from_secs(60);
+        let client = reqwest::blocking::Client::new();
+        let request = match method {
+            "PUT" => client
+                .put(bucket.put_object(Some(&creds), key).sign(expiry))
+                .body(body.unwrap_or_default().to_vec()),
+            "DELETE" => client.delete(bucket.delete_object(Some(&creds), key).sign(expiry)),
+            _ => client.get(bucket.get_object(Some(&creds), key).sign(expiry)),
+        };
+        let reply = request.send().expect("raw request");
+        let status = reply.status().as_u16();
+        let etag = reply
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        (
+            status,
+            etag,
+            reply.bytes().map(|b| b.to_vec()).unwrap_or_default(),
+        )
+    }
+
+    /// Writes the object unconditionally, as an operator would.
+    pub fn raw_put(&self, key: &str, body: &[u8]) -> ETag {
+        let (status, etag, _) = self.raw("PUT", key, Some(body));
+        assert_eq!(status, 200, "raw PUT");
+        ETag::parse(&etag.expect("etag")).expect("valid etag")
+    }
+
+    /// Deletes the object unconditionally.
+    pub fn raw_delete(&self, key: &str) {
+        let (status, _, _) = self.raw("DELETE", key, None);
+        assert!(status == 204 || status == 200, "raw DELETE: {status}");
+    }
+
+    /// The object's ETag and body, if it exists.
+    pub fn raw_get(&self, key: &str) -> Option<(ETag, Vec<u8>)> {
+        let (status, etag, body) = self.raw("GET", key, None);
+        (status == 200).then(|| (ETag::parse(&etag.expect("etag")).expect("etag"), body))
+    }
+}
+
+/// A key no other test uses.
+pub fn fresh_key(scenario: &str) -> String {
+    format!("conformance/{scenario}/{:016x}", rand_u64())
+}
+
+pub fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("random");
+    u64::from_le_bytes(b)
+}
+
+/// The async driver's handles need a runtime that outlives each call.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
+/// The two drivers behind one interface, so that every scenario runs on both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    Async,
+    Blocking,
+}
+
+pub enum Handle {
+    Async(sets3lock_s3::tokio::Held),
+    Blocking(sets3lock_s3::blocking::Held),
+}
+
+impl Driver {
+    pub fn acquire(self, url: &str, options: S3Options, wait: WaitFor) -> Result<Handle, Error> {
+        match self {
+            Driver::Async => {
+                let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
+                runtime().block_on(locker.acquire(wait)).map(Handle::Async)
+            }
+            Driver::Blocking => {
+                let locker = sets3lock_s3::blocking::Locker::new(url, options)?;
+                locker.acquire(wait).map(Handle::Blocking)
+            }
+        }
+    }
+}
+
+impl Handle {
+    pub fn owner(&self) -> sets3lock::OwnerId {
+        match self {
+            Handle::Async(h) => h.owner(),
+            Handle::Blocking(h) => h.owner(),
+        }
+    }
+
+    pub fn etag(&self) -> Option<ETag> {
+        match self {
+            Handle::Async(h) => h.etag(),
+            Handle::Blocking(h) => h.etag(),
+        }
+    }
+
+    pub fn is_held(&self) -> bool {
+        match self {
+            Handle::Async(h) => h.is_held(),
+            Handle::Blocking(h) => h.is_held(),
+        }
+    }
+
+    pub fn release(self) -> Result<ReleaseOutcome, Error> {
+        match self {
+            Handle::Async(h) => runtime().block_on(h.release()),
+            Handle::Blocking(h) => h.release(),
+        }
+    }
+
+    /// Waits up to `timeout` for the hold to be lost.
+    pub fn wait_lost(&self, timeout: Duration) -> Option<sets3lock_s3::Loss> {
+        match self {
+            Handle::Async(h) => {
+                runtime().block_on(async { tokio::time::timeout(timeout, h.lost()).await.ok() })
+            }
+            Handle::Blocking(h) => h.wait_lost(Some(timeout)),
+        }
+    }
+}
