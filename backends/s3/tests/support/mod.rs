@@ -24,8 +24,6 @@ pub struct Server {
     pub bucket: String,
     /// What `If-Match` on a missing key gets: 404 (AWS, MiniStack, the mock) or 412 (SeaweedFS).
     pub missing_if_match: u16,
-    /// Whether the server verifies the secret (MiniStack does not).
-    pub checks_secret: bool,
 }
 
 /// The mock over HTTP, started once per test binary, answering `If-Match` on a missing key
@@ -57,7 +55,6 @@ pub fn mock(missing_if_match: u16) -> Server {
             secret: m.secret,
             bucket: "mock-bucket".into(),
             missing_if_match,
-            checks_secret: true,
         }
     })
     .clone()
@@ -86,7 +83,6 @@ pub fn real(name: &'static str) -> Option<Server> {
             secret,
             bucket,
             missing_if_match: if name == "seaweedfs" { 412 } else { 404 },
-            checks_secret: name != "ministack",
         }),
         _ => {
             if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() == Ok("1") {
