@@ -35,7 +35,7 @@ pub struct Config {
     pub poll: Backoff,
     /// Pacing of retries after a 409, a 5xx, or a lost reply.
     pub retry: Backoff,
-    /// How many setbacks in a row (409s, 5xx, lost replies) without one good read an
+    /// How many setbacks in a row (409s, 5xx, lost replies) without an answer from S3 an
     /// acquisition tolerates before failing with [`Error::GaveUp`](crate::Error::GaveUp) (an
     /// unreachable or broken endpoint), and how many a release or a cleanup tolerates.
     pub retry_limit: u32,

@@ -150,8 +150,10 @@ struct Acquiring {
     observed: Option<Observed>,
     next: Next,
     polls: u32,
-    /// Setbacks since the last good read.
+    /// Setbacks (409, 5xx, lost replies) since the endpoint last answered.
     retries: u32,
+    /// Rounds of "absent, create, lost the race" (bounds try-once acquisitions).
+    rounds: u32,
     last_setback: Option<String>,
 }
 
@@ -362,6 +364,7 @@ impl Lock {
             next: Some((now, Action::Create)),
             polls: 0,
             retries: 0,
+            rounds: 0,
             last_setback: None,
         });
         self.drive(now);
@@ -775,6 +778,10 @@ impl Lock {
 
     fn on_acquiring(&mut self, mut a: Acquiring, p: Pending, r: Response, now: Instant) {
         let write = p.write;
+        if !matches!(r, Response::Ambiguous(_) | Response::Conflict { .. }) {
+            // The endpoint answered: setbacks so far were not a broken endpoint.
+            a.retries = 0;
+        }
         match (p.kind, r) {
             (_, Response::Refused(error)) => {
                 // A refused write was not applied, but earlier unanswered ones may still land:
@@ -833,18 +840,27 @@ impl Lock {
 
     /// Schedules `action` after a retry pause (or at once), unless a try-once acquisition has
     /// spent its budget.
+    /// Schedules `action`: at once after a definitive reply (the object was absent, or our
+    /// own write expired), or after a retry pause after a setback (409, 5xx, lost reply).
+    /// Setbacks in a row past the limit mean a broken endpoint (unreachable, or failing every
+    /// request): waiting longer will not help. A try-once acquisition also stops when the lock
+    /// keeps changing hands under it.
     fn retry_or(&mut self, mut a: Acquiring, action: Action, now: Instant, at_once: bool) {
-        // Consecutive setbacks without one good read: past the limit the endpoint is broken
-        // (unreachable, or failing every request), and waiting longer will not help.
-        a.retries += 1;
-        if a.retries > self.cfg.retry_limit {
+        let exhausted = if at_once {
+            a.rounds += 1;
+            a.wait == Wait::No && a.rounds > self.cfg.retry_limit
+        } else {
+            a.retries += 1;
+            a.retries > self.cfg.retry_limit
+        };
+        if exhausted {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
-                    attempts: a.retries,
+                    attempts: a.retries.max(a.rounds),
                     last: a
                         .last_setback
                         .take()
-                        .unwrap_or_else(|| "the lock object kept changing".into()),
+                        .unwrap_or_else(|| "the lock kept changing hands".into()),
                 },
             });
             return self.end_acquisition(a.s);
@@ -859,7 +875,6 @@ impl Lock {
     }
 
     fn on_observation(&mut self, mut a: Acquiring, etag: ETag, holder: Holder, now: Instant) {
-        a.retries = 0;
         if let Some(seq) = a.s.is_ours(&holder) {
             // A write of ours whose reply we did not get has landed.
             let write = Write {
