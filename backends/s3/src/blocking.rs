@@ -7,6 +7,7 @@ use crate::state::{Phase, Shared};
 use crate::target::Target;
 use crate::{Error, S3Options};
 use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub struct Locker {
     target: Arc<Target>,
     options: S3Options,
     client: reqwest::blocking::Client,
+    requests: Arc<AtomicU64>,
 }
 
 impl Locker {
@@ -40,6 +42,7 @@ impl Locker {
             target,
             options,
             client,
+            requests: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -51,6 +54,11 @@ impl Locker {
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
         &self.target.url
+    }
+
+    /// How many S3 requests this locker's holds have sent so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// Acquires the lock, blocking until it is held or the wait ends. The returned handle
@@ -66,9 +74,10 @@ impl Locker {
         let (commands, receiver) = mpsc::channel();
         let client = self.client.clone();
         let driver_shared = shared.clone();
+        let requests = self.requests.clone();
         std::thread::Builder::new()
             .name("sets3lock".into())
-            .spawn(move || drive(engine, client, driver_shared, receiver))
+            .spawn(move || drive(engine, client, driver_shared, receiver, requests))
             .map_err(|e| Error::Http(format!("could not start the lock thread: {e}")))?;
         let snapshot = shared.wait_blocking(|s| !matches!(s.phase, Phase::Acquiring), None);
         acquire_outcome(&snapshot)?;
@@ -167,11 +176,13 @@ fn drive(
     client: reqwest::blocking::Client,
     shared: Arc<Shared>,
     commands: mpsc::Receiver<()>,
+    requests: Arc<AtomicU64>,
 ) {
     let mut listening = true;
     loop {
         while let Some(request) = engine.lock.poll_request() {
             let kind = request.intent.kind();
+            requests.fetch_add(1, Ordering::Relaxed);
             let response = send_blocking(&client, engine.prepare(&request), kind);
             let now = engine.now();
             engine.lock.handle_response(request.id, response, now);

@@ -7,6 +7,7 @@ use crate::state::{Phase, Shared};
 use crate::target::Target;
 use crate::{Error, S3Options};
 use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -29,6 +30,7 @@ pub struct Locker {
     target: Arc<Target>,
     options: S3Options,
     client: reqwest::Client,
+    requests: Arc<AtomicU64>,
 }
 
 impl Locker {
@@ -42,6 +44,7 @@ impl Locker {
             target,
             options,
             client,
+            requests: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -53,6 +56,11 @@ impl Locker {
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
         &self.target.url
+    }
+
+    /// How many S3 requests this locker's holds have sent so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// Acquires the lock. The returned handle renews the lease in the background until it is
@@ -67,7 +75,13 @@ impl Locker {
             .map_err(|_| Error::DriverGone)?;
         let shared = Arc::new(Shared::new());
         let (commands, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(drive(engine, self.client.clone(), shared.clone(), receiver));
+        tokio::spawn(drive(
+            engine,
+            self.client.clone(),
+            shared.clone(),
+            receiver,
+            self.requests.clone(),
+        ));
         let snapshot = shared
             .wait_async(|s| !matches!(s.phase, Phase::Acquiring), None)
             .await;
@@ -158,11 +172,13 @@ async fn drive(
     client: reqwest::Client,
     shared: Arc<Shared>,
     mut commands: mpsc::UnboundedReceiver<()>,
+    requests: Arc<AtomicU64>,
 ) {
     let mut listening = true;
     loop {
         while let Some(request) = engine.lock.poll_request() {
             let kind = request.intent.kind();
+            requests.fetch_add(1, Ordering::Relaxed);
             let response = send_async(&client, engine.prepare(&request), kind).await;
             let now = engine.now();
             engine.lock.handle_response(request.id, response, now);

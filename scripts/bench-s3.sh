@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Benchmarks against real local S3-compatible servers (started and stopped here): the table
+# for the README and handoff-gap.svg. Usage: bash scripts/bench-s3.sh [seaweedfs|ministack]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+server=${1:-seaweedfs}
+trap 'bash scripts/s3-server.sh stop "$server"' EXIT
+bash scripts/s3-server.sh start "$server"
+# shellcheck disable=SC1090
+. ".local/$server/env"
+BENCH_SERVER=$server BENCH_SVG=${BENCH_SVG:-handoff-gap.svg} cargo bench -p sets3lock-s3 --bench s3
