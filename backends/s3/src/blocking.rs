@@ -183,12 +183,13 @@ fn drive(
         while let Some(request) = engine.lock.poll_request() {
             let kind = request.intent.kind();
             requests.fetch_add(1, Ordering::Relaxed);
+            engine.observe(crate::Observation::Sending(&request));
+            let started = std::time::Instant::now();
             let response = send_blocking(&client, engine.prepare(&request), kind);
-            let now = engine.now();
-            engine.lock.handle_response(request.id, response, now);
-            publish(&mut engine, &shared);
+            engine.answer(&request, response, started.elapsed());
+            engine.publish(&shared);
         }
-        publish(&mut engine, &shared);
+        engine.publish(&shared);
         if engine.lock.is_idle() {
             break;
         }
@@ -218,10 +219,4 @@ fn drive(
         engine.lock.handle_timeout(now);
     }
     shared.finish();
-}
-
-fn publish(engine: &mut Engine, shared: &Shared) {
-    while let Some(event) = engine.lock.poll_event() {
-        shared.apply(&event, |t| engine.to_std(t));
-    }
 }

@@ -10,6 +10,7 @@ pub(crate) struct Engine {
     pub(crate) lock: Lock,
     target: Arc<Target>,
     origin: std::time::Instant,
+    observer: Option<crate::Observer>,
 }
 
 impl Engine {
@@ -28,6 +29,7 @@ impl Engine {
             lock: Lock::new(config, seed)?,
             target,
             origin: std::time::Instant::now(),
+            observer: options.observer.clone(),
         })
     }
 
@@ -47,6 +49,32 @@ impl Engine {
     /// A core instant on the process's monotonic clock.
     pub(crate) fn to_std(&self, t: Instant) -> std::time::Instant {
         self.origin + t.since_origin()
+    }
+
+    pub(crate) fn observe(&self, o: crate::Observation<'_>) {
+        if let Some(observer) = &self.observer {
+            observer.see(o);
+        }
+    }
+
+    /// Feeds a reply to the core (and to the observer).
+    pub(crate) fn answer(
+        &mut self,
+        request: &Request,
+        response: sets3lock::Response,
+        took: std::time::Duration,
+    ) {
+        self.observe(crate::Observation::Received(request, &response, took));
+        let now = self.now();
+        self.lock.handle_response(request.id, response, now);
+    }
+
+    /// Hands the core's events to `apply` (and to the observer).
+    pub(crate) fn publish(&mut self, shared: &crate::state::Shared) {
+        while let Some(event) = self.lock.poll_event() {
+            self.observe(crate::Observation::Event(&event));
+            shared.apply(&event, |t| self.to_std(t));
+        }
     }
 
     /// The request, presigned now.

@@ -16,17 +16,21 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+mod client;
 mod engine;
 mod error;
 mod hold;
 mod http;
+mod observe;
 mod request;
 mod state;
 mod target;
 pub mod tokio;
 
+pub use client::Client;
 pub use error::Error;
 pub use hold::{Loss, WaitFor};
+pub use observe::{Observation, Observer};
 pub use request::HttpRequest;
 pub use rusty_s3::Credentials;
 pub use target::{parse_endpoint, S3Options};

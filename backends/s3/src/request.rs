@@ -23,27 +23,45 @@ pub struct HttpRequest {
 /// Presigns `intent` for the target, as if at `time` (the driver's wall clock: the signature
 /// needs it; the core never sees it).
 pub(crate) fn presign(target: &Target, intent: &Intent, time: &jiff::Timestamp) -> HttpRequest {
-    let creds = Some(&target.credentials);
-    let key = target.url.key();
+    presign_key(
+        &target.bucket,
+        &target.credentials,
+        target.expiry,
+        target.url.key(),
+        intent,
+        time,
+    )
+}
+
+/// Presigns `intent` on any key of `bucket`.
+pub(crate) fn presign_key(
+    bucket: &rusty_s3::Bucket,
+    credentials: &rusty_s3::Credentials,
+    expiry: std::time::Duration,
+    key: &str,
+    intent: &Intent,
+    time: &jiff::Timestamp,
+) -> HttpRequest {
+    let creds = Some(credentials);
     let (method, url, signed, body) = match intent {
         Intent::PutIfNoneMatch { body } => {
-            let mut a = target.bucket.put_object(creds, key);
+            let mut a = bucket.put_object(creds, key);
             a.headers_mut().insert("content-type", CONTENT_TYPE);
             a.headers_mut().insert("if-none-match", "*");
-            let url = a.sign_with_time(target.expiry, time);
+            let url = a.sign_with_time(expiry, time);
             (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
         }
         Intent::PutIfMatch { etag, body } => {
-            let mut a = target.bucket.put_object(creds, key);
+            let mut a = bucket.put_object(creds, key);
             a.headers_mut().insert("content-type", CONTENT_TYPE);
             a.headers_mut().insert("if-match", etag.header_value());
-            let url = a.sign_with_time(target.expiry, time);
+            let url = a.sign_with_time(expiry, time);
             (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
         }
         Intent::DeleteIfMatch { etag } => {
-            let mut a = target.bucket.delete_object(creds, key);
+            let mut a = bucket.delete_object(creds, key);
             a.headers_mut().insert("if-match", etag.header_value());
-            let url = a.sign_with_time(target.expiry, time);
+            let url = a.sign_with_time(expiry, time);
             (
                 Method::DELETE,
                 url,
@@ -52,11 +70,11 @@ pub(crate) fn presign(target: &Target, intent: &Intent, time: &jiff::Timestamp) 
             )
         }
         Intent::Get { if_none_match } => {
-            let mut a = target.bucket.get_object(creds, key);
+            let mut a = bucket.get_object(creds, key);
             if let Some(etag) = if_none_match {
                 a.headers_mut().insert("if-none-match", etag.header_value());
             }
-            let url = a.sign_with_time(target.expiry, time);
+            let url = a.sign_with_time(expiry, time);
             (Method::GET, url, headers_of(a.headers_mut()), Bytes::new())
         }
     };

@@ -39,6 +39,8 @@ pub struct S3Options {
     pub presign_expiry: Duration,
     /// The protocol settings: lease, drift bound, pacing. `host` and `pid` are filled in.
     pub lock: sets3lock::Config,
+    /// Sees every request, reply and event (for logging).
+    pub observer: Option<crate::Observer>,
 }
 
 impl Default for S3Options {
@@ -51,6 +53,7 @@ impl Default for S3Options {
             request_timeout: Duration::from_secs(20),
             presign_expiry: Duration::from_secs(60),
             lock: sets3lock::Config::default(),
+            observer: None,
         }
     }
 }
@@ -118,6 +121,19 @@ pub(crate) struct Target {
 
 impl Target {
     pub(crate) fn new(url: LockUrl, options: &S3Options) -> Result<Target, Error> {
+        let (bucket, credentials) = bucket_of(url.bucket(), options)?;
+        Ok(Target {
+            url,
+            bucket,
+            credentials,
+            expiry: options.presign_expiry.max(Duration::from_secs(1)),
+        })
+    }
+}
+
+/// A bucket as rusty-s3 addresses it, and the credentials to sign with.
+pub(crate) fn bucket_of(name: &str, options: &S3Options) -> Result<(Bucket, Credentials), Error> {
+    {
         let credentials = options
             .credentials
             .clone()
@@ -129,9 +145,7 @@ impl Target {
                 (parse_endpoint(&aws)?, false)
             }
         };
-        let path_style = options
-            .path_style
-            .unwrap_or(custom || url.bucket().contains('.'));
+        let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
         let style = if path_style {
             UrlStyle::Path
         } else {
@@ -140,19 +154,14 @@ impl Target {
         let bucket = Bucket::new(
             endpoint.clone(),
             style,
-            url.bucket().to_owned(),
+            name.to_owned(),
             options.region.clone(),
         )
         .map_err(|e| Error::InvalidEndpoint {
             endpoint: endpoint.to_string(),
             reason: e.to_string(),
         })?;
-        Ok(Target {
-            url,
-            bucket,
-            credentials,
-            expiry: options.presign_expiry.max(Duration::from_secs(1)),
-        })
+        Ok((bucket, credentials))
     }
 }
 

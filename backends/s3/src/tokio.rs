@@ -31,6 +31,7 @@ pub struct Locker {
     options: S3Options,
     client: reqwest::Client,
     requests: Arc<AtomicU64>,
+    drivers: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Locker {
@@ -45,6 +46,7 @@ impl Locker {
             options,
             client,
             requests: Arc::new(AtomicU64::new(0)),
+            drivers: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -56,6 +58,19 @@ impl Locker {
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
         &self.target.url
+    }
+
+    /// Waits until every background driver of this locker has finished: releases and
+    /// cleanups done (a cancelled acquisition whose write landed late is removed). Call it
+    /// before the process exits.
+    pub async fn shutdown(&self) {
+        let drivers = match self.drivers.lock() {
+            Ok(mut d) => std::mem::take(&mut *d),
+            Err(_) => return,
+        };
+        for driver in drivers {
+            let _ = driver.await;
+        }
     }
 
     /// How many S3 requests this locker's holds have sent so far.
@@ -75,13 +90,17 @@ impl Locker {
             .map_err(|_| Error::DriverGone)?;
         let shared = Arc::new(Shared::new());
         let (commands, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(drive(
+        let driver = tokio::spawn(drive(
             engine,
             self.client.clone(),
             shared.clone(),
             receiver,
             self.requests.clone(),
         ));
+        if let Ok(mut drivers) = self.drivers.lock() {
+            drivers.retain(|d| !d.is_finished());
+            drivers.push(driver);
+        }
         let snapshot = shared
             .wait_async(|s| !matches!(s.phase, Phase::Acquiring), None)
             .await;
@@ -179,12 +198,13 @@ async fn drive(
         while let Some(request) = engine.lock.poll_request() {
             let kind = request.intent.kind();
             requests.fetch_add(1, Ordering::Relaxed);
+            engine.observe(crate::Observation::Sending(&request));
+            let started = std::time::Instant::now();
             let response = send_async(&client, engine.prepare(&request), kind).await;
-            let now = engine.now();
-            engine.lock.handle_response(request.id, response, now);
-            publish(&mut engine, &shared);
+            engine.answer(&request, response, started.elapsed());
+            engine.publish(&shared);
         }
-        publish(&mut engine, &shared);
+        engine.publish(&shared);
         if engine.lock.is_idle() {
             break;
         }
@@ -207,11 +227,5 @@ async fn sleep_until(t: Option<std::time::Instant>) {
     match t {
         Some(t) => tokio::time::sleep_until(t.into()).await,
         None => std::future::pending().await,
-    }
-}
-
-fn publish(engine: &mut Engine, shared: &Shared) {
-    while let Some(event) = engine.lock.poll_event() {
-        shared.apply(&event, |t| engine.to_std(t));
     }
 }

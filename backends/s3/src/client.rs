@@ -1,0 +1,73 @@
+//! Single requests on any key of a bucket, outside the lock protocol: what operator tools
+//! (`status`, `unlock`, `doctor`) and tests need.
+
+use crate::http::{blocking_client, send_blocking};
+use crate::request::presign_key;
+use crate::target::bucket_of;
+use crate::{Error, S3Options};
+use sets3lock::{ETag, Holder, Intent, Response};
+use std::time::Duration;
+
+/// A blocking client for one bucket: each call is one presigned request, classified by the
+/// core's classifier.
+///
+/// ```no_run
+/// use sets3lock::Intent;
+/// use sets3lock_s3::{Client, S3Options};
+/// let client = Client::new("my-bucket", &S3Options::from_env()?)?;
+/// if let Some((etag, holder)) = client.status("locks/nightly")? {
+///     println!("held by {holder} (ETag {etag})");
+/// }
+/// # Ok::<(), sets3lock_s3::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    bucket: rusty_s3::Bucket,
+    credentials: rusty_s3::Credentials,
+    expiry: Duration,
+    http: reqwest::blocking::Client,
+}
+
+impl Client {
+    /// A client for `bucket`.
+    pub fn new(bucket: &str, options: &S3Options) -> Result<Client, Error> {
+        let (bucket, credentials) = bucket_of(bucket, options)?;
+        Ok(Client {
+            bucket,
+            credentials,
+            expiry: options.presign_expiry.max(Duration::from_secs(1)),
+            http: blocking_client(options.request_timeout)?,
+        })
+    }
+
+    /// Sends one request on `key`.
+    pub fn send(&self, key: &str, intent: &Intent) -> Response {
+        let request = presign_key(
+            &self.bucket,
+            &self.credentials,
+            self.expiry,
+            key,
+            intent,
+            &jiff::Timestamp::now(),
+        );
+        send_blocking(&self.http, request, intent.kind())
+    }
+
+    /// Who holds the lock at `key`: `None` when it is free.
+    pub fn status(&self, key: &str) -> Result<Option<(ETag, Holder)>, Error> {
+        match self.send(
+            key,
+            &Intent::Get {
+                if_none_match: None,
+            },
+        ) {
+            Response::Object { etag, body } => Ok(Some((etag, Holder::decode(&body)))),
+            Response::Absent => Ok(None),
+            Response::Refused(e) => Err(Error::S3(e)),
+            other => Err(Error::S3(sets3lock::Error::GaveUp {
+                attempts: 1,
+                last: format!("{other:?}"),
+            })),
+        }
+    }
+}

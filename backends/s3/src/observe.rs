@@ -1,0 +1,48 @@
+//! Watching a driver work: every request, reply and event, for logs (`sets3lock -v`).
+
+use sets3lock::{Event, Request, Response};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One thing a driver did or learned.
+#[derive(Debug)]
+pub enum Observation<'a> {
+    /// A request is about to be sent.
+    Sending(&'a Request),
+    /// Its reply, classified, and how long it took.
+    Received(&'a Request, &'a Response, Duration),
+    /// An event from the core.
+    Event(&'a Event),
+}
+
+/// A callback that sees every [`Observation`]. Called on the driver's task or thread: keep it
+/// quick.
+///
+/// ```
+/// use sets3lock_s3::{Observation, Observer, S3Options};
+/// let options = S3Options {
+///     observer: Some(Observer::new(|o| if let Observation::Event(e) = o { eprintln!("{e:?}") })),
+///     ..S3Options::default()
+/// };
+/// assert!(options.observer.is_some());
+/// ```
+#[derive(Clone)]
+pub struct Observer(Arc<dyn Fn(Observation<'_>) + Send + Sync>);
+
+impl Observer {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(Observation<'_>) + Send + Sync + 'static) -> Observer {
+        Observer(Arc::new(f))
+    }
+
+    pub(crate) fn see(&self, o: Observation<'_>) {
+        (self.0)(o)
+    }
+}
+
+impl fmt::Debug for Observer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Observer")
+    }
+}
