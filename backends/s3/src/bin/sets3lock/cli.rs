@@ -1,0 +1,224 @@
+//! The command line: run mode (`sets3lock [-nNxX] [options] s3://bucket/key program ...`)
+//! and the operator commands. Argument definitions only; `main` dispatches.
+
+use clap::{Args, Parser, ValueEnum};
+use std::ffi::OsString;
+use std::time::Duration;
+
+pub(crate) const USAGE: &str = "sets3lock [-nNxX] [options] s3://bucket/key program [args...]";
+
+const EXAMPLES: &str = "\
+Examples:
+  sets3lock s3://my-bucket/locks/backup ./backup.sh        wait for the lock, run, release
+  sets3lock -n s3://my-bucket/locks/cron make report       give up at once if it is held
+  sets3lock --timeout 5m --lease 2m s3://b/deploy -- ./deploy --prod
+  sets3lock status s3://my-bucket/locks/backup             who holds it (exit 0 free, 1 held)
+  sets3lock unlock s3://my-bucket/locks/backup --etag ETAG  delete only the lock you saw
+  sets3lock doctor s3://my-bucket/sets3lock-probe/          can this store protect a lock?
+
+Exit status: the program's own; 128+N if it died of signal N; 100 usage error; 111 the lock
+could not be had, the program could not start, or S3 failed (0 with -x when the lock could not
+be had); 112 the lock was lost or expired while the program ran (it was sent SIGTERM, then
+SIGKILL after --kill-after).
+
+Environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER and
+SETS3LOCK_ETAG.";
+
+/// Run a program while holding a lock on S3.
+#[derive(Parser, Debug)]
+#[command(name = "sets3lock", version, override_usage = USAGE, after_help = EXAMPLES)]
+pub(crate) struct Run {
+    /// Don't wait: if the lock is held, give up at once.
+    #[arg(short = 'n', overrides_with = "wait")]
+    pub(crate) no_wait: bool,
+    /// Wait for the lock (default).
+    #[arg(short = 'N', overrides_with = "no_wait")]
+    pub(crate) wait: bool,
+    /// Exit 0 if the lock cannot be had.
+    #[arg(short = 'x', overrides_with = "fail")]
+    pub(crate) exit_zero: bool,
+    /// Exit 111 if the lock cannot be had (default).
+    #[arg(short = 'X', overrides_with = "exit_zero")]
+    pub(crate) fail: bool,
+    /// Wait at most this long (30s, 5m, 1h30m).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub(crate) timeout: Option<Duration>,
+    /// The lease, renewed every third of it while the program runs; 0 never expires.
+    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION")]
+    pub(crate) lease: Duration,
+    /// After the lock is lost: how long the program has between SIGTERM and SIGKILL.
+    #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
+    pub(crate) kill_after: Duration,
+    /// No messages while waiting.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+    /// Log every request, reply and decision to stderr.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    #[command(flatten)]
+    pub(crate) s3: S3Flags,
+    /// The lock: s3://bucket/key.
+    pub(crate) url: String,
+}
+
+/// Where S3 is and who we are there.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct S3Flags {
+    /// S3 endpoint URL, for S3-compatible stores (or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL).
+    #[arg(long, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+    /// Region to sign for (or AWS_REGION; default us-east-1).
+    #[arg(long)]
+    pub(crate) region: Option<String>,
+    /// Path-style addressing (default: on when an endpoint is given).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub(crate) path_style: Option<bool>,
+    /// Profile in ~/.aws/credentials and ~/.aws/config (or AWS_PROFILE).
+    #[arg(long)]
+    pub(crate) profile: Option<String>,
+}
+
+/// Operator commands.
+#[derive(Parser, Debug)]
+#[command(name = "sets3lock", version)]
+pub(crate) enum Command {
+    /// Who holds a lock: exit 0 when free, 1 when held, 111 on error.
+    Status {
+        /// Print the record as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The lock: s3://bucket/key.
+        url: String,
+    },
+    /// Delete a lock, but only the version you saw (DELETE If-Match), never a newer one.
+    Unlock {
+        /// The ETag `sets3lock status` showed.
+        #[arg(long, required = true)]
+        etag: String,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The lock: s3://bucket/key.
+        url: String,
+    },
+    /// Probe whether a store can protect a lock, with throw-away keys under a prefix.
+    Doctor {
+        /// Parallel conditional PUTs in the race check.
+        #[arg(long, default_value_t = 20)]
+        racers: usize,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// Where to put the probe keys: s3://bucket/prefix/.
+        url: String,
+    },
+    /// Print shell completions.
+    Completions {
+        /// The shell.
+        shell: Shell,
+    },
+}
+
+/// Shells with completions.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// Parses `30s`, `5m`, `1h30m`, `1.5s`, `250ms`, or `0`.
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {s:?}: write it like 30s, 5m, 1h30m or 250ms");
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let span: jiff::SignedDuration = s.trim().parse().map_err(|_| bad())?;
+    Duration::try_from(span).map_err(|_| bad())
+}
+
+/// The operator command words (a first argument that is one of these is a command).
+pub(crate) const COMMANDS: &[&str] = &["status", "unlock", "doctor", "completions"];
+
+/// Options of run mode that take a value (so the value is not the URL).
+const VALUED: &[&str] = &[
+    "--timeout",
+    "--lease",
+    "--kill-after",
+    "--endpoint",
+    "--region",
+    "--profile",
+];
+
+/// Splits run-mode arguments into (options and URL) and the program's argv, untouched:
+/// everything after the URL belongs to the program, whatever it looks like.
+pub(crate) fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].to_string_lossy();
+        if a == "--" {
+            // `--` ends options: the next argument is the URL.
+            let end = (i + 2).min(args.len());
+            let mut ours: Vec<OsString> = args[..i].to_vec();
+            ours.extend_from_slice(&args[i + 1..end]);
+            return (ours, args[end..].to_vec());
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            if VALUED.contains(&a.as_ref()) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        return (args[..=i].to_vec(), args[i + 1..].to_vec());
+    }
+    (args.to_vec(), Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_program_argv_is_everything_after_the_url() {
+        let (ours, prog) = split_program(&os(&[
+            "-nx",
+            "--timeout",
+            "5m",
+            "s3://b/k",
+            "cmd",
+            "-v",
+            "--",
+            "-n",
+        ]));
+        assert_eq!(ours, os(&["-nx", "--timeout", "5m", "s3://b/k"]));
+        assert_eq!(prog, os(&["cmd", "-v", "--", "-n"]));
+        let (ours, prog) = split_program(&os(&["-v", "--", "s3://b/k", "--", "x"]));
+        assert_eq!(ours, os(&["-v", "s3://b/k"]));
+        assert_eq!(prog, os(&["--", "x"]));
+    }
+
+    #[test]
+    fn durations_read_like_people_write_them() {
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert!(duration("soon").is_err());
+        assert!(duration("-5s").is_err());
+    }
+
+    #[test]
+    fn the_last_of_a_pair_wins() {
+        let r = Run::try_parse_from(["sets3lock", "-nN", "-Xx", "s3://bucket/k"]).expect("parses");
+        assert!(r.wait && !r.no_wait && r.exit_zero && !r.fail);
+        let r = Run::try_parse_from(["sets3lock", "-N", "-n", "s3://bucket/k"]).expect("parses");
+        assert!(r.no_wait && !r.wait);
+    }
+}

@@ -1,0 +1,277 @@
+//! `sets3lock doctor s3://bucket/prefix/`: can this store protect a lock? Probes with
+//! throw-away keys under the prefix, prints a verdict per check, cleans up.
+//!
+//! Some stores ignore condition headers (Garage, s3rver, older SeaweedFS) or apply them
+//! non-atomically; a lock on such a store protects nothing, and this is how a user finds out.
+
+use crate::exit_codes::{CANNOT_LOCK, NO, OK};
+use bytes::Bytes;
+use sets3lock::{ETag, Intent, LockUrl, Response};
+use sets3lock_s3::{Client, S3Options};
+
+/// What one check found.
+enum Verdict {
+    Pass(String),
+    Fail(String),
+    /// The store refused or failed: no verdict.
+    Error(String),
+}
+
+pub(crate) fn doctor(url: &str, options: &S3Options, racers: usize) -> u8 {
+    let (bucket, prefix) = match parse_prefix(url) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sets3lock: {e}");
+            return crate::exit_codes::USAGE;
+        }
+    };
+    let client = match Client::new(&bucket, options) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sets3lock: {e}");
+            return CANNOT_LOCK;
+        }
+    };
+    let run = format!("{:016x}", nonce());
+    let key = |name: &str| format!("{prefix}sets3lock-doctor-{run}-{name}");
+    let checks: Vec<(&str, Verdict)> = vec![
+        (
+            "a second If-None-Match: * PUT is refused",
+            second_create(&client, &key("create")),
+        ),
+        (
+            "PUT If-Match with a wrong ETag is refused",
+            put_if_match(&client, &key("put-if-match")),
+        ),
+        (
+            "DELETE If-Match with a wrong ETag is refused",
+            delete_if_match(&client, &key("delete-if-match")),
+        ),
+        (
+            "exactly one of many parallel conditional PUTs wins",
+            race(&client, &key("race"), racers.max(2)),
+        ),
+    ];
+    let (mut failed, mut errors) = (0, 0);
+    println!("sets3lock doctor: s3://{bucket}/{prefix}");
+    for (name, verdict) in &checks {
+        match verdict {
+            Verdict::Pass(detail) => println!("  ok      {name}: {detail}"),
+            Verdict::Fail(detail) => {
+                failed += 1;
+                println!("  FAILED  {name}: {detail}");
+            }
+            Verdict::Error(detail) => {
+                errors += 1;
+                println!("  ERROR   {name}: {detail}");
+            }
+        }
+    }
+    for name in ["create", "put-if-match", "delete-if-match", "race"] {
+        cleanup(&client, &key(name));
+    }
+    if failed > 0 {
+        println!("verdict: this store cannot protect a lock ({failed} check(s) failed): do not use sets3lock on it");
+        NO
+    } else if errors > 0 {
+        println!("verdict: inconclusive ({errors} check(s) could not run)");
+        CANNOT_LOCK
+    } else {
+        println!("verdict: this store honours conditional writes atomically: sets3lock can use it");
+        OK
+    }
+}
+
+fn parse_prefix(url: &str) -> Result<(String, String), String> {
+    let rest = url
+        .strip_prefix("s3://")
+        .ok_or_else(|| format!("{url:?} is not an s3:// URL: write it as s3://BUCKET/PREFIX/"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    // Reuse the lock URL's checks for the bucket name.
+    LockUrl::new(bucket, "probe").map_err(|e| e.to_string())?;
+    let prefix = if prefix.is_empty() || prefix.ends_with('/') {
+        prefix.to_owned()
+    } else {
+        format!("{prefix}/")
+    };
+    Ok((bucket.to_owned(), prefix))
+}
+
+fn nonce() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    u64::from_le_bytes(b)
+}
+
+fn body(tag: &str) -> Bytes {
+    Bytes::from(format!(
+        "{{\"sets3lock-doctor\":\"{tag}\",\"n\":{}}}",
+        nonce()
+    ))
+}
+
+fn create(client: &Client, key: &str) -> Result<ETag, Verdict> {
+    match client.send(
+        key,
+        &Intent::PutIfNoneMatch {
+            body: body("first"),
+        },
+    ) {
+        Response::Written { etag } => Ok(etag),
+        Response::Refused(e) => Err(Verdict::Error(e.to_string())),
+        other => Err(Verdict::Error(format!(
+            "the first create of a fresh key got {other:?}"
+        ))),
+    }
+}
+
+fn current(client: &Client, key: &str) -> Option<ETag> {
+    match client.send(
+        key,
+        &Intent::Get {
+            if_none_match: None,
+        },
+    ) {
+        Response::Object { etag, .. } => Some(etag),
+        _ => None,
+    }
+}
+
+fn wrong_etag() -> ETag {
+    ETag::parse("00000000000000000000000000000000").expect("a valid ETag")
+}
+
+fn second_create(client: &Client, key: &str) -> Verdict {
+    let first = match create(client, key) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    match client.send(
+        key,
+        &Intent::PutIfNoneMatch {
+            body: body("second"),
+        },
+    ) {
+        Response::Exists => Verdict::Pass("refused (412)".into()),
+        Response::Written { .. } => {
+            Verdict::Fail("the second PUT overwrote the object: If-None-Match is ignored".into())
+        }
+        Response::Refused(e) => Verdict::Error(e.to_string()),
+        other => match current(client, key) {
+            Some(e) if e == first => Verdict::Pass(format!("not applied ({other:?})")),
+            _ => Verdict::Error(format!("{other:?}")),
+        },
+    }
+}
+
+fn put_if_match(client: &Client, key: &str) -> Verdict {
+    let first = match create(client, key) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    match client.send(
+        key,
+        &Intent::PutIfMatch {
+            etag: wrong_etag(),
+            body: body("wrong"),
+        },
+    ) {
+        Response::Mismatch => {}
+        Response::Written { .. } => {
+            return Verdict::Fail("a PUT with a wrong If-Match overwrote the object".into())
+        }
+        Response::Refused(e) => return Verdict::Error(e.to_string()),
+        other => return Verdict::Error(format!("{other:?}")),
+    }
+    match client.send(
+        key,
+        &Intent::PutIfMatch {
+            etag: first,
+            body: body("right"),
+        },
+    ) {
+        Response::Written { .. } => {
+            Verdict::Pass("wrong ETag refused (412), right ETag accepted".into())
+        }
+        Response::Refused(e) => Verdict::Error(format!("the right ETag was refused too: {e}")),
+        other => Verdict::Fail(format!("the right ETag was not accepted: {other:?}")),
+    }
+}
+
+fn delete_if_match(client: &Client, key: &str) -> Verdict {
+    let first = match create(client, key) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    match client.send(key, &Intent::DeleteIfMatch { etag: wrong_etag() }) {
+        Response::Mismatch => {}
+        Response::Deleted => {
+            return if current(client, key).is_none() {
+                Verdict::Fail("a DELETE with a wrong If-Match deleted the object".into())
+            } else {
+                Verdict::Fail("a DELETE with a wrong If-Match answered success".into())
+            }
+        }
+        Response::Refused(e) => return Verdict::Error(e.to_string()),
+        other => return Verdict::Error(format!("{other:?}")),
+    }
+    if current(client, key).as_ref() != Some(&first) {
+        return Verdict::Fail("the object changed after a refused DELETE".into());
+    }
+    match client.send(key, &Intent::DeleteIfMatch { etag: first }) {
+        Response::Deleted if current(client, key).is_none() => {
+            Verdict::Pass("wrong ETag refused (412), right ETag deleted".into())
+        }
+        Response::Refused(e) => Verdict::Error(format!("the right ETag was refused: {e}")),
+        other => Verdict::Fail(format!("the right ETag did not delete: {other:?}")),
+    }
+}
+
+fn race(client: &Client, key: &str, racers: usize) -> Verdict {
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(racers));
+    let outcomes: Vec<Response> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..racers)
+            .map(|i| {
+                let (client, barrier) = (client.clone(), barrier.clone());
+                scope.spawn(move || {
+                    barrier.wait();
+                    client.send(
+                        key,
+                        &Intent::PutIfNoneMatch {
+                            body: body(&format!("racer-{i}")),
+                        },
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let winners = outcomes
+        .iter()
+        .filter(|r| matches!(r, Response::Written { .. }))
+        .count();
+    let losers = outcomes
+        .iter()
+        .filter(|r| matches!(r, Response::Exists | Response::Conflict { .. }))
+        .count();
+    let unknown = outcomes.len() - winners - losers;
+    if let Some(Response::Refused(e)) = outcomes.iter().find(|r| matches!(r, Response::Refused(_)))
+    {
+        return Verdict::Error(e.to_string());
+    }
+    match (winners, unknown) {
+        (1, 0) => Verdict::Pass(format!("1 of {racers} won, {losers} refused")),
+        (w, _) if w > 1 => Verdict::Fail(format!(
+            "{w} of {racers} parallel creates won: conditional writes are not atomic"
+        )),
+        (_, u) => Verdict::Error(format!(
+            "{winners} won, {losers} refused, {u} unknown (timeouts or errors)"
+        )),
+    }
+}
+
+fn cleanup(client: &Client, key: &str) {
+    if let Some(etag) = current(client, key) {
+        let _ = client.send(key, &Intent::DeleteIfMatch { etag });
+    }
+}

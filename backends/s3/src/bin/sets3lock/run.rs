@@ -1,0 +1,217 @@
+//! Run mode: acquire, run the program as a child while the lease is renewed, forward signals,
+//! stop the program if the lock is lost, release on every way out.
+
+use crate::cli::Run;
+use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
+use crate::log::Log;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use sets3lock::{LockUrl, ReleaseOutcome};
+use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, WaitFor};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+/// The signals that are forwarded to the program, and that stop a wait.
+const FORWARDED: [(SignalKind, Signal); 4] = [
+    (SignalKind::hangup(), Signal::SIGHUP),
+    (SignalKind::interrupt(), Signal::SIGINT),
+    (SignalKind::terminate(), Signal::SIGTERM),
+    (SignalKind::quit(), Signal::SIGQUIT),
+];
+
+/// Catches the forwarded signals from now on, as one stream.
+fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for (kind, sig) in FORWARDED {
+        let mut stream = signal(kind)?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                if tx.send(sig).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(rx)
+}
+
+pub(crate) async fn run(
+    args: Run,
+    url: LockUrl,
+    mut options: S3Options,
+    program: Vec<OsString>,
+) -> u8 {
+    // Handlers first: from here on no HUP/INT/TERM/QUIT can kill us and leave the lock behind.
+    let mut signals = match catch_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sets3lock: cannot handle signals: {e}");
+            return CANNOT_LOCK;
+        }
+    };
+    let log = Log::new(args.verbose, args.quiet, url.clone());
+    options.observer = Some(log.observer());
+    options.lock.lease = args.lease;
+    let unavailable = if args.exit_zero { OK } else { CANNOT_LOCK };
+    let locker = match Locker::new(&url.to_string(), options) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("sets3lock: {url}: {e}");
+            return unavailable;
+        }
+    };
+    let wait = match (args.no_wait, args.timeout) {
+        (true, _) => WaitFor::No,
+        (false, Some(t)) => WaitFor::Timeout(t),
+        (false, None) => WaitFor::Forever,
+    };
+
+    // ---- acquire, unless a signal comes first ----
+    let mut reminder = tokio::time::interval(Duration::from_secs(60));
+    reminder.tick().await;
+    // Boxed so that it can be dropped (which cancels it) before the scope ends.
+    let mut acquiring = Box::pin(locker.acquire(wait));
+    let held = loop {
+        tokio::select! {
+            result = acquiring.as_mut() => break result,
+            Some(sig) = signals.recv() => {
+                // Dropping the acquisition cancels it; shutdown waits for any write of ours
+                // that lands to be removed.
+                drop(acquiring);
+                locker.shutdown().await;
+                eprintln!("sets3lock: {url}: {sig} while waiting for the lock: stopped");
+                return signalled(sig as i32);
+            }
+            _ = reminder.tick() => log.remind(),
+        }
+    };
+    let held = match held {
+        Ok(h) => h,
+        Err(e) => {
+            locker.shutdown().await;
+            match &e {
+                // As setlock: with -x, not getting the lock is not worth a word.
+                Error::Busy { .. } | Error::TimedOut { .. } => {
+                    if !args.quiet && !args.exit_zero {
+                        eprintln!("sets3lock: {url}: {e}");
+                    }
+                }
+                _ => eprintln!("sets3lock: {url}: {e}"),
+            }
+            return unavailable;
+        }
+    };
+    log.acquired(&held);
+
+    // ---- run the program ----
+    let mut command = tokio::process::Command::new(&program[0]);
+    command
+        .args(&program[1..])
+        .env("SETS3LOCK_URL", url.to_string())
+        .env("SETS3LOCK_OWNER", held.owner().to_string())
+        .env(
+            "SETS3LOCK_ETAG",
+            held.etag()
+                .map(|e| e.as_str().to_owned())
+                .unwrap_or_default(),
+        );
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "sets3lock: cannot run {}: {e}",
+                program[0].to_string_lossy()
+            );
+            report_release(&url, held.release().await);
+            locker.shutdown().await;
+            return CANNOT_LOCK;
+        }
+    };
+    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    let mut lost = None;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(sig) = signals.recv() => {
+                if let Some(pid) = pid {
+                    let _ = kill(pid, sig);
+                }
+            }
+            loss = held.lost(), if lost.is_none() => {
+                eprintln!(
+                    "sets3lock: {url}: {}: stopping the program (SIGTERM, then SIGKILL after {:?})",
+                    describe(&loss),
+                    args.kill_after
+                );
+                if let Some(pid) = pid {
+                    let _ = kill(pid, Signal::SIGTERM);
+                }
+                lost = Some(loss);
+                match tokio::time::timeout(args.kill_after, child.wait()).await {
+                    Ok(status) => break status,
+                    Err(_) => {
+                        let _ = child.start_kill();
+                        break child.wait().await;
+                    }
+                }
+            }
+        }
+    };
+
+    // ---- release, whatever happened ----
+    if lost.is_none() {
+        report_release(&url, held.release().await);
+    } else {
+        drop(held);
+    }
+    locker.shutdown().await;
+    if lost.is_some() {
+        return LOST;
+    }
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => u8::try_from(code).unwrap_or(255),
+            (None, Some(sig)) => signalled(sig),
+            (None, None) => CANNOT_LOCK,
+        },
+        Err(e) => {
+            eprintln!("sets3lock: waiting for the program failed: {e}");
+            CANNOT_LOCK
+        }
+    }
+}
+
+fn describe(loss: &Loss) -> String {
+    match loss {
+        Loss::Lost(sets3lock::LostReason::Deleted) => "the lock object was deleted".into(),
+        Loss::Lost(sets3lock::LostReason::Overwritten { holder: Some(h) }) => {
+            format!("the lock was taken by {h}")
+        }
+        Loss::Lost(sets3lock::LostReason::Overwritten { holder: None }) => {
+            "the lock was taken by another writer".into()
+        }
+        Loss::Expired => "the lease expired before a renewal got through".into(),
+        Loss::DriverStopped => "the lock's background driver stopped".into(),
+    }
+}
+
+fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
+    match result {
+        Ok(ReleaseOutcome::Deleted) => {}
+        Ok(ReleaseOutcome::TakenOver) => {
+            eprintln!(
+                "sets3lock: {url}: at release the lock belonged to someone else; left it alone"
+            )
+        }
+        Ok(ReleaseOutcome::AlreadyGone) => {
+            eprintln!("sets3lock: {url}: at release the lock was already gone")
+        }
+        Err(e) => {
+            eprintln!("sets3lock: {url}: release failed: {e} (the lock expires after its lease)")
+        }
+    }
+}

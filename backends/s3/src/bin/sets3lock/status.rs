@@ -1,0 +1,80 @@
+//! `sets3lock status`: who holds a lock (like perp's `runlock -c`).
+
+use crate::exit_codes::{CANNOT_LOCK, NO, OK};
+use sets3lock::{Holder, LockUrl};
+use sets3lock_s3::{Client, S3Options};
+
+pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
+    let result = Client::new(url.bucket(), options).and_then(|c| c.status(url.key()));
+    match result {
+        Err(e) => {
+            eprintln!("sets3lock: {url}: {e}");
+            CANNOT_LOCK
+        }
+        Ok(None) => {
+            if json {
+                println!("{{\"url\":{},\"held\":false}}", quote(&url.to_string()));
+            } else {
+                println!("{url}: free");
+            }
+            OK
+        }
+        Ok(Some((etag, holder))) => {
+            if json {
+                println!("{}", holder_json(url, etag.as_str(), &holder));
+            } else {
+                println!("{url}: held by {holder}");
+                if let Holder::Sets3lock(r) = &holder {
+                    println!(
+                        "  acquired {} ms since the epoch, last written {} (holder's clock)",
+                        r.acquired_unix_ms, r.written_unix_ms
+                    );
+                }
+                println!(
+                    "  ETag {} (sets3lock unlock {url} --etag {})",
+                    etag.as_str(),
+                    etag.as_str()
+                );
+            }
+            NO
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn holder_json(url: &LockUrl, etag: &str, holder: &Holder) -> String {
+    let mut s = format!(
+        "{{\"url\":{},\"held\":true,\"etag\":{}",
+        quote(&url.to_string()),
+        quote(etag)
+    );
+    match holder {
+        Holder::Sets3lock(r) => s.push_str(&format!(
+            ",\"holder\":{{\"kind\":\"sets3lock\",\"owner\":{},\"seq\":{},\"host\":{},\"pid\":{},\"lease_ms\":{},\"acquired_ms\":{},\"written_ms\":{}}}",
+            quote(&r.owner.to_string()), r.seq, quote(&r.host), r.pid, r.lease.as_millis(), r.acquired_unix_ms, r.written_unix_ms
+        )),
+        Holder::GoSets3lock { id, created_at } => s.push_str(&format!(
+            ",\"holder\":{{\"kind\":\"go-sets3lock\",\"id\":{},\"created_at\":{}}}",
+            quote(id), quote(created_at)
+        )),
+        Holder::Unknown { len, preview } => s.push_str(&format!(
+            ",\"holder\":{{\"kind\":\"unknown\",\"len\":{len},\"preview\":{}}}",
+            quote(preview)
+        )),
+    }
+    s.push('}');
+    s
+}
