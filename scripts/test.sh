@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, scenario, simulation, doc tests, the conformance suite against
-# the mock, SeaweedFS and MiniStack (installed and started here, stopped at the end), and the
-# fuzz corpora replayed on stable.
+# The whole test suite: unit, scenario, simulation, doc tests; the conformance suite against
+# the mock, SeaweedFS and MiniStack; the contention test and the command-line tests against
+# SeaweedFS (and `doctor` against s3rver, which ignores conditions); the fuzz corpora replayed
+# on stable. The servers are installed into .local/, started here and stopped at the end.
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+servers="seaweedfs ministack s3rver"
 cleanup() {
-  bash scripts/s3-server.sh stop seaweedfs || true
-  bash scripts/s3-server.sh stop ministack || true
+  for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
 trap cleanup EXIT
 
 echo "== starting the local S3-compatible servers"
-bash scripts/s3-server.sh start seaweedfs
-bash scripts/s3-server.sh start ministack
-# shellcheck disable=SC1091
-. .local/seaweedfs/env
-# shellcheck disable=SC1091
-. .local/ministack/env
+for s in $servers; do
+  bash scripts/s3-server.sh start "$s"
+  # shellcheck disable=SC1090
+  . ".local/$s/env"
+done
+# The AWS_* variables point at the last one started; tests use the SETS3LOCK_<SERVER>_* ones.
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
 echo "== workspace tests (unit, scenarios, simulation, conformance, doc tests)"

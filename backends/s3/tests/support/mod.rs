@@ -67,6 +67,7 @@ pub fn real(name: &'static str) -> Option<Server> {
     let prefix = match name {
         "seaweedfs" => "SETS3LOCK_SEAWEEDFS",
         "ministack" => "SETS3LOCK_MINISTACK",
+        "s3rver" => "SETS3LOCK_S3RVER",
         _ => return None,
     };
     let var = |suffix: &str| std::env::var(format!("{prefix}_{suffix}")).ok();

@@ -6,6 +6,7 @@
 mod cli;
 mod doctor;
 mod exit_codes;
+mod holder;
 mod log;
 mod options;
 mod run;

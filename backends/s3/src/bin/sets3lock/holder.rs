@@ -1,0 +1,24 @@
+//! How the command describes a lock holder to people.
+
+use sets3lock::Holder;
+
+/// "host pid N since 2026-11-30T10:00:00Z, lease 60s", or what is known of a foreign holder.
+pub(crate) fn describe(holder: &Holder) -> String {
+    match holder {
+        Holder::Sets3lock(r) => {
+            let since = jiff::Timestamp::from_millisecond(r.acquired_unix_ms as i64)
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_else(|_| "an unknown time".into());
+            let lease = if r.lease.is_zero() {
+                "no lease (never expires)".to_string()
+            } else {
+                format!("lease {:?}", r.lease)
+            };
+            format!(
+                "{} pid {} since {since} ({lease}, owner {})",
+                r.host, r.pid, r.owner
+            )
+        }
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,437 @@
+//! The `sets3lock` command, the real binary, against the real local server: exit codes,
+//! serialization across processes, signals, a lock lost while the program runs, bad input,
+//! and the operator commands. A small `TestCommand` harness in the manner of ripgrep's.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::Server;
+
+/// Runs the binary with the server's credentials and nothing else from the AWS environment.
+struct TestCommand {
+    cmd: Command,
+}
+
+impl TestCommand {
+    fn new(s: &Server) -> TestCommand {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sets3lock"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AWS_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("AWS_ACCESS_KEY_ID", &s.access_key)
+            .env("AWS_SECRET_ACCESS_KEY", &s.secret)
+            .env("AWS_ENDPOINT_URL", &s.endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("HOME", std::env::temp_dir());
+        TestCommand { cmd }
+    }
+
+    fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
+        mut self,
+        args: I,
+    ) -> TestCommand {
+        self.cmd.args(args);
+        self
+    }
+
+    fn env(mut self, k: &str, v: &str) -> TestCommand {
+        self.cmd.env(k, v);
+        self
+    }
+
+    fn output(mut self) -> Output {
+        self.cmd
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sets3lock")
+    }
+
+    fn spawn(mut self) -> std::process::Child {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sets3lock")
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// One clear line on stderr, naming what is wrong.
+fn one_line(o: &Output, mentions: &str) {
+    let err = stderr(o);
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "expected one line, got: {err}"
+    );
+    assert!(
+        err.to_lowercase().contains(&mentions.to_lowercase()),
+        "{err:?} should mention {mentions:?}"
+    );
+}
+
+fn seaweedfs() -> Option<Server> {
+    support::real("seaweedfs")
+}
+
+fn kill(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).expect("kill");
+}
+
+#[test]
+fn exit_codes() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-codes");
+    let url = s.url(&key);
+    // The program's own status, and 128+N for a signal.
+    let o = TestCommand::new(&s)
+        .args([&url, "sh", "-c", "exit 7"])
+        .output();
+    assert_eq!(code(&o), 7, "{}", stderr(&o));
+    let o = TestCommand::new(&s)
+        .args([&url, "sh", "-c", "kill -9 $$"])
+        .output();
+    assert_eq!(code(&o), 137);
+    let o = TestCommand::new(&s).args([&url, "true"]).output();
+    assert_eq!(code(&o), 0);
+    // The program cannot start: 111, and the lock is released.
+    let o = TestCommand::new(&s)
+        .args([&url, "/no/such/program"])
+        .output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "cannot run /no/such/program");
+    assert!(s
+        .raw_get(
+            &url[url
+                .find('/')
+                .map(|i| i + 2 + s.bucket.len() + 1)
+                .unwrap_or(0)..]
+        )
+        .is_none());
+    // Busy: 111, or 0 with -x; -n and -x cluster, and the last of a pair wins.
+    let mut holder = TestCommand::new(&s).args([&url, "sleep", "5"]).spawn();
+    std::thread::sleep(Duration::from_millis(800));
+    let o = TestCommand::new(&s).args(["-n", &url, "true"]).output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "held by");
+    let o = TestCommand::new(&s).args(["-nx", &url, "true"]).output();
+    assert_eq!(code(&o), 0);
+    assert!(stderr(&o).is_empty(), "-x is silent: {}", stderr(&o));
+    let o = TestCommand::new(&s).args(["-nxX", &url, "true"]).output();
+    assert_eq!(code(&o), 111);
+    let o = TestCommand::new(&s)
+        .args(["-q", "--timeout", "1s", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 111);
+    assert!(stderr(&o).is_empty(), "-q: {}", stderr(&o));
+    assert!(holder.wait().expect("holder").success());
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_the_right_code() {
+    let Some(s) = seaweedfs() else { return };
+    let url = s.url(&support::fresh_key("cli-bad"));
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["s3:/bucket/key", "true"], 100, "not an s3:// URL"),
+        (vec!["s3://b/key", "true"], 100, "bucket"),
+        (vec!["s3://bucket", "true"], 100, "no object key"),
+        (vec!["--bogus", &url, "true"], 100, "--bogus"),
+        (vec![&url], 100, "no program"),
+        (vec!["--timeout", "soon", &url, "true"], 100, "duration"),
+        (
+            vec!["s3://no-such-bucket-sets3lock/k", "true"],
+            111,
+            "create the bucket",
+        ),
+    ];
+    for (args, want, mentions) in cases {
+        let o = TestCommand::new(&s).args(&args).output();
+        assert_eq!(code(&o), want, "{args:?}: {}", stderr(&o));
+        one_line(&o, mentions);
+    }
+    let o = TestCommand::new(&s)
+        .args([&url, "true"])
+        .env("AWS_SECRET_ACCESS_KEY", "wrong")
+        .output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "AWS_SECRET_ACCESS_KEY");
+    let o = TestCommand::new(&s)
+        .args([&url, "true"])
+        .env("AWS_ACCESS_KEY_ID", "")
+        .env("AWS_SECRET_ACCESS_KEY", "")
+        .output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "no AWS credentials");
+    // Nothing listens on port 9 of 127.0.0.1.
+    let started = Instant::now();
+    let o = TestCommand::new(&s)
+        .args(["--endpoint", "http://127.0.0.1:9", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "connection");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn the_program_gets_the_lock_in_its_environment_and_its_argv_untouched() {
+    let Some(s) = seaweedfs() else { return };
+    let url = s.url(&support::fresh_key("cli-env"));
+    let o = TestCommand::new(&s)
+        .args([
+            &url,
+            "sh",
+            "-c",
+            "echo \"$SETS3LOCK_URL $SETS3LOCK_OWNER $SETS3LOCK_ETAG $*\"",
+            "sh",
+            "-n",
+            "--",
+            "-x",
+        ])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let words: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(words[0], url);
+    assert_eq!(words[1].len(), 32, "owner id: {out}");
+    assert_eq!(words[2].len(), 32, "ETag: {out}");
+    assert_eq!(&words[3..], ["-n", "--", "-x"]);
+}
+
+fn serialized(s: &Server, processes: usize) {
+    let url = s.url(&support::fresh_key("cli-serial"));
+    let dir = std::env::temp_dir().join(format!("sets3lock-cli-{}", support::rand_u64()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let witness = dir.join("witness");
+    let script = format!(
+        "echo \"S $$\" >> {w}; sleep 0.2; echo \"E $$\" >> {w}",
+        w = witness.display()
+    );
+    let children: Vec<_> = (0..processes)
+        .map(|_| {
+            TestCommand::new(s)
+                .args(["-q", &url, "sh", "-c", &script])
+                .spawn()
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let log = std::fs::read_to_string(&witness).expect("witness");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2 * processes);
+    for pair in lines.chunks(2) {
+        assert!(
+            pair[0].starts_with("S ") && pair[1].starts_with("E ") && pair[0][2..] == pair[1][2..],
+            "overlap: {log}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_then_eight_processes_are_serialized() {
+    let Some(s) = seaweedfs() else { return };
+    serialized(&s, 2);
+    serialized(&s, 8);
+}
+
+#[test]
+fn sigterm_reaches_the_program_and_the_lock_is_released() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-term");
+    let url = s.url(&key);
+    let child = TestCommand::new(&s)
+        .args([
+            &url,
+            "sh",
+            "-c",
+            "trap 'echo got-term; kill $!; exit 3' TERM; sleep 30 & wait",
+        ])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(s.raw_get(&key).is_some(), "held while the program runs");
+    kill(&child, nix::sys::signal::Signal::SIGTERM);
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(code(&o), 3, "the program's own status: {}", stderr(&o));
+    assert!(stdout(&o).contains("got-term"));
+    assert!(s.raw_get(&key).is_none(), "released on the way out");
+}
+
+#[test]
+fn sigkill_leaves_the_lock_and_a_waiter_takes_over_after_the_lease_not_before() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-kill");
+    let url = s.url(&key);
+    let holder = TestCommand::new(&s)
+        .args(["--lease", "3s", &url, "sleep", "60"])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(&holder, nix::sys::signal::Signal::SIGKILL);
+    let mut holder = holder;
+    let _ = holder.wait(); // (its orphaned `sleep` keeps the pipes open: do not read them)
+    assert!(
+        s.raw_get(&key).is_some(),
+        "SIGKILL cannot release: the lock stays"
+    );
+    let started = Instant::now();
+    let o = TestCommand::new(&s).args(["-q", &url, "true"]).output();
+    let waited = started.elapsed();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        waited >= Duration::from_secs(3),
+        "took over after {waited:?}: before a full lease"
+    );
+    assert!(waited < Duration::from_secs(15), "took {waited:?}");
+}
+
+#[test]
+fn a_lock_lost_while_running_stops_the_program_with_112() {
+    let Some(s) = seaweedfs() else { return };
+    for tamper in ["delete", "overwrite"] {
+        let key = support::fresh_key("cli-lost");
+        let url = s.url(&key);
+        let child = TestCommand::new(&s)
+            .args([
+                "--lease",
+                "3s",
+                "--kill-after",
+                "2s",
+                &url,
+                "sh",
+                "-c",
+                "trap 'echo stopping; kill $!; exit 0' TERM; sleep 60 & wait",
+            ])
+            .spawn();
+        std::thread::sleep(Duration::from_millis(1200));
+        match tamper {
+            "delete" => s.raw_delete(&key),
+            _ => {
+                s.raw_put(&key, b"someone else");
+            }
+        }
+        let started = Instant::now();
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(code(&o), 112, "{tamper}: {}", stderr(&o));
+        assert!(stdout(&o).contains("stopping"), "the program got SIGTERM");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        one_line(&o, "stopping the program");
+        if tamper == "overwrite" {
+            assert_eq!(
+                s.raw_get(&key).map(|(_, b)| b),
+                Some(b"someone else".to_vec()),
+                "left the new holder alone"
+            );
+        }
+    }
+}
+
+#[test]
+fn status_and_a_force_unlock_that_cannot_delete_a_newer_lock() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-status");
+    let url = s.url(&key);
+    let o = TestCommand::new(&s).args(["status", &url]).output();
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("free"));
+    let stale = s.raw_put(
+        &key,
+        b"{\"id\":\"abc\",\"created_at\":\"2026-11-30T10:00:00Z\"}",
+    );
+    let o = TestCommand::new(&s)
+        .args(["status", "--json", &url])
+        .output();
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains(&format!("\"etag\":\"{}\"", stale.as_str())),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("go-sets3lock"));
+    // The operator saw `stale`; meanwhile a new holder took the lock.
+    let newer = s.raw_put(
+        &key,
+        b"{\"id\":\"def\",\"created_at\":\"2026-11-30T11:00:00Z\"}",
+    );
+    let o = TestCommand::new(&s)
+        .args(["unlock", &url, "--etag", stale.as_str()])
+        .output();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        s.raw_get(&key).map(|(e, _)| e),
+        Some(newer.clone()),
+        "the newer lock survives"
+    );
+    let o = TestCommand::new(&s)
+        .args(["unlock", &url, "--etag", newer.as_str()])
+        .output();
+    assert_eq!(code(&o), 0);
+    assert!(s.raw_get(&key).is_none());
+}
+
+#[test]
+fn doctor_passes_on_seaweedfs_and_fails_on_a_store_that_ignores_conditions() {
+    let Some(s) = seaweedfs() else { return };
+    let o = TestCommand::new(&s)
+        .args(["doctor", &format!("s3://{}/doctor/", s.bucket)])
+        .output();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).matches("  ok ").count(), 4, "{}", stdout(&o));
+    let Some(bad) = support::real("s3rver") else {
+        return;
+    };
+    let o = TestCommand::new(&bad)
+        .args(["doctor", &format!("s3://{}/doctor/", bad.bucket)])
+        .output();
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let out = stdout(&o);
+    for check in [
+        "If-None-Match",
+        "PUT If-Match",
+        "DELETE If-Match",
+        "parallel",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.contains("FAILED") && l.contains(check)),
+            "{check}: {out}"
+        );
+    }
+}
+
+#[test]
+fn help_version_and_completions() {
+    let Some(s) = seaweedfs() else { return };
+    let o = TestCommand::new(&s).args(["--help"]).output();
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("112"),
+        "the exit code table is in --help"
+    );
+    let o = TestCommand::new(&s).args(["--version"]).output();
+    assert_eq!(code(&o), 0);
+    let o = TestCommand::new(&s).args(["completions", "bash"]).output();
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("sets3lock"));
+    let _ = std::io::stdout().flush();
+}
