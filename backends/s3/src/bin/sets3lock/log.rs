@@ -69,8 +69,9 @@ impl Log {
                     "never taken over: no lease"
                 };
                 let text = format!(
-                    "waiting for {}: held by {holder} (ETag {}; {takeover})",
+                    "waiting for {}: held by {} (ETag {}; {takeover})",
                     self.url,
+                    crate::holder::describe(holder),
                     etag.as_str()
                 );
                 if let Ok(mut w) = self.waiting_on.lock() {

@@ -189,7 +189,7 @@ fn describe(loss: &Loss) -> String {
     match loss {
         Loss::Lost(sets3lock::LostReason::Deleted) => "the lock object was deleted".into(),
         Loss::Lost(sets3lock::LostReason::Overwritten { holder: Some(h) }) => {
-            format!("the lock was taken by {h}")
+            format!("the lock was taken by {}", crate::holder::describe(h))
         }
         Loss::Lost(sets3lock::LostReason::Overwritten { holder: None }) => {
             "the lock was taken by another writer".into()

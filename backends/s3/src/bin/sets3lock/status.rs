@@ -23,13 +23,7 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
             if json {
                 println!("{}", holder_json(url, etag.as_str(), &holder));
             } else {
-                println!("{url}: held by {holder}");
-                if let Holder::Sets3lock(r) = &holder {
-                    println!(
-                        "  acquired {} ms since the epoch, last written {} (holder's clock)",
-                        r.acquired_unix_ms, r.written_unix_ms
-                    );
-                }
+                println!("{url}: held by {}", crate::holder::describe(&holder));
                 println!(
                     "  ETag {} (sets3lock unlock {url} --etag {})",
                     etag.as_str(),
