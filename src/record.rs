@@ -227,19 +227,21 @@ impl Holder {
         let Ok(wire) = serde_json::from_slice::<Wire>(body) else {
             return unknown();
         };
-        if let (Some(version), Some(owner), Some(seq)) = (wire.sets3lock, &wire.owner, wire.seq) {
-            if version >= 1 {
-                if let Ok(owner) = owner.parse::<OwnerId>() {
-                    return Holder::Sets3lock(Record {
-                        owner,
-                        seq,
-                        lease: Duration::from_millis(wire.lease_ms.unwrap_or(0)),
-                        host: wire.host.unwrap_or_default(),
-                        pid: wire.pid.unwrap_or(0),
-                        acquired_unix_ms: wire.acquired_ms.unwrap_or(0),
-                        written_unix_ms: wire.written_ms.unwrap_or(0),
-                    });
-                }
+        // Only this format version is ours to interpret; a record of another version, or one
+        // without a lease, is held by "someone unknown" (and `Config::foreign_lease` applies).
+        if let (Some(FORMAT_VERSION), Some(owner), Some(seq), Some(lease_ms)) =
+            (wire.sets3lock, &wire.owner, wire.seq, wire.lease_ms)
+        {
+            if let Ok(owner) = owner.parse::<OwnerId>() {
+                return Holder::Sets3lock(Record {
+                    owner,
+                    seq,
+                    lease: Duration::from_millis(lease_ms),
+                    host: wire.host.unwrap_or_default(),
+                    pid: wire.pid.unwrap_or(0),
+                    acquired_unix_ms: wire.acquired_ms.unwrap_or(0),
+                    written_unix_ms: wire.written_ms.unwrap_or(0),
+                });
             }
         }
         if let (Some(id), Some(created_at)) = (wire.id, wire.created_at) {

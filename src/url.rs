@@ -80,6 +80,7 @@ impl LockUrl {
     /// assert!(LockUrl::parse("s3://b/k").is_err()); // bucket too short
     /// assert!(LockUrl::parse("gs://bucket/k").is_err());
     /// assert!(LockUrl::parse("s3://bucket/dir/").is_err());
+    /// assert!(LockUrl::parse("s3://bucket/a/../b").is_err());
     /// assert_eq!(LockUrl::parse("S3://bucket/a b").unwrap().key(), "a b");
     /// ```
     pub fn parse(input: &str) -> Result<LockUrl, UrlError> {
@@ -183,6 +184,14 @@ fn check_key(bucket: &str, key: &str) -> Result<(), UrlError> {
     }
     if key.chars().any(char::is_control) {
         return Err(invalid("it contains control characters"));
+    }
+    if key
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Err(invalid(
+            "it has a '.' or '..' segment, which HTTP clients resolve away: the request would name another object (or the bucket)",
+        ));
     }
     if key.ends_with('/') {
         return Err(invalid(

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use sets3lock::{
     classify, Ambiguity, Config, ETag, Event, Holder, Instant, Intent, Lock, LostReason,
-    NotAcquired, Purpose, ReleaseOutcome, Request, Response, Wait,
+    NotAcquired, Purpose, Record, ReleaseOutcome, Request, Response, Wait,
 };
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 
@@ -824,4 +824,135 @@ fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
     }
     // Six retries with backoff between 50 ms and 2 s: seconds, not minutes.
     assert!(c.now < c.at(secs(15)), "{:?}", c.now);
+}
+
+/// Runs the client against `s3`, letting `fault` answer instead when it returns Some.
+fn run_with(
+    c: &mut Client,
+    s3: &mut MockS3,
+    until: Instant,
+    fault: impl Fn(&Request) -> Option<Response>,
+) -> usize {
+    let mut sent = 0;
+    loop {
+        while let Some(req) = c.request() {
+            sent += 1;
+            let response = fault(&req).unwrap_or_else(|| {
+                let reply = s3.execute(B, K, &req.intent);
+                classify(req.intent.kind(), reply.status, &reply.headers, &reply.body)
+            });
+            c.answer(&req, response);
+            assert!(
+                sent < 500,
+                "spinning: {:?}",
+                c.purposes().iter().rev().take(6).collect::<Vec<_>>()
+            );
+        }
+        match c.lock.poll_timeout() {
+            Some(t) if t <= until => {
+                c.now = c.now.max(t);
+                c.lock.handle_timeout(c.now);
+                c.collect();
+            }
+            _ => return sent,
+        }
+    }
+}
+
+#[test]
+fn conflicts_do_not_end_a_wait() {
+    let mut s3 = bucket();
+    let mut c = Client::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    let conflicts = std::cell::Cell::new(0);
+    run_with(&mut c, &mut s3, Instant::ZERO + secs(60), |req| {
+        (req.purpose == Purpose::Acquire && conflicts.get() < 15).then(|| {
+            conflicts.set(conflicts.get() + 1);
+            Response::Conflict {
+                code: Some("ConditionalRequestConflict".into()),
+            }
+        })
+    });
+    assert_eq!(conflicts.get(), 15);
+    assert!(c.lock.is_held(c.now), "{:?}", c.events);
+}
+
+#[test]
+fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_spinning() {
+    let mut s3 = bucket();
+    s3.force(
+        B,
+        K,
+        Some(
+            Record {
+                owner: sets3lock::OwnerId::from_u128(9),
+                seq: 1,
+                lease: secs(1),
+                host: "gone".into(),
+                pid: 1,
+                acquired_unix_ms: 0,
+                written_unix_ms: 0,
+            }
+            .encode(),
+        ),
+    );
+    let mut c = Client::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    let sent = run_with(&mut c, &mut s3, Instant::ZERO + secs(600), |req| {
+        matches!(req.intent, Intent::PutIfMatch { .. }).then_some(Response::Mismatch)
+    });
+    match c.events.last() {
+        Some(Event::Failed { error }) => assert!(error.to_string().contains("If-Match"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    let takeovers = c
+        .purposes()
+        .iter()
+        .filter(|p| **p == Purpose::Takeover)
+        .count();
+    assert_eq!(
+        takeovers,
+        config().retry_limit as usize + 1,
+        "{sent} requests"
+    );
+}
+
+#[test]
+fn a_store_that_refuses_our_delete_ends_the_release_instead_of_spinning() {
+    let mut s3 = bucket();
+    let mut c = Client::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::No).unwrap();
+    c.run(&mut s3, c.now);
+    c.lock.release(c.now).unwrap();
+    run_with(&mut c, &mut s3, Instant::ZERO + secs(60), |req| {
+        matches!(req.intent, Intent::DeleteIfMatch { .. }).then_some(Response::Mismatch)
+    });
+    assert!(
+        matches!(c.events.last(), Some(Event::Failed { .. })),
+        "{:?}",
+        c.events
+    );
+    assert!(c.lock.is_idle());
+}
+
+#[test]
+fn records_of_other_versions_or_without_a_lease_are_foreign() {
+    let v2 =
+        br#"{"sets3lock":2,"owner":"00000000000000000000000000000001","seq":1,"lease_ms":1000}"#;
+    assert!(matches!(Holder::decode(v2), Holder::Unknown { .. }));
+    let no_lease = br#"{"sets3lock":1,"owner":"00000000000000000000000000000001","seq":1}"#;
+    assert!(matches!(Holder::decode(no_lease), Holder::Unknown { .. }));
+    // ...so the configured foreign lease applies to them.
+    let mut s3 = bucket();
+    s3.force(B, K, Some(Bytes::from_static(v2)));
+    let mut c = Client::new(
+        Config {
+            foreign_lease: Some(secs(5)),
+            ..config()
+        },
+        1,
+    );
+    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    c.run(&mut s3, c.at(secs(6)));
+    assert!(c.lock.is_held(c.now), "{:?}", c.events);
 }

@@ -29,13 +29,18 @@ impl Lock {
                     .map(|o| o.holder.clone());
                 self.won(a, etag, write, took_over, now);
             }
-            (IntentKind::PutIfNoneMatch, Response::Exists)
-            | (IntentKind::PutIfMatch, Response::Mismatch) => {
+            (IntentKind::PutIfNoneMatch, Response::Exists) => {
+                a.next = Some((now, Action::Observe));
+                self.phase = Phase::Acquiring(a);
+            }
+            (IntentKind::PutIfMatch, Response::Mismatch) => {
+                // Normally the holder renewed: the read will show a new ETag.
+                a.refused = p.etag;
                 a.next = Some((now, Action::Observe));
                 self.phase = Phase::Acquiring(a);
             }
             (IntentKind::PutIfMatch, Response::Absent) | (IntentKind::Get, Response::Absent) => {
-                self.retry_or(a, Action::Create, now, true);
+                self.retry_or(a, Action::Create, now, Pace::Progress);
             }
             (_, Response::Conflict { code }) => {
                 a.last_setback = Some(Setback::Conflict { code }.to_string());
@@ -44,14 +49,14 @@ impl Lock {
                 } else {
                     Action::Create
                 };
-                self.retry_or(a, action, now, false);
+                self.retry_or(a, action, now, Pace::Conflict);
             }
             (IntentKind::Get, Response::Object { etag, body }) => {
                 self.on_observation(a, etag, Holder::decode(&body), now);
             }
             (IntentKind::Get, Response::NotModified) => match a.observed.clone() {
                 Some(o) => self.on_observation(a, o.etag, o.holder, now),
-                None => self.retry_or(a, Action::Observe, now, false),
+                None => self.retry_or(a, Action::Observe, now, Pace::Setback),
             },
             (_, r) => {
                 // Ambiguous (or a reply that does not fit): a write may have landed.
@@ -61,36 +66,45 @@ impl Lock {
                 if let Some(w) = write {
                     a.s.remember(w);
                 }
-                self.retry_or(a, Action::Observe, now, false);
+                self.retry_or(a, Action::Observe, now, Pace::Setback);
             }
         }
     }
 
-    /// Schedules `action` after a retry pause (or at once), unless a try-once acquisition has
-    /// spent its budget.
-    /// Schedules `action`: at once after a definitive reply (the object was absent, or our
-    /// own write expired), or after a retry pause after a setback (409, 5xx, lost reply).
-    /// Setbacks in a row past the limit mean a broken endpoint (unreachable, or failing every
-    /// request): waiting longer will not help. A try-once acquisition also stops when the lock
-    /// keeps changing hands under it.
-    pub(super) fn retry_or(
-        &mut self,
-        mut a: Acquiring,
-        action: Action,
-        now: Instant,
-        at_once: bool,
-    ) {
-        let exhausted = if at_once {
-            a.rounds += 1;
-            a.wait == Wait::No && a.rounds > self.cfg.retry_limit
-        } else {
-            a.retries += 1;
-            a.retries > self.cfg.retry_limit
+    /// Schedules `action`, paced by why it is needed, or gives up:
+    /// - progress (the object was absent, or our own write expired): at once, then with
+    ///   backoff if it keeps happening; a try-once acquisition stops when the lock keeps
+    ///   changing hands under it;
+    /// - a setback (5xx, lost reply): after a retry pause; past the limit in a row without an
+    ///   answer, the endpoint is broken (unreachable, or failing every request);
+    /// - a 409 conflict: after a retry pause; a sign of contention on a healthy endpoint, so it
+    ///   only bounds try-once acquisitions;
+    /// - an incoherent store (it refused `If-Match` on the ETag it reports): after a retry
+    ///   pause, and past the limit the acquisition fails rather than spin.
+    pub(super) fn retry_or(&mut self, mut a: Acquiring, action: Action, now: Instant, pace: Pace) {
+        let limit = self.cfg.retry_limit;
+        let (exhausted, attempt) = match pace {
+            Pace::Progress => {
+                a.rounds += 1;
+                (a.wait == Wait::No && a.rounds > limit, a.rounds)
+            }
+            Pace::Setback => {
+                a.retries += 1;
+                (a.retries > limit, a.retries)
+            }
+            Pace::Conflict => {
+                a.conflicts += 1;
+                (a.wait == Wait::No && a.conflicts > limit, a.conflicts)
+            }
+            Pace::Incoherent => {
+                a.incoherent += 1;
+                (a.incoherent > limit, a.incoherent)
+            }
         };
         if exhausted {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
-                    attempts: a.retries.max(a.rounds),
+                    attempts: attempt,
                     last: a
                         .last_setback
                         .take()
@@ -99,10 +113,11 @@ impl Lock {
             });
             return self.end_acquisition(a.s);
         }
-        let at = if at_once {
-            now
-        } else {
-            now + self.cfg.retry.draw(a.retries - 1, &mut self.rng)
+        // Two rounds of progress in a row go at once; more are paced like retries.
+        let at = match pace {
+            Pace::Progress if attempt <= 2 => now,
+            Pace::Progress => now + self.cfg.retry.draw(attempt - 3, &mut self.rng),
+            _ => now + self.cfg.retry.draw(attempt - 1, &mut self.rng),
         };
         a.next = Some((at, action));
         self.phase = Phase::Acquiring(a);
@@ -115,6 +130,14 @@ impl Lock {
         holder: Holder,
         now: Instant,
     ) {
+        if a.refused.take().as_ref() == Some(&etag) {
+            // Our takeover's If-Match was refused, yet the store still reports that ETag:
+            // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
+            a.last_setback = Some(format!(
+                "the store refused If-Match on the ETag it reports ({etag}): weak ETags or an ETag-rewriting proxy?"
+            ));
+            return self.retry_or(a, Action::Takeover, now, Pace::Incoherent);
+        }
         if let Some(seq) = a.s.is_ours(&holder) {
             // A write of ours whose reply we did not get has landed.
             let write = Write {
@@ -123,6 +146,8 @@ impl Lock {
             };
             return self.won(a, etag, write, None, now);
         }
+        // Someone else holds it: the lock is not slipping through our fingers.
+        a.rounds = 0;
         let changed = a.observed.as_ref().is_none_or(|o| o.etag != etag);
         if changed {
             let new_holder = a
@@ -203,7 +228,7 @@ impl Lock {
                 first_seen: now,
                 own: true,
             });
-            return self.retry_or(a, Action::Takeover, now, true);
+            return self.retry_or(a, Action::Takeover, now, Pace::Progress);
         }
         a.s.unresolved.clear();
         self.events.push_back(Event::Acquired {

@@ -142,6 +142,15 @@ enum Action {
 
 type Next = Option<(Instant, Action)>;
 
+/// Why an acquisition tries again (see `retry_or`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pace {
+    Progress,
+    Setback,
+    Conflict,
+    Incoherent,
+}
+
 #[derive(Clone, Debug)]
 struct Observed {
     etag: ETag,
@@ -158,10 +167,16 @@ struct Acquiring {
     observed: Option<Observed>,
     next: Next,
     polls: u32,
-    /// Setbacks (409, 5xx, lost replies) since the endpoint last answered.
+    /// Setbacks (5xx, lost replies) since the endpoint last answered.
     retries: u32,
-    /// Rounds of "absent, create, lost the race" (bounds try-once acquisitions).
+    /// Rounds of "absent, create, lost the race" since a holder was last seen.
     rounds: u32,
+    /// 409 conflicts so far.
+    conflicts: u32,
+    /// Takeovers refused on the very ETag the store then reported again.
+    incoherent: u32,
+    /// The ETag our last takeover was refused on.
+    refused: Option<ETag>,
     last_setback: Option<String>,
 }
 
@@ -373,6 +388,9 @@ impl Lock {
             polls: 0,
             retries: 0,
             rounds: 0,
+            conflicts: 0,
+            incoherent: 0,
+            refused: None,
             last_setback: None,
         });
         self.drive(now);

@@ -43,8 +43,17 @@ impl Lock {
             (_, IntentKind::Get, Response::Object { etag, body }) => {
                 let holder = Holder::decode(&body);
                 if r.s.is_ours(&holder).is_some() {
+                    // Ours (a renewal landed late, or the store refused a delete it should
+                    // have accepted): delete that version, paced, a bounded number of times.
                     r.etag = etag;
-                    r.next = Some((now, Action::Release));
+                    if !self.retry_release(
+                        &mut r,
+                        Action::Release,
+                        now,
+                        "the store kept refusing our delete",
+                    ) {
+                        return;
+                    }
                     None
                 } else if r.delete_unconfirmed && r.valid_until.is_none_or(|v| now < v) {
                     // Nobody can have taken over before our validity ended, so our delete
@@ -60,23 +69,18 @@ impl Lock {
                 ReleaseOutcome::AlreadyGone
             }),
             (_, kind, _) => {
-                // Conflict, ambiguity, or a reply that does not fit: try again.
-                r.retries += 1;
-                if r.retries > self.cfg.retry_limit {
-                    self.events.push_back(Event::Failed {
-                        error: Error::GaveUp {
-                            attempts: r.retries,
-                            last: format!("{kind} during release"),
-                        },
-                    });
-                    return;
-                }
+                // Conflict, ambiguity, or a reply that does not fit: read, then try again.
                 if kind == IntentKind::DeleteIfMatch {
                     r.delete_unconfirmed = true;
                 }
-                // Read before deleting again: the delete may have landed, or the ETag moved.
-                let at = now + self.cfg.retry.draw(r.retries - 1, &mut self.rng);
-                r.next = Some((at, Action::Observe));
+                if !self.retry_release(
+                    &mut r,
+                    Action::Observe,
+                    now,
+                    &format!("{kind} during release"),
+                ) {
+                    return;
+                }
                 None
             }
         };
@@ -84,5 +88,33 @@ impl Lock {
             Some(outcome) => self.events.push_back(Event::Released { outcome }),
             None => self.phase = Phase::Releasing(r),
         }
+    }
+
+    /// Schedules `action` after a retry pause (the first at once), or reports failure when the
+    /// attempts run out. Returns whether the release goes on.
+    fn retry_release(
+        &mut self,
+        r: &mut Releasing,
+        action: Action,
+        now: Instant,
+        last: &str,
+    ) -> bool {
+        r.retries += 1;
+        if r.retries > self.cfg.retry_limit {
+            self.events.push_back(Event::Failed {
+                error: Error::GaveUp {
+                    attempts: r.retries,
+                    last: last.to_owned(),
+                },
+            });
+            return false;
+        }
+        let at = if r.retries == 1 {
+            now
+        } else {
+            now + self.cfg.retry.draw(r.retries - 2, &mut self.rng)
+        };
+        r.next = Some((at, action));
+        true
     }
 }
