@@ -118,6 +118,15 @@ impl Held {
         &self.url
     }
 
+    /// When the hold stops being valid unless a renewal lands first (`None` with a zero
+    /// lease, or once the hold has ended).
+    pub fn valid_until(&self) -> Option<std::time::Instant> {
+        let s = self.shared.get();
+        matches!(s.phase, Phase::Held)
+            .then_some(s.valid_until)
+            .flatten()
+    }
+
     /// Whether the lock is held and valid now.
     pub fn is_held(&self) -> bool {
         self.shared.get().is_held(std::time::Instant::now())
@@ -125,7 +134,7 @@ impl Held {
 
     /// Blocks until the lock is lost or expires, or until `timeout` passes (then `None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         loop {
             let s = self.shared.get();
             let now = std::time::Instant::now();
@@ -178,6 +187,8 @@ fn drive(
     commands: mpsc::Receiver<()>,
     requests: Arc<AtomicU64>,
 ) {
+    // Whatever happens below (a panic included), the handles must learn that we stopped.
+    let _finish = crate::state::FinishOnDrop(shared.clone());
     let mut listening = true;
     loop {
         while let Some(request) = engine.lock.poll_request() {
@@ -218,5 +229,4 @@ fn drive(
         let now = engine.now();
         engine.lock.handle_timeout(now);
     }
-    shared.finish();
 }

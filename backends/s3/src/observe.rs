@@ -36,8 +36,10 @@ impl Observer {
         Observer(Arc::new(f))
     }
 
+    /// Calls the callback; a panic in it is contained (the lock must go on being driven).
     pub(crate) fn see(&self, o: Observation<'_>) {
-        (self.0)(o)
+        let f = &self.0;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(o)));
     }
 }
 

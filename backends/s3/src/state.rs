@@ -46,6 +46,15 @@ impl Snapshot {
     }
 }
 
+/// Marks the shared state finished when dropped: at the end of a driver, even by a panic.
+pub(crate) struct FinishOnDrop(pub(crate) std::sync::Arc<Shared>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Shared {
     snapshot: Mutex<Snapshot>,

@@ -142,6 +142,15 @@ impl Held {
         &self.url
     }
 
+    /// When the hold stops being valid unless a renewal lands first (`None` with a zero
+    /// lease, or once the hold has ended).
+    pub fn valid_until(&self) -> Option<std::time::Instant> {
+        let s = self.shared.get();
+        matches!(s.phase, Phase::Held)
+            .then_some(s.valid_until)
+            .flatten()
+    }
+
     /// Whether the lock is held and valid now.
     pub fn is_held(&self) -> bool {
         self.shared.get().is_held(std::time::Instant::now())
@@ -193,6 +202,8 @@ async fn drive(
     mut commands: mpsc::UnboundedReceiver<()>,
     requests: Arc<AtomicU64>,
 ) {
+    // Whatever happens below (a panic included), the handles must learn that we stopped.
+    let _finish = crate::state::FinishOnDrop(shared.clone());
     let mut listening = true;
     loop {
         while let Some(request) = engine.lock.poll_request() {
@@ -220,7 +231,6 @@ async fn drive(
         let now = engine.now();
         engine.lock.handle_timeout(now);
     }
-    shared.finish();
 }
 
 async fn sleep_until(t: Option<std::time::Instant>) {

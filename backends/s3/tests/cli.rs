@@ -154,6 +154,13 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
         (vec!["--bogus", &url, "true"], 100, "--bogus"),
         (vec![&url], 100, "no program"),
         (vec!["--timeout", "soon", &url, "true"], 100, "duration"),
+        (vec!["--lease", "3s", &url, "true"], 100, "--kill-after"),
+        (vec!["--lease", "5ms", &url, "true"], 100, "too short"),
+        (
+            vec!["--endpoint", "localhost:9000", &url, "true"],
+            100,
+            "endpoint",
+        ),
         (
             vec!["s3://no-such-bucket-sets3lock/k", "true"],
             111,
@@ -284,7 +291,7 @@ fn sigkill_leaves_the_lock_and_a_waiter_takes_over_after_the_lease_not_before() 
     let key = support::fresh_key("cli-kill");
     let url = s.url(&key);
     let holder = TestCommand::new(&s)
-        .args(["--lease", "3s", &url, "sleep", "60"])
+        .args(["--lease", "3s", "--kill-after", "1s", &url, "sleep", "60"])
         .spawn();
     std::thread::sleep(Duration::from_millis(1500));
     kill(&holder, nix::sys::signal::Signal::SIGKILL);
@@ -316,7 +323,7 @@ fn a_lock_lost_while_running_stops_the_program_with_112() {
                 "--lease",
                 "3s",
                 "--kill-after",
-                "2s",
+                "1s",
                 &url,
                 "sh",
                 "-c",
@@ -434,4 +441,61 @@ fn help_version_and_completions() {
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains("sets3lock"));
     let _ = std::io::stdout().flush();
+}
+
+#[test]
+fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-blackout");
+    let url = s.url(&key);
+    let proxy = support::proxy::LossyProxy::start(&s.endpoint);
+    let dir = std::env::temp_dir().join(format!("sets3lock-blackout-{}", support::rand_u64()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let witness = dir.join("witness");
+    // The holder reaches S3 through the proxy; its program notes when it is stopped.
+    let script = format!(
+        "trap 'echo stopped $(date +%s.%N) >> {w}; kill $!; exit 0' TERM; sleep 60 & wait",
+        w = witness.display()
+    );
+    let holder = TestCommand::new(&s)
+        .args([
+            "--lease",
+            "3s",
+            "--kill-after",
+            "1s",
+            "--endpoint",
+            &proxy.endpoint,
+            &url,
+            "sh",
+            "-c",
+            &script,
+        ])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    proxy.blackout(); // renewals now go unanswered (and are even applied)
+                      // A waiter that reaches S3 directly.
+    let waiter_script = format!("echo acquired $(date +%s.%N) >> {w}", w = witness.display());
+    let waiter = TestCommand::new(&s)
+        .args(["-q", &url, "sh", "-c", &waiter_script])
+        .spawn();
+    let o = holder.wait_with_output().expect("holder");
+    assert_eq!(code(&o), 112, "{}", stderr(&o));
+    // (A second line may say that the release could not be confirmed: S3 is unreachable.)
+    assert!(
+        stderr(&o)
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("no renewal got through")),
+        "{}",
+        stderr(&o)
+    );
+    let w = waiter.wait_with_output().expect("waiter");
+    assert_eq!(code(&w), 0, "{}", stderr(&w));
+    let log = std::fs::read_to_string(&witness).expect("witness");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines.len() == 2 && lines[0].starts_with("stopped") && lines[1].starts_with("acquired"),
+        "the program must stop before the next holder starts: {log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,7 @@
 //! shape of a lost reply, for the real server and the mock alike.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -12,6 +12,7 @@ pub struct LossyProxy {
     pub endpoint: String,
     drop_on: Arc<Mutex<BTreeSet<usize>>>,
     accepted: Arc<AtomicUsize>,
+    blackout: Arc<AtomicBool>,
 }
 
 impl LossyProxy {
@@ -26,7 +27,8 @@ impl LossyProxy {
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
         let drop_on = Arc::new(Mutex::new(BTreeSet::new()));
         let accepted = Arc::new(AtomicUsize::new(0));
-        let (d, a) = (drop_on.clone(), accepted.clone());
+        let blackout = Arc::new(AtomicBool::new(false));
+        let (d, a, b) = (drop_on.clone(), accepted.clone(), blackout.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -41,6 +43,7 @@ impl LossyProxy {
                     let n = a.fetch_add(1, Ordering::SeqCst) + 1;
                     let lose = d.lock().map(|s| s.contains(&n)).unwrap_or(false);
                     let upstream = upstream.clone();
+                    let b = b.clone();
                     tokio::spawn(async move {
                         let Ok(server) = TcpStream::connect(&upstream).await else {
                             return;
@@ -56,7 +59,20 @@ impl LossyProxy {
                             while matches!(sr.read(&mut sink).await, Ok(n) if n > 0) {}
                             let _ = up.await;
                         } else {
-                            let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                            // Forward the answers, unless a blackout has begun.
+                            let mut buf = vec![0u8; 16 * 1024];
+                            loop {
+                                match sr.read(&mut buf).await {
+                                    Ok(n) if n > 0 => {
+                                        if !b.load(Ordering::SeqCst)
+                                            && cw.write_all(&buf[..n]).await.is_err()
+                                        {
+                                            break;
+                                        }
+                                    }
+                                    _ => break,
+                                }
+                            }
                             let _ = cw.shutdown().await;
                             up.abort();
                         }
@@ -68,7 +84,14 @@ impl LossyProxy {
             endpoint,
             drop_on,
             accepted,
+            blackout,
         }
+    }
+
+    /// From now on every reply, on every connection, is lost (the server still applies the
+    /// requests): a network that fails while a lock is held.
+    pub fn blackout(&self) {
+        self.blackout.store(true, Ordering::SeqCst);
     }
 
     /// Loses every reply on the `n`th connection from now (1 = the next one).

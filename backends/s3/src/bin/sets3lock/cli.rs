@@ -71,9 +71,9 @@ pub(crate) struct S3Flags {
     /// Region to sign for (or AWS_REGION; default us-east-1).
     #[arg(long)]
     pub(crate) region: Option<String>,
-    /// Path-style addressing (default: on when an endpoint is given).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub(crate) path_style: Option<bool>,
+    /// Path-style addressing (the default when an endpoint is given).
+    #[arg(long)]
+    pub(crate) path_style: bool,
     /// Profile in ~/.aws/credentials and ~/.aws/config (or AWS_PROFILE).
     #[arg(long)]
     pub(crate) profile: Option<String>,
@@ -105,9 +105,9 @@ pub(crate) enum Command {
     },
     /// Probe whether a store can protect a lock, with throw-away keys under a prefix.
     Doctor {
-        /// Parallel conditional PUTs in the race check.
-        #[arg(long, default_value_t = 20)]
-        racers: usize,
+        /// Parallel conditional PUTs in the race check (2 to 200).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(2..=200))]
+        racers: u16,
         #[command(flatten)]
         s3: S3Flags,
         /// Where to put the probe keys: s3://bucket/prefix/.
@@ -126,6 +126,28 @@ pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+/// The lease must be 0 or at least 10 ms, and the program must be dead before the lease can
+/// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
+/// before the end of validity, which must come after the next renewal is due.
+pub(crate) fn check_timing(run: &Run) -> Result<(), String> {
+    let config = sets3lock::Config {
+        lease: run.lease,
+        ..sets3lock::Config::default()
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    if run.lease.is_zero() {
+        return Ok(());
+    }
+    let room = config.validity().saturating_sub(config.renew_interval());
+    if run.kill_after >= room {
+        return Err(format!(
+            "--kill-after {:?} is too long for --lease {:?}: the program must be stopped before the lease can expire; use less than {:?}, or a longer lease",
+            run.kill_after, run.lease, room
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `30s`, `5m`, `1h30m`, `1.5s`, `250ms`, or `0`.

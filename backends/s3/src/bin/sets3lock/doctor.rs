@@ -17,18 +17,18 @@ enum Verdict {
     Error(String),
 }
 
-pub(crate) fn doctor(url: &str, options: &S3Options, racers: usize) -> u8 {
+pub(crate) fn doctor(url: &str, options: &S3Options, racers: u16) -> u8 {
     let (bucket, prefix) = match parse_prefix(url) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sets3lock: {e}");
+            say!("sets3lock: {e}");
             return crate::exit_codes::USAGE;
         }
     };
     let client = match Client::new(&bucket, options) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("sets3lock: {e}");
+            say!("sets3lock: {e}");
             return CANNOT_LOCK;
         }
     };
@@ -49,7 +49,7 @@ pub(crate) fn doctor(url: &str, options: &S3Options, racers: usize) -> u8 {
         ),
         (
             "exactly one of many parallel conditional PUTs wins",
-            race(&client, &key("race"), racers.max(2)),
+            race(&client, &key("race"), usize::from(racers)),
         ),
     ];
     let (mut failed, mut errors) = (0, 0);

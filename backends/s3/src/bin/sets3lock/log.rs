@@ -32,9 +32,9 @@ impl Log {
     fn line(&self, what: &str) {
         let t = self.started.elapsed().as_secs_f64();
         if self.colour {
-            eprintln!("\x1b[2m{t:8.3}s\x1b[0m sets3lock: {what}");
+            say!("\x1b[2m{t:8.3}s\x1b[0m sets3lock: {what}");
         } else {
-            eprintln!("{t:8.3}s sets3lock: {what}");
+            say!("{t:8.3}s sets3lock: {what}");
         }
     }
 
@@ -78,7 +78,7 @@ impl Log {
                     *w = Some(text.clone());
                 }
                 if !self.quiet {
-                    eprintln!("sets3lock: {text}");
+                    say!("sets3lock: {text}");
                 }
             }
             Observation::Event(e) if self.verbose => self.line(&format!("{e:?}")),
@@ -93,7 +93,7 @@ impl Log {
         }
         if let Ok(w) = self.waiting_on.lock() {
             if let Some(text) = &*w {
-                eprintln!("sets3lock: still {text}");
+                say!("sets3lock: still {text}");
             }
         }
     }

@@ -3,6 +3,15 @@
 
 #![forbid(unsafe_code)]
 
+/// `eprintln!` that cannot panic: if stderr is gone (a closed pipe), the message is dropped,
+/// and the lock and the program are still handled.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod doctor;
 mod exit_codes;
@@ -44,13 +53,13 @@ fn clap_exit(e: clap::Error) -> u8 {
         .collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    eprintln!("sets3lock: {message} (usage: {}; see --help)", cli::USAGE);
+    say!("sets3lock: {message} (usage: {}; see --help)", cli::USAGE);
     USAGE
 }
 
 fn parse_url(url: &str) -> Result<LockUrl, u8> {
     LockUrl::parse(url).map_err(|e| {
-        eprintln!("sets3lock: {e}");
+        say!("sets3lock: {e}");
         USAGE
     })
 }
@@ -68,14 +77,24 @@ fn run_mode(args: &[OsString]) -> u8 {
         Err(code) => return code,
     };
     if program.is_empty() {
-        eprintln!("sets3lock: no program to run: usage: {}", cli::USAGE);
+        say!("sets3lock: no program to run: usage: {}", cli::USAGE);
         return USAGE;
+    }
+    if let Err(problem) = cli::check_timing(&run) {
+        say!("sets3lock: {problem}");
+        return USAGE;
+    }
+    if let Some(endpoint) = &run.s3.endpoint {
+        if let Err(e) = sets3lock_s3::parse_endpoint(endpoint) {
+            say!("sets3lock: {e}");
+            return USAGE;
+        }
     }
     let unavailable = if run.exit_zero { OK } else { CANNOT_LOCK };
     let options = match options::s3_options(&run.s3) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("sets3lock: {e}");
+            say!("sets3lock: {e}");
             return unavailable;
         }
     };
@@ -86,7 +105,7 @@ fn run_mode(args: &[OsString]) -> u8 {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("sets3lock: cannot start: {e}");
+            say!("sets3lock: cannot start: {e}");
             return CANNOT_LOCK;
         }
     };
@@ -100,7 +119,7 @@ fn command(args: &[OsString]) -> u8 {
     };
     let s3 = |flags: &cli::S3Flags| {
         options::s3_options(flags).map_err(|e| {
-            eprintln!("sets3lock: {e}");
+            say!("sets3lock: {e}");
             CANNOT_LOCK
         })
     };
@@ -120,7 +139,7 @@ fn command(args: &[OsString]) -> u8 {
             let etag = match sets3lock::ETag::parse(&etag) {
                 Ok(e) => e,
                 Err(e) => {
-                    eprintln!("sets3lock: {e}");
+                    say!("sets3lock: {e}");
                     return USAGE;
                 }
             };

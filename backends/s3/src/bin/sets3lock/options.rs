@@ -55,7 +55,9 @@ pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
     if let Some(r) = &flags.region {
         options.region = r.clone();
     }
-    options.path_style = flags.path_style;
+    if flags.path_style {
+        options.path_style = Some(true);
+    }
     Ok(options)
 }
 

@@ -49,7 +49,7 @@ pub(crate) async fn run(
     let mut signals = match catch_signals() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("sets3lock: cannot handle signals: {e}");
+            say!("sets3lock: cannot handle signals: {e}");
             return CANNOT_LOCK;
         }
     };
@@ -60,7 +60,7 @@ pub(crate) async fn run(
     let locker = match Locker::new(&url.to_string(), options) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("sets3lock: {url}: {e}");
+            say!("sets3lock: {url}: {e}");
             return unavailable;
         }
     };
@@ -82,8 +82,8 @@ pub(crate) async fn run(
                 // Dropping the acquisition cancels it; shutdown waits for any write of ours
                 // that lands to be removed.
                 drop(acquiring);
-                locker.shutdown().await;
-                eprintln!("sets3lock: {url}: {sig} while waiting for the lock: stopped");
+                finish(&locker, &url).await;
+                say!("sets3lock: {url}: {sig} while waiting for the lock: stopped");
                 return signalled(sig as i32);
             }
             _ = reminder.tick() => log.remind(),
@@ -92,15 +92,15 @@ pub(crate) async fn run(
     let held = match held {
         Ok(h) => h,
         Err(e) => {
-            locker.shutdown().await;
+            finish(&locker, &url).await;
             match &e {
                 // As setlock: with -x, not getting the lock is not worth a word.
                 Error::Busy { .. } | Error::TimedOut { .. } => {
                     if !args.quiet && !args.exit_zero {
-                        eprintln!("sets3lock: {url}: {e}");
+                        say!("sets3lock: {url}: {e}");
                     }
                 }
-                _ => eprintln!("sets3lock: {url}: {e}"),
+                _ => say!("sets3lock: {url}: {e}"),
             }
             return unavailable;
         }
@@ -110,6 +110,7 @@ pub(crate) async fn run(
     // ---- run the program ----
     let mut command = tokio::process::Command::new(&program[0]);
     command
+        .kill_on_drop(true) // if we unwind, the program must not run on unsupervised
         .args(&program[1..])
         .env("SETS3LOCK_URL", url.to_string())
         .env("SETS3LOCK_OWNER", held.owner().to_string())
@@ -122,18 +123,21 @@ pub(crate) async fn run(
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!(
+            say!(
                 "sets3lock: cannot run {}: {e}",
                 program[0].to_string_lossy()
             );
             report_release(&url, held.release().await);
-            locker.shutdown().await;
+            finish(&locker, &url).await;
             return CANNOT_LOCK;
         }
     };
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
-    let mut lost = None;
+    let mut stopped = false;
     let status = loop {
+        // SIGKILL must land before the hold's validity ends, so SIGTERM goes `--kill-after`
+        // earlier; a renewal moves the deadline on.
+        let stop_at = stop_deadline(&held, args.kill_after);
         tokio::select! {
             status = child.wait() => break status,
             Some(sig) = signals.recv() => {
@@ -141,35 +145,32 @@ pub(crate) async fn run(
                     let _ = kill(pid, sig);
                 }
             }
-            loss = held.lost(), if lost.is_none() => {
-                eprintln!(
-                    "sets3lock: {url}: {}: stopping the program (SIGTERM, then SIGKILL after {:?})",
-                    describe(&loss),
+            loss = held.lost() => {
+                stopped = true;
+                break stop(&url, &describe(&loss), &mut child, pid, args.kill_after).await;
+            }
+            _ = sleep_until(stop_at) => {
+                if stop_deadline(&held, args.kill_after) != stop_at {
+                    continue; // renewed meanwhile
+                }
+                stopped = true;
+                let why = format!(
+                    "no renewal got through and the lease runs out in {:?}",
                     args.kill_after
                 );
-                if let Some(pid) = pid {
-                    let _ = kill(pid, Signal::SIGTERM);
-                }
-                lost = Some(loss);
-                match tokio::time::timeout(args.kill_after, child.wait()).await {
-                    Ok(status) => break status,
-                    Err(_) => {
-                        let _ = child.start_kill();
-                        break child.wait().await;
-                    }
-                }
+                break stop(&url, &why, &mut child, pid, args.kill_after).await;
             }
         }
     };
 
     // ---- release, whatever happened ----
-    if lost.is_none() {
-        report_release(&url, held.release().await);
+    if stopped {
+        drop(held); // released in the background if still ours; shutdown waits for it
     } else {
-        drop(held);
+        report_release(&url, held.release().await);
     }
-    locker.shutdown().await;
-    if lost.is_some() {
+    finish(&locker, &url).await;
+    if stopped {
         return LOST;
     }
     match status {
@@ -179,9 +180,59 @@ pub(crate) async fn run(
             (None, None) => CANNOT_LOCK,
         },
         Err(e) => {
-            eprintln!("sets3lock: waiting for the program failed: {e}");
+            say!("sets3lock: waiting for the program failed: {e}");
             CANNOT_LOCK
         }
+    }
+}
+
+/// When the stop sequence must start if no renewal lands: `kill_after` before validity ends.
+fn stop_deadline(
+    held: &sets3lock_s3::tokio::Held,
+    kill_after: Duration,
+) -> Option<std::time::Instant> {
+    held.valid_until().map(|v| {
+        v.checked_sub(kill_after)
+            .unwrap_or_else(std::time::Instant::now)
+    })
+}
+
+async fn sleep_until(t: Option<std::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGTERM, then SIGKILL after `kill_after`; returns the program's status.
+async fn stop(
+    url: &LockUrl,
+    why: &str,
+    child: &mut tokio::process::Child,
+    pid: Option<Pid>,
+    kill_after: Duration,
+) -> std::io::Result<std::process::ExitStatus> {
+    say!("sets3lock: {url}: {why}: stopping the program (SIGTERM, then SIGKILL after {kill_after:?})");
+    if let Some(pid) = pid {
+        let _ = kill(pid, Signal::SIGTERM);
+    }
+    match tokio::time::timeout(kill_after, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    }
+}
+
+/// Waits for the background driver to finish its release or cleanup, but not forever: with
+/// S3 unreachable each attempt takes a request timeout, and the lease covers what is left.
+async fn finish(locker: &Locker, url: &LockUrl) {
+    if tokio::time::timeout(Duration::from_secs(30), locker.shutdown())
+        .await
+        .is_err()
+    {
+        say!("sets3lock: {url}: could not confirm the release in 30s; the lock expires after its lease");
     }
 }
 
@@ -203,15 +254,13 @@ fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
     match result {
         Ok(ReleaseOutcome::Deleted) => {}
         Ok(ReleaseOutcome::TakenOver) => {
-            eprintln!(
-                "sets3lock: {url}: at release the lock belonged to someone else; left it alone"
-            )
+            say!("sets3lock: {url}: at release the lock belonged to someone else; left it alone")
         }
         Ok(ReleaseOutcome::AlreadyGone) => {
-            eprintln!("sets3lock: {url}: at release the lock was already gone")
+            say!("sets3lock: {url}: at release the lock was already gone")
         }
         Err(e) => {
-            eprintln!("sets3lock: {url}: release failed: {e} (the lock expires after its lease)")
+            say!("sets3lock: {url}: release failed: {e} (the lock expires after its lease)")
         }
     }
 }

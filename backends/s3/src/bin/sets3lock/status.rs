@@ -8,7 +8,7 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
     let result = Client::new(url.bucket(), options).and_then(|c| c.status(url.key()));
     match result {
         Err(e) => {
-            eprintln!("sets3lock: {url}: {e}");
+            say!("sets3lock: {url}: {e}");
             CANNOT_LOCK
         }
         Ok(None) => {

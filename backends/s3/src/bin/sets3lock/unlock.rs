@@ -10,7 +10,7 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
     let client = match Client::new(url.bucket(), options) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("sets3lock: {url}: {e}");
+            say!("sets3lock: {url}: {e}");
             return CANNOT_LOCK;
         }
     };
@@ -30,7 +30,7 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
                 OK
             }
             Ok(Some((current, holder))) => {
-                eprintln!(
+                say!(
                     "sets3lock: {url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
@@ -38,18 +38,16 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
                 NO
             }
             Err(e) => {
-                eprintln!(
-                    "sets3lock: {url}: not deleted (ETag mismatch), and reading it failed: {e}"
-                );
+                say!("sets3lock: {url}: not deleted (ETag mismatch), and reading it failed: {e}");
                 NO
             }
         },
         Response::Refused(e) => {
-            eprintln!("sets3lock: {url}: {e}");
+            say!("sets3lock: {url}: {e}");
             CANNOT_LOCK
         }
         other => {
-            eprintln!("sets3lock: {url}: the delete's outcome is unknown ({other:?}); run sets3lock status");
+            say!("sets3lock: {url}: the delete's outcome is unknown ({other:?}); run sets3lock status");
             CANNOT_LOCK
         }
     }
