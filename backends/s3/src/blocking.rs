@@ -1,5 +1,6 @@
 //! The blocking driver: the core run by a thread.
 
+use crate::clock::{nap_until, Stamp};
 use crate::engine::Engine;
 use crate::hold::{acquire_outcome, loss_of, loss_settled, release_outcome, Loss, WaitFor};
 use crate::http::{blocking_client, send_blocking};
@@ -118,26 +119,27 @@ impl Held {
         &self.url
     }
 
-    /// When the hold stops being valid unless a renewal lands first (`None` with a zero
-    /// lease, or once the hold has ended).
-    pub fn valid_until(&self) -> Option<std::time::Instant> {
+    /// How long the hold stays valid unless a renewal lands first, by a clock that counts
+    /// through system suspend (`None` with a zero lease, or once the hold has ended).
+    pub fn remaining_validity(&self) -> Option<std::time::Duration> {
         let s = self.shared.get();
-        matches!(s.phase, Phase::Held)
+        let until = matches!(s.phase, Phase::Held)
             .then_some(s.valid_until)
-            .flatten()
+            .flatten()?;
+        Some(until.since(Stamp::now()))
     }
 
     /// Whether the lock is held and valid now.
     pub fn is_held(&self) -> bool {
-        self.shared.get().is_held(std::time::Instant::now())
+        self.shared.get().is_held(Stamp::now())
     }
 
     /// Blocks until the lock is lost or expires, or until `timeout` passes (then `None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
-        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let deadline = timeout.map(|t| Stamp::now().plus(t));
         loop {
             let s = self.shared.get();
-            let now = std::time::Instant::now();
+            let now = Stamp::now();
             if let Some(loss) = loss_of(&s, now) {
                 return Some(loss);
             }
@@ -204,11 +206,11 @@ fn drive(
         if engine.lock.is_idle() {
             break;
         }
-        let wait = engine.lock.poll_timeout().map(|t| {
-            engine
-                .to_std(t)
-                .saturating_duration_since(std::time::Instant::now())
-        });
+        // At most a second at a time (see `clock`).
+        let wait = engine
+            .lock
+            .poll_timeout()
+            .map(|t| nap_until(engine.to_stamp(t)));
         let command = match (listening, wait) {
             (true, Some(w)) => commands.recv_timeout(w),
             (true, None) => commands.recv().map_err(|_| RecvTimeoutError::Disconnected),

@@ -1,5 +1,6 @@
 //! The part of a driver that does not wait: the core, the clock, the signing.
 
+use crate::clock::Stamp;
 use crate::request::{presign, HttpRequest};
 use crate::target::{hostname, Target};
 use crate::{Error, S3Options};
@@ -9,7 +10,7 @@ use std::sync::Arc;
 pub(crate) struct Engine {
     pub(crate) lock: Lock,
     target: Arc<Target>,
-    origin: std::time::Instant,
+    origin: Stamp,
     observer: Option<crate::Observer>,
 }
 
@@ -28,14 +29,14 @@ impl Engine {
         Ok(Engine {
             lock: Lock::new(config, seed)?,
             target,
-            origin: std::time::Instant::now(),
+            origin: Stamp::now(),
             observer: options.observer.clone(),
         })
     }
 
-    /// The core's clock: monotonic, from this driver's start.
+    /// The core's clock: the suspend-aware clock, from this driver's start.
     pub(crate) fn now(&self) -> Instant {
-        Instant::from_duration(self.origin.elapsed())
+        Instant::from_duration(Stamp::now().since(self.origin))
     }
 
     /// Wall-clock milliseconds, for the record only.
@@ -46,9 +47,9 @@ impl Engine {
             .unwrap_or(0)
     }
 
-    /// A core instant on the process's monotonic clock.
-    pub(crate) fn to_std(&self, t: Instant) -> std::time::Instant {
-        self.origin + t.since_origin()
+    /// A core instant on the drivers' clock.
+    pub(crate) fn to_stamp(&self, t: Instant) -> Stamp {
+        self.origin.plus(t.since_origin())
     }
 
     pub(crate) fn observe(&self, o: crate::Observation<'_>) {
@@ -73,7 +74,7 @@ impl Engine {
     pub(crate) fn publish(&mut self, shared: &crate::state::Shared) {
         while let Some(event) = self.lock.poll_event() {
             self.observe(crate::Observation::Event(&event));
-            shared.apply(&event, |t| self.to_std(t));
+            shared.apply(&event, |t| self.to_stamp(t));
         }
     }
 

@@ -72,12 +72,12 @@ fn end_error(end: &End) -> Error {
 }
 
 /// Whether waiting for a loss is over: the hold ended, or its validity moved (a renewal).
-pub(crate) fn loss_settled(s: &Snapshot, valid_until: Option<std::time::Instant>) -> bool {
+pub(crate) fn loss_settled(s: &Snapshot, valid_until: Option<crate::clock::Stamp>) -> bool {
     !matches!(s.phase, Phase::Held) || s.valid_until != valid_until
 }
 
 /// The loss a snapshot shows at `now`, if any.
-pub(crate) fn loss_of(s: &Snapshot, now: std::time::Instant) -> Option<Loss> {
+pub(crate) fn loss_of(s: &Snapshot, now: crate::clock::Stamp) -> Option<Loss> {
     match &s.phase {
         Phase::Held if s.is_held(now) => None,
         Phase::Held => Some(Loss::Expired),

@@ -17,6 +17,7 @@
 
 pub mod blocking;
 mod client;
+mod clock;
 mod engine;
 mod error;
 mod hold;

@@ -1,13 +1,14 @@
 //! What a held lock's handle can see, shared between the driver and the handle.
 //!
 //! The driver writes, the handle reads; the blocking handle waits on a condition variable,
-//! the async handle on a `Notify`. Validity is checked against the monotonic clock by the
+//! the async handle on a `Notify`. Validity is checked against the suspend-aware clock by the
 //! reader too, so a handle reports expiry on time even while its driver is stuck in a slow
-//! request.
+//! request, or has just woken from a suspend. Waits with a deadline wake at least every second
+//! to re-read that clock.
 
+use crate::clock::{nap_until, Stamp};
 use sets3lock::{ETag, Event, LostReason, NotAcquired, OwnerId, ReleaseOutcome};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Instant;
 
 /// Where a lock stands, as its handle sees it.
 #[derive(Clone, Debug)]
@@ -34,14 +35,14 @@ pub(crate) struct Snapshot {
     pub(crate) phase: Phase,
     pub(crate) owner: Option<OwnerId>,
     pub(crate) etag: Option<ETag>,
-    pub(crate) valid_until: Option<Instant>,
+    pub(crate) valid_until: Option<Stamp>,
     /// The driver has finished: nothing more will change.
     pub(crate) finished: bool,
 }
 
 impl Snapshot {
     /// Whether the hold is valid at `now`.
-    pub(crate) fn is_held(&self, now: Instant) -> bool {
+    pub(crate) fn is_held(&self, now: Stamp) -> bool {
         matches!(self.phase, Phase::Held) && self.valid_until.is_none_or(|v| now < v)
     }
 }
@@ -87,8 +88,8 @@ impl Shared {
         self.snapshot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Applies a core event; `to_std` converts the core's instants to the monotonic clock.
-    pub(crate) fn apply(&self, event: &Event, to_std: impl Fn(sets3lock::Instant) -> Instant) {
+    /// Applies a core event; `to_stamp` converts the core's instants to the drivers' clock.
+    pub(crate) fn apply(&self, event: &Event, to_stamp: impl Fn(sets3lock::Instant) -> Stamp) {
         let mut s = self.lock();
         match event {
             Event::Acquired {
@@ -100,11 +101,11 @@ impl Shared {
                 s.phase = Phase::Held;
                 s.owner = Some(*owner);
                 s.etag = Some(etag.clone());
-                s.valid_until = valid_until.map(&to_std);
+                s.valid_until = valid_until.map(&to_stamp);
             }
             Event::Renewed { etag, valid_until } => {
                 s.etag = Some(etag.clone());
-                s.valid_until = valid_until.map(&to_std);
+                s.valid_until = valid_until.map(&to_stamp);
             }
             Event::NotAcquired { reason } => {
                 s.phase = Phase::Ended(End::NotAcquired(reason.clone()))
@@ -141,7 +142,7 @@ impl Shared {
     pub(crate) fn wait_blocking(
         &self,
         done: impl Fn(&Snapshot) -> bool,
-        deadline: Option<Instant>,
+        deadline: Option<Stamp>,
     ) -> Snapshot {
         let mut s = self.lock();
         loop {
@@ -151,13 +152,12 @@ impl Shared {
             match deadline {
                 None => s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
+                    if Stamp::now() >= d {
                         return s.clone();
                     }
                     s = self
                         .changed
-                        .wait_timeout(s, d - now)
+                        .wait_timeout(s, nap_until(d))
                         .unwrap_or_else(|e| e.into_inner())
                         .0;
                 }
@@ -169,7 +169,7 @@ impl Shared {
     pub(crate) async fn wait_async(
         &self,
         done: impl Fn(&Snapshot) -> bool,
-        deadline: Option<Instant>,
+        deadline: Option<Stamp>,
     ) -> Snapshot {
         loop {
             let notified = self.notify.notified();
@@ -182,9 +182,10 @@ impl Shared {
             match deadline {
                 None => notified.await,
                 Some(d) => {
-                    if tokio::time::timeout_at(d.into(), notified).await.is_err() {
-                        return self.get();
+                    if Stamp::now() >= d {
+                        return s;
                     }
+                    let _ = tokio::time::timeout(nap_until(d), notified).await;
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! The async driver: the core run by a tokio task.
 
+use crate::clock::{nap_until, Stamp};
 use crate::engine::Engine;
 use crate::hold::{acquire_outcome, loss_of, loss_settled, release_outcome, Loss, WaitFor};
 use crate::http::{async_client, send_async};
@@ -142,18 +143,19 @@ impl Held {
         &self.url
     }
 
-    /// When the hold stops being valid unless a renewal lands first (`None` with a zero
-    /// lease, or once the hold has ended).
-    pub fn valid_until(&self) -> Option<std::time::Instant> {
+    /// How long the hold stays valid unless a renewal lands first, by a clock that counts
+    /// through system suspend (`None` with a zero lease, or once the hold has ended).
+    pub fn remaining_validity(&self) -> Option<std::time::Duration> {
         let s = self.shared.get();
-        matches!(s.phase, Phase::Held)
+        let until = matches!(s.phase, Phase::Held)
             .then_some(s.valid_until)
-            .flatten()
+            .flatten()?;
+        Some(until.since(Stamp::now()))
     }
 
     /// Whether the lock is held and valid now.
     pub fn is_held(&self) -> bool {
-        self.shared.get().is_held(std::time::Instant::now())
+        self.shared.get().is_held(Stamp::now())
     }
 
     /// Resolves when the lock is lost or expires: stop relying on it then. Never resolves
@@ -161,7 +163,7 @@ impl Held {
     pub async fn lost(&self) -> Loss {
         loop {
             let s = self.shared.get();
-            if let Some(loss) = loss_of(&s, std::time::Instant::now()) {
+            if let Some(loss) = loss_of(&s, Stamp::now()) {
                 return loss;
             }
             let valid_until = s.valid_until;
@@ -219,9 +221,9 @@ async fn drive(
         if engine.lock.is_idle() {
             break;
         }
-        let wake = engine.lock.poll_timeout().map(|t| engine.to_std(t));
+        let wake = engine.lock.poll_timeout().map(|t| engine.to_stamp(t));
         tokio::select! {
-            _ = sleep_until(wake) => {}
+            _ = nap(wake) => {}
             command = commands.recv(), if listening => {
                 // A command, or every handle gone: release either way.
                 listening = command.is_some();
@@ -233,9 +235,10 @@ async fn drive(
     }
 }
 
-async fn sleep_until(t: Option<std::time::Instant>) {
+/// Sleeps towards `t` (at most a second at a time: see `clock`); forever without one.
+async fn nap(t: Option<Stamp>) {
     match t {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
+        Some(t) => tokio::time::sleep(nap_until(t)).await,
         None => std::future::pending().await,
     }
 }

@@ -136,8 +136,11 @@ pub(crate) async fn run(
     let mut stopped = false;
     let status = loop {
         // SIGKILL must land before the hold's validity ends, so SIGTERM goes `--kill-after`
-        // earlier; a renewal moves the deadline on.
-        let stop_at = stop_deadline(&held, args.kill_after);
+        // earlier; a renewal moves the deadline on. Naps of at most a second re-read the
+        // suspend-aware clock.
+        let stop_in = held
+            .remaining_validity()
+            .map(|r| r.saturating_sub(args.kill_after));
         tokio::select! {
             status = child.wait() => break status,
             Some(sig) = signals.recv() => {
@@ -149,9 +152,9 @@ pub(crate) async fn run(
                 stopped = true;
                 break stop(&url, &describe(&loss), &mut child, pid, args.kill_after).await;
             }
-            _ = sleep_until(stop_at) => {
-                if stop_deadline(&held, args.kill_after) != stop_at {
-                    continue; // renewed meanwhile
+            _ = tokio::time::sleep(stop_in.unwrap_or_default().min(Duration::from_secs(1))), if stop_in.is_some() => {
+                if held.remaining_validity().is_none_or(|r| r > args.kill_after) {
+                    continue; // renewed meanwhile, or not yet due
                 }
                 stopped = true;
                 let why = format!(
@@ -183,24 +186,6 @@ pub(crate) async fn run(
             say!("sets3lock: waiting for the program failed: {e}");
             CANNOT_LOCK
         }
-    }
-}
-
-/// When the stop sequence must start if no renewal lands: `kill_after` before validity ends.
-fn stop_deadline(
-    held: &sets3lock_s3::tokio::Held,
-    kill_after: Duration,
-) -> Option<std::time::Instant> {
-    held.valid_until().map(|v| {
-        v.checked_sub(kill_after)
-            .unwrap_or_else(std::time::Instant::now)
-    })
-}
-
-async fn sleep_until(t: Option<std::time::Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
     }
 }
 
