@@ -73,6 +73,7 @@ fn contend(server: &'static str) {
                     "SETS3LOCK_WORKER",
                     format!("{server}|{}|{}", s.url(&key), witness.display()),
                 )
+                .stdout(std::process::Stdio::null())
                 .spawn()
                 .expect("spawn worker")
         })
