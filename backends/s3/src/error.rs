@@ -24,6 +24,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A named profile cannot be used.
+    #[error("AWS profile {profile:?}: {reason}")]
+    Profile {
+        /// The profile name.
+        profile: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The lock settings are unusable.
     #[error(transparent)]
     Config(#[from] sets3lock::ConfigError),

@@ -499,3 +499,37 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn credentials_from_a_named_profile() {
+    let Some(s) = seaweedfs() else { return };
+    let dir = std::env::temp_dir().join(format!("sets3lock-profile-{}", support::rand_u64()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("credentials");
+    std::fs::write(
+        &file,
+        format!("[default]\naws_access_key_id = nope\naws_secret_access_key = nope\n\n[ci]\naws_access_key_id = {}\naws_secret_access_key = {}\n", s.access_key, s.secret),
+    )
+    .expect("write");
+    let url = s.url(&support::fresh_key("cli-profile"));
+    let o = TestCommand::new(&s)
+        .env("AWS_ACCESS_KEY_ID", "")
+        .env("AWS_SECRET_ACCESS_KEY", "")
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            file.to_str().expect("utf-8 path"),
+        )
+        .args(["--profile", "ci", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = TestCommand::new(&s)
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            file.to_str().expect("utf-8 path"),
+        )
+        .args(["--profile", "missing", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "profile \"missing\"");
+    let _ = std::fs::remove_dir_all(&dir);
+}

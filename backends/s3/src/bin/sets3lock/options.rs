@@ -24,9 +24,9 @@ pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
                     None => Credentials::new(key.clone(), secret.clone()),
                 });
             } else if flags.profile.is_some() {
-                return Err(Error::InvalidEndpoint {
-                    endpoint: format!("profile {name}"),
-                    reason: "no aws_access_key_id/aws_secret_access_key for it in ~/.aws/credentials (SSO and assume-role profiles are not supported yet)".into(),
+                return Err(Error::Profile {
+                    profile: name.clone(),
+                    reason: "no aws_access_key_id and aws_secret_access_key for it in the credentials file (SSO, assume-role and process profiles are not supported yet)".into(),
                 });
             }
         }
