@@ -8,4 +8,4 @@ trap 'bash scripts/s3-server.sh stop "$server"' EXIT
 bash scripts/s3-server.sh start "$server"
 # shellcheck disable=SC1090
 . ".local/$server/env"
-BENCH_SERVER=$server BENCH_SVG=${BENCH_SVG:-handoff-gap.svg} cargo bench -p sets3lock-s3 --bench s3
+BENCH_SERVER=$server BENCH_SVG=${BENCH_SVG:-$PWD/handoff-gap.svg} cargo bench -p sets3lock-s3 --bench s3
