@@ -533,3 +533,25 @@ fn credentials_from_a_named_profile() {
     one_line(&o, "profile \"missing\"");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_signal_stops_the_wait_cleanly() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-wait-signal");
+    let url = s.url(&key);
+    let holder = TestCommand::new(&s).args([&url, "sleep", "4"]).spawn();
+    std::thread::sleep(Duration::from_millis(800));
+    let held_etag = s.raw_get(&key).map(|(e, _)| e);
+    let waiter = TestCommand::new(&s).args([&url, "echo", "ran"]).spawn();
+    std::thread::sleep(Duration::from_millis(800));
+    kill(&waiter, nix::sys::signal::Signal::SIGINT);
+    let o = waiter.wait_with_output().expect("waiter");
+    assert_eq!(code(&o), 130, "128 + SIGINT: {}", stderr(&o));
+    assert!(!stdout(&o).contains("ran"), "the program never ran");
+    assert_eq!(
+        s.raw_get(&key).map(|(e, _)| e),
+        held_etag,
+        "the holder's lock is untouched"
+    );
+    assert!(holder.wait_with_output().expect("holder").status.success());
+}
