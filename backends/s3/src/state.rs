@@ -41,6 +41,14 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// How long the hold stays valid after `now`, if it is held and has a lease.
+    pub(crate) fn remaining(&self, now: Stamp) -> Option<std::time::Duration> {
+        let until = matches!(self.phase, Phase::Held)
+            .then_some(self.valid_until)
+            .flatten()?;
+        Some(until.since(now))
+    }
+
     /// Whether the hold is valid at `now`.
     pub(crate) fn is_held(&self, now: Stamp) -> bool {
         matches!(self.phase, Phase::Held) && self.valid_until.is_none_or(|v| now < v)

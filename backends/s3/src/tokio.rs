@@ -146,11 +146,7 @@ impl Held {
     /// How long the hold stays valid unless a renewal lands first, by a clock that counts
     /// through system suspend (`None` with a zero lease, or once the hold has ended).
     pub fn remaining_validity(&self) -> Option<std::time::Duration> {
-        let s = self.shared.get();
-        let until = matches!(s.phase, Phase::Held)
-            .then_some(s.valid_until)
-            .flatten()?;
-        Some(until.since(Stamp::now()))
+        self.shared.get().remaining(Stamp::now())
     }
 
     /// Whether the lock is held and valid now.
