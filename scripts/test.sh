@@ -26,5 +26,8 @@ export SETS3LOCK_REQUIRE_S3=1
 echo "== workspace tests (unit, scenarios, simulation, conformance, doc tests)"
 cargo test --workspace --locked
 
+echo "== the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
+cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
+
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked

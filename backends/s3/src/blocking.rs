@@ -194,7 +194,10 @@ fn drive(
             requests.fetch_add(1, Ordering::Relaxed);
             engine.observe(crate::Observation::Sending(&request));
             let started = std::time::Instant::now();
-            let response = send_blocking(&client, engine.prepare(&request), kind);
+            let response = match engine.prepare(&request) {
+                Ok(prepared) => send_blocking(&client, prepared, kind),
+                Err(response) => response,
+            };
             engine.answer(&request, response, started.elapsed());
             engine.publish(&shared);
         }

@@ -23,7 +23,7 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Client {
     bucket: rusty_s3::Bucket,
-    credentials: rusty_s3::Credentials,
+    credentials: std::sync::Arc<dyn crate::CredentialSource>,
     expiry: Duration,
     http: reqwest::blocking::Client,
 }
@@ -42,9 +42,17 @@ impl Client {
 
     /// Sends one request on `key`.
     pub fn send(&self, key: &str, intent: &Intent) -> Response {
+        let credentials = match self.credentials.current() {
+            Ok(c) => c,
+            Err(why) => {
+                return Response::Ambiguous(sets3lock::Ambiguity::Connection {
+                    detail: format!("no credentials to sign with: {why}"),
+                })
+            }
+        };
         let request = presign_key(
             &self.bucket,
-            &self.credentials,
+            &credentials,
             self.expiry,
             key,
             intent,

@@ -78,8 +78,19 @@ impl Engine {
         }
     }
 
-    /// The request, presigned now.
-    pub(crate) fn prepare(&self, request: &Request) -> HttpRequest {
-        presign(&self.target, &request.intent, &jiff::Timestamp::now())
+    /// The request, presigned now, or (when the credential source has nothing to give) the
+    /// reply to feed back instead: a setback the core retries, since nothing was sent.
+    pub(crate) fn prepare(&self, request: &Request) -> Result<HttpRequest, sets3lock::Response> {
+        let credentials = self.target.credentials.current().map_err(|why| {
+            sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Connection {
+                detail: format!("no credentials to sign with: {why}"),
+            })
+        })?;
+        Ok(presign(
+            &self.target,
+            &credentials,
+            &request.intent,
+            &jiff::Timestamp::now(),
+        ))
     }
 }

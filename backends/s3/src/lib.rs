@@ -15,9 +15,12 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "aws-config")]
+mod aws;
 pub mod blocking;
 mod client;
 mod clock;
+mod credentials;
 mod engine;
 mod error;
 mod hold;
@@ -29,6 +32,7 @@ mod target;
 pub mod tokio;
 
 pub use client::Client;
+pub use credentials::CredentialSource;
 pub use error::Error;
 pub use hold::{Loss, WaitFor};
 pub use observe::{Observation, Observer};

@@ -22,10 +22,15 @@ pub struct HttpRequest {
 
 /// Presigns `intent` for the target, as if at `time` (the driver's wall clock: the signature
 /// needs it; the core never sees it).
-pub(crate) fn presign(target: &Target, intent: &Intent, time: &jiff::Timestamp) -> HttpRequest {
+pub(crate) fn presign(
+    target: &Target,
+    credentials: &rusty_s3::Credentials,
+    intent: &Intent,
+    time: &jiff::Timestamp,
+) -> HttpRequest {
     presign_key(
         &target.bucket,
-        &target.credentials,
+        credentials,
         target.expiry,
         target.url.key(),
         intent,
@@ -125,6 +130,10 @@ mod tests {
         .expect("target")
     }
 
+    fn creds() -> rusty_s3::Credentials {
+        rusty_s3::Credentials::new("AKID", "secret")
+    }
+
     fn signed_headers(url: &Url) -> String {
         url.query_pairs()
             .find(|(k, _)| k == "X-Amz-SignedHeaders")
@@ -138,6 +147,7 @@ mod tests {
         let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
         let r = presign(
             &t,
+            &creds(),
             &Intent::PutIfNoneMatch {
                 body: Bytes::from_static(b"{}"),
             },
@@ -160,6 +170,7 @@ mod tests {
         let etag = ETag::parse("abc").expect("etag");
         let put = presign(
             &t,
+            &creds(),
             &Intent::PutIfMatch {
                 etag: etag.clone(),
                 body: Bytes::new(),
@@ -168,7 +179,7 @@ mod tests {
         );
         assert_eq!(put.headers["if-match"], "\"abc\"");
         assert_eq!(signed_headers(&put.url), "content-type;host;if-match");
-        let del = presign(&t, &Intent::DeleteIfMatch { etag }, &time);
+        let del = presign(&t, &creds(), &Intent::DeleteIfMatch { etag }, &time);
         assert_eq!(del.method, Method::DELETE);
         assert_eq!(del.headers["if-match"], "\"abc\"");
         assert_eq!(del.headers["content-length"], "0");
@@ -181,6 +192,7 @@ mod tests {
         let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
         let plain = presign(
             &t,
+            &creds(),
             &Intent::Get {
                 if_none_match: None,
             },
@@ -190,6 +202,7 @@ mod tests {
         assert!(plain.headers.is_empty());
         let cond = presign(
             &t,
+            &creds(),
             &Intent::Get {
                 if_none_match: Some(ETag::parse("e").expect("etag")),
             },

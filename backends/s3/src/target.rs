@@ -30,8 +30,12 @@ pub struct S3Options {
     /// Path-style addressing (`endpoint/bucket/key`). `None`: on for custom endpoints and for
     /// bucket names with dots, virtual-host style otherwise.
     pub path_style: Option<bool>,
-    /// The credentials; `None` fails with [`Error::MissingCredentials`] when the lock is opened.
+    /// The credentials; `None` (and no `credential_source`) fails with
+    /// [`Error::MissingCredentials`] when the lock is opened.
     pub credentials: Option<Credentials>,
+    /// A provider asked before every request (refreshing temporary credentials); takes
+    /// precedence over `credentials`.
+    pub credential_source: Option<std::sync::Arc<dyn crate::CredentialSource>>,
     /// How long one request may take before its outcome counts as unknown. Generous by
     /// default (20 s): some S3-compatible servers answer losers of a race seconds apart.
     pub request_timeout: Duration,
@@ -50,6 +54,7 @@ impl Default for S3Options {
             region: "us-east-1".into(),
             path_style: None,
             credentials: None,
+            credential_source: None,
             request_timeout: Duration::from_secs(20),
             presign_expiry: Duration::from_secs(60),
             lock: sets3lock::Config::default(),
@@ -115,7 +120,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<Url, Error> {
 pub(crate) struct Target {
     pub(crate) url: LockUrl,
     pub(crate) bucket: Bucket,
-    pub(crate) credentials: Credentials,
+    pub(crate) credentials: std::sync::Arc<dyn crate::CredentialSource>,
     pub(crate) expiry: Duration,
 }
 
@@ -132,12 +137,13 @@ impl Target {
 }
 
 /// A bucket as rusty-s3 addresses it, and the credentials to sign with.
-pub(crate) fn bucket_of(name: &str, options: &S3Options) -> Result<(Bucket, Credentials), Error> {
+pub(crate) fn bucket_of(
+    name: &str,
+    options: &S3Options,
+) -> Result<(Bucket, std::sync::Arc<dyn crate::CredentialSource>), Error> {
     {
-        let credentials = options
-            .credentials
-            .clone()
-            .ok_or(Error::MissingCredentials)?;
+        let credentials =
+            crate::credentials::source_of(options).ok_or(Error::MissingCredentials)?;
         let (endpoint, custom) = match &options.endpoint {
             Some(e) => (e.clone(), true),
             None => {

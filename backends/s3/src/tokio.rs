@@ -209,7 +209,10 @@ async fn drive(
             requests.fetch_add(1, Ordering::Relaxed);
             engine.observe(crate::Observation::Sending(&request));
             let started = std::time::Instant::now();
-            let response = send_async(&client, engine.prepare(&request), kind).await;
+            let response = match engine.prepare(&request) {
+                Ok(prepared) => send_async(&client, prepared, kind).await,
+                Err(response) => response,
+            };
             engine.answer(&request, response, started.elapsed());
             engine.publish(&shared);
         }

@@ -142,7 +142,11 @@ fn handle(
     let Ok(b) = Bucket::new(base, UrlStyle::Path, bucket.clone(), region) else {
         return Reply::error(http::StatusCode::BAD_REQUEST, "InvalidBucketName");
     };
-    let creds = Credentials::new(key, secret);
+    // Temporary credentials sign their session token too.
+    let creds = match query("X-Amz-Security-Token") {
+        Some(token) => Credentials::new_with_token(key, secret, token),
+        None => Credentials::new(key, secret),
+    };
     let header_values: Vec<(String, String)> = signed
         .iter()
         .filter(|h| *h != "host")

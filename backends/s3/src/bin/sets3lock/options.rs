@@ -1,11 +1,29 @@
 //! S3 options from flags, the AWS environment, and shared config files (~/.aws).
 
 use crate::cli::S3Flags;
-use sets3lock_s3::{Credentials, Error, S3Options};
+#[cfg(not(feature = "aws-config"))]
+use sets3lock_s3::Credentials;
+use sets3lock_s3::{Error, S3Options};
+#[cfg(not(feature = "aws-config"))]
 use std::path::PathBuf;
 
+/// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
+/// web identity, ECS and EC2 roles), refreshed; flags win over it.
+#[cfg(feature = "aws-config")]
+pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
+    if let Some(profile) = &flags.profile {
+        // Read by aws-config; set before any other thread exists.
+        std::env::set_var("AWS_PROFILE", profile);
+    }
+    let mut options = S3Options::from_aws_config()?;
+    apply_flags(&mut options, flags)?;
+    Ok(options)
+}
+
 /// Flags win over the environment; the environment's keys win over a profile, unless a
-/// profile is named with `--profile`.
+/// profile is named with `--profile`. (Static keys only; build with the `aws-config` feature
+/// for the whole AWS chain.)
+#[cfg(not(feature = "aws-config"))]
 pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
     let mut options = S3Options::from_env()?;
     let profile = flags.profile.clone().or_else(|| env("AWS_PROFILE"));
@@ -49,6 +67,11 @@ pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
             options.credentials = Some(Credentials::new(key.clone(), secret.clone()));
         }
     }
+    apply_flags(&mut options, flags)?;
+    Ok(options)
+}
+
+fn apply_flags(options: &mut S3Options, flags: &S3Flags) -> Result<(), Error> {
     if let Some(e) = &flags.endpoint {
         options.endpoint = Some(sets3lock_s3::parse_endpoint(e)?);
     }
@@ -58,29 +81,34 @@ pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
     if flags.path_style {
         options.path_style = Some(true);
     }
-    Ok(options)
+    Ok(())
 }
 
+#[cfg(not(feature = "aws-config"))]
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+#[cfg(not(feature = "aws-config"))]
 fn home() -> PathBuf {
     env("HOME").map(PathBuf::from).unwrap_or_default()
 }
 
+#[cfg(not(feature = "aws-config"))]
 fn credentials_file() -> PathBuf {
     env("AWS_SHARED_CREDENTIALS_FILE")
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".aws/credentials"))
 }
 
+#[cfg(not(feature = "aws-config"))]
 fn config_file() -> PathBuf {
     env("AWS_CONFIG_FILE")
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".aws/config"))
 }
 
+#[cfg(not(feature = "aws-config"))]
 /// The `key = value` pairs of section `[prefix+name]` (or `[default]`) of an INI file.
 fn read_profile(
     path: &PathBuf,
