@@ -30,4 +30,4 @@ echo "== the aws-config credential chain (feature aws-config), against a fake EC
 cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
 
 echo "== fuzz corpora replayed on stable"
-cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked
+cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
