@@ -35,9 +35,10 @@ pub struct Config {
     pub poll: Backoff,
     /// Pacing of retries after a 409, a 5xx, or a lost reply.
     pub retry: Backoff,
-    /// How many setbacks in a row (409s, 5xx, lost replies) without an answer from S3 an
+    /// How many setbacks in a row (5xx, lost replies) without an answer from S3 an
     /// acquisition tolerates before failing with [`Error::GaveUp`](crate::Error::GaveUp) (an
-    /// unreachable or broken endpoint), and how many a release or a cleanup tolerates.
+    /// unreachable or broken endpoint); how many 409s, or rounds of a lock changing hands, a
+    /// try-once acquisition tolerates; and how many attempts a release or a cleanup makes.
     pub retry_limit: u32,
     /// The lease to assume for a holder whose record declares none (the Go sets3lock, or any
     /// other body). `None`: such locks are never taken over.
