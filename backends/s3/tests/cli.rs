@@ -86,6 +86,30 @@ fn one_line(o: &Output, mentions: &str) {
     );
 }
 
+/// Waits (20 s at most) until the lock object exists: a loaded machine starts processes slowly.
+fn until_held(s: &Server, key: &str) {
+    let started = Instant::now();
+    while s.raw_get(key).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the holder never got the lock"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads the child's stderr until it says it is waiting for the lock.
+fn until_waiting(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("piped stderr");
+    for line in std::io::BufReader::new(stderr).lines() {
+        if line.expect("stderr line").contains("waiting for") {
+            return;
+        }
+    }
+    panic!("the waiter never said it was waiting");
+}
+
 fn seaweedfs() -> Option<Server> {
     support::real("seaweedfs")
 }
@@ -126,7 +150,7 @@ fn exit_codes() {
         .is_none());
     // Busy: 111, or 0 with -x; -n and -x cluster, and the last of a pair wins.
     let mut holder = TestCommand::new(&s).args([&url, "sleep", "5"]).spawn();
-    std::thread::sleep(Duration::from_millis(800));
+    until_held(&s, &key);
     let o = TestCommand::new(&s).args(["-n", &url, "true"]).output();
     assert_eq!(code(&o), 111);
     one_line(&o, "held by");
@@ -276,7 +300,7 @@ fn sigterm_reaches_the_program_and_the_lock_is_released() {
             "trap 'echo got-term; kill $!; exit 3' TERM; sleep 30 & wait",
         ])
         .spawn();
-    std::thread::sleep(Duration::from_millis(1500));
+    until_held(&s, &key);
     assert!(s.raw_get(&key).is_some(), "held while the program runs");
     kill(&child, nix::sys::signal::Signal::SIGTERM);
     let o = child.wait_with_output().expect("wait");
@@ -293,7 +317,7 @@ fn sigkill_leaves_the_lock_and_a_waiter_takes_over_after_the_lease_not_before() 
     let holder = TestCommand::new(&s)
         .args(["--lease", "3s", "--kill-after", "1s", &url, "sleep", "60"])
         .spawn();
-    std::thread::sleep(Duration::from_millis(1500));
+    until_held(&s, &key);
     kill(&holder, nix::sys::signal::Signal::SIGKILL);
     let mut holder = holder;
     let _ = holder.wait(); // (its orphaned `sleep` keeps the pipes open: do not read them)
@@ -330,7 +354,7 @@ fn a_lock_lost_while_running_stops_the_program_with_112() {
                 "trap 'echo stopping; kill $!; exit 0' TERM; sleep 60 & wait",
             ])
             .spawn();
-        std::thread::sleep(Duration::from_millis(1200));
+        until_held(&s, &key);
         match tamper {
             "delete" => s.raw_delete(&key),
             _ => {
@@ -341,7 +365,7 @@ fn a_lock_lost_while_running_stops_the_program_with_112() {
         let o = child.wait_with_output().expect("wait");
         assert_eq!(code(&o), 112, "{tamper}: {}", stderr(&o));
         assert!(stdout(&o).contains("stopping"), "the program got SIGTERM");
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(10));
         one_line(&o, "stopping the program");
         if tamper == "overwrite" {
             assert_eq!(
@@ -471,7 +495,7 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
             &script,
         ])
         .spawn();
-    std::thread::sleep(Duration::from_millis(1500));
+    until_held(&s, &key);
     proxy.blackout(); // renewals now go unanswered (and are even applied)
                       // A waiter that reaches S3 directly.
     let waiter_script = format!("echo acquired $(date +%s.%N) >> {w}", w = witness.display());
@@ -540,10 +564,10 @@ fn a_signal_stops_the_wait_cleanly() {
     let key = support::fresh_key("cli-wait-signal");
     let url = s.url(&key);
     let holder = TestCommand::new(&s).args([&url, "sleep", "4"]).spawn();
-    std::thread::sleep(Duration::from_millis(800));
+    until_held(&s, &key);
     let held_etag = s.raw_get(&key).map(|(e, _)| e);
-    let waiter = TestCommand::new(&s).args([&url, "echo", "ran"]).spawn();
-    std::thread::sleep(Duration::from_millis(800));
+    let mut waiter = TestCommand::new(&s).args([&url, "echo", "ran"]).spawn();
+    until_waiting(&mut waiter);
     kill(&waiter, nix::sys::signal::Signal::SIGINT);
     let o = waiter.wait_with_output().expect("waiter");
     assert_eq!(code(&o), 130, "128 + SIGINT: {}", stderr(&o));
