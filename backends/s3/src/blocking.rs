@@ -35,9 +35,7 @@ pub struct Locker {
 impl Locker {
     /// A locker for `url` (`s3://bucket/key`) with these options.
     pub fn new(url: &str, options: S3Options) -> Result<Locker, Error> {
-        let url = LockUrl::parse(url)?;
-        options.lock.validate()?;
-        let target = Arc::new(Target::new(url, &options)?);
+        let target = Target::open(url, &options)?;
         let client = blocking_client(options.request_timeout)?;
         Ok(Locker {
             target,

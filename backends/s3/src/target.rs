@@ -125,6 +125,14 @@ pub(crate) struct Target {
 }
 
 impl Target {
+    /// Parses the URL, checks the lock settings and resolves the bucket: what opening a
+    /// locker means for both drivers.
+    pub(crate) fn open(url: &str, options: &S3Options) -> Result<std::sync::Arc<Target>, Error> {
+        let url = LockUrl::parse(url)?;
+        options.lock.validate()?;
+        Ok(std::sync::Arc::new(Target::new(url, options)?))
+    }
+
     pub(crate) fn new(url: LockUrl, options: &S3Options) -> Result<Target, Error> {
         let (bucket, credentials) = bucket_of(url.bucket(), options)?;
         Ok(Target {
