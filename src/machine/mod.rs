@@ -110,6 +110,28 @@ impl Session {
         self.unresolved.push(w);
     }
 
+    /// The next write of this session: a new sequence number, so a new body (and a new ETag).
+    fn next_write(&mut self, cfg: &Config, now: Instant) -> (Write, Bytes) {
+        self.seq += 1;
+        let elapsed = now.saturating_duration_since(self.started).as_millis();
+        let record = Record {
+            owner: self.owner,
+            seq: self.seq,
+            lease: cfg.lease,
+            host: cfg.host.clone(),
+            pid: cfg.pid,
+            acquired_unix_ms: self.started_unix_ms,
+            written_unix_ms: self
+                .started_unix_ms
+                .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX)),
+        };
+        let write = Write {
+            seq: self.seq,
+            sent: now,
+        };
+        (write, record.encode())
+    }
+
     fn is_ours(&self, holder: &Holder) -> Option<u64> {
         match holder {
             Holder::Sets3lock(r) if r.owner == self.owner => Some(r.seq),
@@ -683,14 +705,14 @@ impl Lock {
 
     fn fire(&mut self, action: Action, now: Instant) {
         let (intent, purpose, write) = match (&mut self.phase, action) {
-            (Phase::Acquiring(_), Action::Create) => {
-                let (w, body) = self.write_body(now);
+            (Phase::Acquiring(a), Action::Create) => {
+                let (w, body) = a.s.next_write(&self.cfg, now);
                 (Intent::PutIfNoneMatch { body }, Purpose::Acquire, Some(w))
             }
             (Phase::Acquiring(a), Action::Takeover) => match &a.observed {
                 Some(o) => {
                     let etag = o.etag.clone();
-                    let (w, body) = self.write_body(now);
+                    let (w, body) = a.s.next_write(&self.cfg, now);
                     (
                         Intent::PutIfMatch { etag, body },
                         Purpose::Takeover,
@@ -717,7 +739,7 @@ impl Lock {
             }
             (Phase::Held(h), Action::Renew) => {
                 let etag = h.etag.clone();
-                let (w, body) = self.write_body(now);
+                let (w, body) = h.s.next_write(&self.cfg, now);
                 (Intent::PutIfMatch { etag, body }, Purpose::Renew, Some(w))
             }
             (Phase::Held(_) | Phase::Releasing(_) | Phase::Cleanup(_), Action::Observe) => (
@@ -759,38 +781,6 @@ impl Lock {
             intent,
             purpose,
         });
-    }
-
-    /// The next record of the current session: a new sequence number, so a new body.
-    fn write_body(&mut self, now: Instant) -> (Write, Bytes) {
-        let s = match &mut self.phase {
-            Phase::Acquiring(a) => &mut a.s,
-            Phase::Held(h) => &mut h.s,
-            Phase::Releasing(r) => &mut r.s,
-            Phase::Idle | Phase::Cleanup(_) => {
-                return (Write { seq: 0, sent: now }, Bytes::new());
-            }
-        };
-        s.seq += 1;
-        let elapsed = now.saturating_duration_since(s.started).as_millis();
-        let record = Record {
-            owner: s.owner,
-            seq: s.seq,
-            lease: self.cfg.lease,
-            host: self.cfg.host.clone(),
-            pid: self.cfg.pid,
-            acquired_unix_ms: s.started_unix_ms,
-            written_unix_ms: s
-                .started_unix_ms
-                .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX)),
-        };
-        (
-            Write {
-                seq: s.seq,
-                sent: now,
-            },
-            record.encode(),
-        )
     }
 
     fn forget_pending_read(&mut self) {
