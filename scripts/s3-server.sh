@@ -99,10 +99,11 @@ start_ministack() {
   echo "" >"$state/ports"
   key="test-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
   secret=$(python3 -c 'import secrets; print(secrets.token_hex(20))')
+  # `exec`, so that the recorded pid is the server's own, not a shell's (stop kills it).
   (cd "$state" && AUTH=true SERVICES=s3 BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" \
     AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" \
-    nohup "$venv/bin/ministack" >"$state/server.log" 2>&1 &
-    echo $! >"$state/pid")
+    exec nohup "$venv/bin/ministack" >"$state/server.log" 2>&1) &
+  echo $! >"$state/pid"
   for _ in $(seq 300); do
     python3 "$root/scripts/s3-request.py" PUT "http://127.0.0.1:$port" "$bucket" "$key" "$secret" && break
     sleep 0.1
@@ -117,9 +118,9 @@ start_s3rver() {
   mkdir -p "$state/data"
   port=$(free_ports 1)
   echo "" >"$state/ports"
-  (nohup "$root/.local/s3rver-pkg/node_modules/.bin/s3rver" -d "$state/data" -a 127.0.0.1 -p "$port" \
+  nohup "$root/.local/s3rver-pkg/node_modules/.bin/s3rver" -d "$state/data" -a 127.0.0.1 -p "$port" \
     --configure-bucket "$bucket" >"$state/server.log" 2>&1 &
-    echo $! >"$state/pid")
+  echo $! >"$state/pid"
   # s3rver's fixed credentials.
   wait_ready "http://127.0.0.1:$port" S3RVER S3RVER
   write_env "http://127.0.0.1:$port" S3RVER S3RVER S3RVER
