@@ -109,6 +109,16 @@ fn bucket() -> MockS3 {
     s3
 }
 
+/// A bucket that answers `If-Match` on a missing key as `semantics` says (404 or 412).
+fn bucket_answering(semantics: MissingKeyIfMatch) -> MockS3 {
+    let mut s3 = MockS3::with_semantics(Semantics {
+        missing_key_if_match: semantics,
+        ..Semantics::default()
+    });
+    s3.create_bucket(B);
+    s3
+}
+
 fn acquired_etag(events: &[Event]) -> ETag {
     events
         .iter()
@@ -505,11 +515,7 @@ fn expired_holder_never_touches_the_new_holders_object() {
         MissingKeyIfMatch::NotFound,
         MissingKeyIfMatch::PreconditionFailed,
     ] {
-        let mut s3 = MockS3::with_semantics(Semantics {
-            missing_key_if_match: semantics,
-            ..Semantics::default()
-        });
-        s3.create_bucket(B);
+        let mut s3 = bucket_answering(semantics);
         let mut old = Client::new(config(), 1);
         old.lock.acquire(old.now, 0, Wait::No).unwrap();
         old.run(&mut s3, old.now);
@@ -535,11 +541,7 @@ fn release_reports_taken_over_and_already_gone_distinctly() {
         MissingKeyIfMatch::NotFound,
         MissingKeyIfMatch::PreconditionFailed,
     ] {
-        let mut s3 = MockS3::with_semantics(Semantics {
-            missing_key_if_match: semantics,
-            ..Semantics::default()
-        });
-        s3.create_bucket(B);
+        let mut s3 = bucket_answering(semantics);
         let mut c = Client::new(config(), 1);
         c.lock.acquire(c.now, 0, Wait::No).unwrap();
         c.run(&mut s3, c.now);
