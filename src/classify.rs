@@ -60,6 +60,62 @@ pub enum Response {
     Refused(Error),
 }
 
+impl Response {
+    /// Whether this reply can answer a request of `kind` (the reply table's non-empty cells).
+    /// [`classify`] only ever produces fitting replies; the core reads any other reply, from a
+    /// driver of its own, as "outcome unknown".
+    ///
+    /// ```
+    /// use sets3lock::{IntentKind, Response};
+    /// assert!(Response::Exists.fits(IntentKind::PutIfNoneMatch));
+    /// assert!(!Response::Deleted.fits(IntentKind::PutIfMatch));
+    /// ```
+    #[must_use]
+    pub fn fits(&self, kind: IntentKind) -> bool {
+        use IntentKind::*;
+        matches!(
+            (self, kind),
+            (Response::Ambiguous(_) | Response::Refused(_), _)
+                | (Response::Written { .. }, PutIfNoneMatch | PutIfMatch)
+                | (Response::Exists, PutIfNoneMatch)
+                | (
+                    Response::Mismatch | Response::Absent,
+                    PutIfMatch | DeleteIfMatch
+                )
+                | (
+                    Response::Conflict { .. },
+                    PutIfNoneMatch | PutIfMatch | DeleteIfMatch
+                )
+                | (Response::Deleted, DeleteIfMatch)
+                | (
+                    Response::Object { .. } | Response::Absent | Response::NotModified,
+                    Get
+                )
+        )
+    }
+
+    /// A short name for messages ("written", "mismatch", ...).
+    ///
+    /// ```
+    /// assert_eq!(sets3lock::Response::Mismatch.name(), "mismatch");
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Response::Written { .. } => "written",
+            Response::Deleted => "deleted",
+            Response::Object { .. } => "object",
+            Response::NotModified => "not modified",
+            Response::Exists => "exists",
+            Response::Mismatch => "mismatch",
+            Response::Absent => "absent",
+            Response::Conflict { .. } => "conflict",
+            Response::Ambiguous(_) => "ambiguous",
+            Response::Refused(_) => "refused",
+        }
+    }
+}
+
 /// Why a reply leaves the outcome of a request unknown.
 ///
 /// ```
@@ -67,6 +123,7 @@ pub enum Response {
 /// assert_eq!(Ambiguity::Timeout.to_string(), "no reply before the request timeout");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ambiguity {
     /// The server answered with a status that does not say whether the request was applied
     /// (5xx, 429, 408, ...).

@@ -71,6 +71,7 @@ impl Default for Config {
 
 /// A setting that cannot work.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The lease is shorter than 10 ms (and not zero).
     #[error(

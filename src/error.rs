@@ -1,6 +1,6 @@
 //! The errors a lock reports: each names the cause and what fixes it.
 
-use crate::IntentKind;
+use crate::{IntentKind, Setback};
 
 /// Why an operation on the lock failed for good.
 ///
@@ -13,6 +13,7 @@ use crate::IntentKind;
 /// assert!(e.to_string().contains("create the bucket"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The bucket does not exist.
     #[error("the bucket does not exist (S3 said NoSuchBucket{}): create the bucket, or fix the bucket name, the endpoint or the region", detail(.message))]
@@ -60,8 +61,8 @@ pub enum Error {
     GaveUp {
         /// How many requests were tried.
         attempts: u32,
-        /// The last failure, for people.
-        last: String,
+        /// The last setback.
+        last: Box<Setback>,
     },
 }
 

@@ -5,6 +5,7 @@ use core::fmt;
 
 /// Something the user of a lock must see, from [`Lock::poll_event`](crate::Lock::poll_event).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// Our write is the lock object: we hold the lock.
     Acquired {
@@ -96,6 +97,7 @@ pub enum LostReason {
 
 /// What a release found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReleaseOutcome {
     /// Our object was deleted: the lock is free.
     Deleted,
@@ -107,6 +109,7 @@ pub enum ReleaseOutcome {
 
 /// A failed attempt that will be retried.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Setback {
     /// 409 from a concurrent request.
     Conflict {
@@ -117,6 +120,45 @@ pub enum Setback {
     Ambiguous(Ambiguity),
     /// A refusal (for example an expired credential); retried in case it is fixed in time.
     Refused(Error),
+    /// The object was absent, our create lost the race to another writer, and that writer
+    /// was gone again before we could see it: the lock keeps changing hands.
+    LostRace,
+    /// The store refused a conditional request on the very ETag it then reported again:
+    /// weak ETags, a proxy that rewrites them, or a store that does not apply the condition.
+    Incoherent {
+        /// The ETag the store reported.
+        etag: ETag,
+    },
+}
+
+impl Event {
+    /// Whether this event ends the operation the user asked for: an acquisition
+    /// (`Acquired`, `NotAcquired`, `Cancelled`, `Failed`), a hold (`Lost`, `Expired`) or a
+    /// release (`Released`, `Failed`).
+    ///
+    /// A final event does not mean the [`Lock`](crate::Lock) is idle: after an expiry or a
+    /// cancellation it may still be cleaning up writes of ours that landed late. A driver that
+    /// waits for an operation waits for a final event; one that shuts down keeps driving until
+    /// [`Lock::is_idle`](crate::Lock::is_idle).
+    ///
+    /// ```
+    /// use sets3lock::Event;
+    /// assert!(Event::Expired.is_final());
+    /// assert!(!Event::RenewalDelayed { setback: sets3lock::Setback::LostRace }.is_final());
+    /// ```
+    #[must_use]
+    pub fn is_final(&self) -> bool {
+        match self {
+            Event::Acquired { .. }
+            | Event::NotAcquired { .. }
+            | Event::Lost { .. }
+            | Event::Expired
+            | Event::Released { .. }
+            | Event::Cancelled
+            | Event::Failed { .. } => true,
+            Event::Contended { .. } | Event::Renewed { .. } | Event::RenewalDelayed { .. } => false,
+        }
+    }
 }
 
 impl fmt::Display for Setback {
@@ -127,6 +169,11 @@ impl fmt::Display for Setback {
             }
             Setback::Ambiguous(a) => a.fmt(f),
             Setback::Refused(e) => e.fmt(f),
+            Setback::LostRace => f.write_str("the lock kept changing hands"),
+            Setback::Incoherent { etag } => write!(
+                f,
+                "the store refused If-Match on the ETag it reports ({etag}): weak ETags, an ETag-rewriting proxy, or a store that ignores the condition"
+            ),
         }
     }
 }

@@ -173,6 +173,7 @@ impl fmt::Display for IntentKind {
 /// assert_eq!(sets3lock::Purpose::Renew.to_string(), "renew");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Purpose {
     /// Create the lock object.
     Acquire,

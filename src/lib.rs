@@ -38,6 +38,7 @@ mod record;
 mod rng;
 mod time;
 mod url;
+mod wait;
 
 pub use backoff::Backoff;
 pub use classify::{classify, Ambiguity, Response, S3ErrorBody};
@@ -46,10 +47,11 @@ pub use error::Error;
 pub use etag::{ETag, InvalidETag};
 pub use event::{Event, LostReason, NotAcquired, ReleaseOutcome, Setback};
 pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
-pub use machine::{CommandError, Lock, Wait};
+pub use machine::{CommandError, Lock};
 pub use record::{Holder, InvalidOwnerId, OwnerId, Record, FORMAT_VERSION};
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};
+pub use wait::Wait;
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]

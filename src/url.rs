@@ -23,6 +23,7 @@ pub struct LockUrl {
 
 /// What is wrong with a lock URL. Each message names the problem and shows the expected form.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum UrlError {
     /// The string has no `scheme://` part.
     #[error("{input:?} is not an s3:// URL: write it as s3://BUCKET/KEY, for example s3://my-bucket/locks/job")]

@@ -277,7 +277,7 @@ fn lease_zero_never_renews_and_is_never_taken_over() {
     let mut waiter = Client::new(cfg, 2);
     waiter
         .lock
-        .acquire(waiter.now, 0, Wait::until(waiter.now, secs(600)))
+        .acquire(waiter.now, 0, Wait::Timeout(secs(600)))
         .unwrap();
     waiter.run(&mut s3, waiter.at(secs(700)));
     assert!(matches!(
@@ -580,9 +580,7 @@ fn go_sets3lock_records_are_never_taken_over_unless_configured() {
     let mut s3 = bucket();
     s3.force(B, K, Some(go.clone()));
     let mut c = Client::new(config(), 1);
-    c.lock
-        .acquire(c.now, 0, Wait::until(c.now, secs(300)))
-        .unwrap();
+    c.lock.acquire(c.now, 0, Wait::Timeout(secs(300))).unwrap();
     c.run(&mut s3, c.at(secs(301)));
     assert!(matches!(
         c.events.first(),
@@ -639,9 +637,7 @@ fn deadline_ends_the_wait() {
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
     let mut c = Client::new(config(), 2);
-    c.lock
-        .acquire(c.now, 0, Wait::until(c.now, secs(5)))
-        .unwrap();
+    c.lock.acquire(c.now, 0, Wait::Timeout(secs(5))).unwrap();
     c.run(&mut s3, c.at(secs(60)));
     let timed_out = c.events.iter().position(|e| {
         matches!(

@@ -164,7 +164,7 @@ pub fn machine(data: &[u8]) {
                 let wait = match wait % 3 {
                     0 => Wait::No,
                     1 => Wait::Forever,
-                    _ => Wait::until(now, Duration::from_millis(u64::from(timeout_ms))),
+                    _ => Wait::Timeout(Duration::from_millis(u64::from(timeout_ms))),
                 };
                 let _ = lock.acquire(now, 0, wait);
             }

@@ -43,7 +43,7 @@ impl Lock {
                 self.retry_or(a, Action::Create, now, Pace::Progress);
             }
             (_, Response::Conflict { code }) => {
-                a.last_setback = Some(Setback::Conflict { code }.to_string());
+                a.last_setback = Some(Setback::Conflict { code });
                 let action = if p.kind == IntentKind::PutIfMatch {
                     Action::Takeover
                 } else {
@@ -61,7 +61,7 @@ impl Lock {
             (_, r) => {
                 // Ambiguous (or a reply that does not fit): a write may have landed.
                 if let Response::Ambiguous(why) = r {
-                    a.last_setback = Some(format!("{} got {why}", p.kind));
+                    a.last_setback = Some(Setback::Ambiguous(why));
                 }
                 if let Some(w) = write {
                     a.s.remember(w);
@@ -86,7 +86,7 @@ impl Lock {
         let (exhausted, attempt) = match pace {
             Pace::Progress => {
                 a.rounds += 1;
-                (a.wait == Wait::No && a.rounds > limit, a.rounds)
+                (a.try_once && a.rounds > limit, a.rounds)
             }
             Pace::Setback => {
                 a.retries += 1;
@@ -94,7 +94,7 @@ impl Lock {
             }
             Pace::Conflict => {
                 a.conflicts += 1;
-                (a.wait == Wait::No && a.conflicts > limit, a.conflicts)
+                (a.try_once && a.conflicts > limit, a.conflicts)
             }
             Pace::Incoherent => {
                 a.incoherent += 1;
@@ -105,10 +105,7 @@ impl Lock {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
                     attempts: attempt,
-                    last: a
-                        .last_setback
-                        .take()
-                        .unwrap_or_else(|| "the lock kept changing hands".into()),
+                    last: Box::new(a.last_setback.take().unwrap_or(Setback::LostRace)),
                 },
             });
             return self.end_acquisition(a.s);
@@ -133,9 +130,7 @@ impl Lock {
         if a.refused.take().as_ref() == Some(&etag) {
             // Our takeover's If-Match was refused, yet the store still reports that ETag:
             // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
-            a.last_setback = Some(format!(
-                "the store refused If-Match on the ETag it reports ({etag}): weak ETags or an ETag-rewriting proxy?"
-            ));
+            a.last_setback = Some(Setback::Incoherent { etag: etag.clone() });
             return self.retry_or(a, Action::Takeover, now, Pace::Incoherent);
         }
         if let Some(seq) = a.s.is_ours(&holder) {
@@ -162,7 +157,7 @@ impl Lock {
             };
             let stale_at = self.stale_at(&observed);
             a.observed = Some(observed);
-            if new_holder && a.wait != Wait::No {
+            if new_holder && !a.try_once {
                 self.events.push_back(Event::Contended {
                     holder: holder.clone(),
                     etag: etag.clone(),
@@ -170,7 +165,7 @@ impl Lock {
                 });
             }
         }
-        if a.wait == Wait::No {
+        if a.try_once {
             self.events.push_back(Event::NotAcquired {
                 reason: NotAcquired::Busy { holder, etag },
             });
@@ -185,7 +180,7 @@ impl Lock {
             if let Some(t) = stale_at {
                 at = at.min(t);
             }
-            if let Some(d) = a.wait.deadline() {
+            if let Some(d) = a.deadline {
                 at = at.min(d);
             }
             a.next = Some((at, Action::Observe));

@@ -15,49 +15,10 @@ use crate::rng::Rng;
 use crate::{
     Ambiguity, Config, ConfigError, ETag, Error, Event, Holder, Instant, Intent, IntentKind,
     LostReason, NotAcquired, OwnerId, Purpose, Record, ReleaseOutcome, Request, RequestId,
-    Response, Setback,
+    Response, Setback, Wait,
 };
 use bytes::Bytes;
 use std::collections::VecDeque;
-
-/// How long an acquisition may wait for the lock.
-///
-/// ```
-/// use core::time::Duration;
-/// use sets3lock::{Instant, Wait};
-/// let now = Instant::ZERO;
-/// let w = Wait::until(now, Duration::from_secs(30));
-/// assert_eq!(w, Wait::Until(Instant::ZERO + Duration::from_secs(30)));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Try once: if the lock is held, give up (setlock's `-n`).
-    No,
-    /// Wait as long as it takes (setlock's `-N`).
-    Forever,
-    /// Wait until this instant at most.
-    Until(Instant),
-}
-
-impl Wait {
-    /// Wait at most `timeout` from `now`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use sets3lock::{Instant, Wait};
-    /// assert!(matches!(Wait::until(Instant::ZERO, Duration::ZERO), Wait::Until(_)));
-    /// ```
-    pub fn until(now: Instant, timeout: core::time::Duration) -> Wait {
-        Wait::Until(now + timeout)
-    }
-
-    fn deadline(self) -> Option<Instant> {
-        match self {
-            Wait::Until(t) => Some(t),
-            _ => None,
-        }
-    }
-}
 
 /// A command that does not fit the lock's current state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -185,7 +146,10 @@ struct Observed {
 #[derive(Debug)]
 struct Acquiring {
     s: Session,
-    wait: Wait,
+    /// Give up as soon as the lock is found held.
+    try_once: bool,
+    /// When waiting ends, if ever.
+    deadline: Option<Instant>,
     observed: Option<Observed>,
     next: Next,
     polls: u32,
@@ -199,7 +163,7 @@ struct Acquiring {
     incoherent: u32,
     /// The ETag our last takeover was refused on.
     refused: Option<ETag>,
-    last_setback: Option<String>,
+    last_setback: Option<Setback>,
 }
 
 #[derive(Debug)]
@@ -404,7 +368,11 @@ impl Lock {
                 started_unix_ms: unix_ms,
                 unresolved: Vec::new(),
             },
-            wait,
+            try_once: wait.is_try_once(),
+            deadline: match wait {
+                Wait::Timeout(d) => Some(now + d),
+                Wait::No | Wait::Forever => None,
+            },
             observed: None,
             next: Some((now, Action::Create)),
             polls: 0,
@@ -529,6 +497,7 @@ impl Lock {
     /// assert!(lock.poll_request().is_some());
     /// assert!(lock.poll_request().is_none());
     /// ```
+    #[must_use]
     pub fn poll_request(&mut self) -> Option<Request> {
         self.outbox.take()
     }
@@ -540,6 +509,7 @@ impl Lock {
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert_eq!(lock.poll_event(), None);
     /// ```
+    #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -551,6 +521,7 @@ impl Lock {
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert_eq!(lock.poll_timeout(), None);
     /// ```
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let next = |n: &Next| {
             if self.pending.is_none() {
@@ -562,7 +533,7 @@ impl Lock {
         let write_pending = self.pending.as_ref().is_some_and(|p| p.write.is_some());
         let (a, b) = match &self.phase {
             Phase::Idle => (None, None),
-            Phase::Acquiring(a) => (next(&a.next), a.wait.deadline().filter(|_| !write_pending)),
+            Phase::Acquiring(a) => (next(&a.next), a.deadline.filter(|_| !write_pending)),
             Phase::Held(h) => (next(&h.next), h.valid_until),
             Phase::Releasing(r) => (next(&r.next), None),
             Phase::Cleanup(c) => (next(&c.next), None),
@@ -652,7 +623,7 @@ impl Lock {
                 self.forget_pending_read();
             }
             Phase::Acquiring(a)
-                if a.wait.deadline().is_some_and(|d| now >= d)
+                if a.deadline.is_some_and(|d| now >= d)
                     && self.pending.as_ref().is_none_or(|p| p.write.is_none()) =>
             {
                 self.events.push_back(Event::NotAcquired {
@@ -793,47 +764,12 @@ impl Lock {
 
 /// Replies that do not fit the request are treated as "outcome unknown": the safe reading.
 fn normalize(p: &Pending, r: Response) -> Response {
-    use IntentKind::*;
-    let fits = matches!(
-        (&r, p.kind),
-        (Response::Ambiguous(_) | Response::Refused(_), _)
-            | (Response::Written { .. }, PutIfNoneMatch | PutIfMatch)
-            | (Response::Exists, PutIfNoneMatch)
-            | (
-                Response::Mismatch | Response::Absent,
-                PutIfMatch | DeleteIfMatch
-            )
-            | (
-                Response::Conflict { .. },
-                PutIfNoneMatch | PutIfMatch | DeleteIfMatch
-            )
-            | (Response::Deleted, DeleteIfMatch)
-            | (
-                Response::Object { .. } | Response::Absent | Response::NotModified,
-                Get
-            )
-    );
-    if fits {
+    if r.fits(p.kind) {
         r
     } else {
         Response::Ambiguous(Ambiguity::Unexpected {
-            reply: short_name(&r),
+            reply: r.name(),
             request: p.kind,
         })
-    }
-}
-
-fn short_name(r: &Response) -> &'static str {
-    match r {
-        Response::Written { .. } => "written",
-        Response::Deleted => "deleted",
-        Response::Object { .. } => "object",
-        Response::NotModified => "not modified",
-        Response::Exists => "exists",
-        Response::Mismatch => "mismatch",
-        Response::Absent => "absent",
-        Response::Conflict { .. } => "conflict",
-        Response::Ambiguous(_) => "ambiguous",
-        Response::Refused(_) => "refused",
     }
 }

@@ -45,13 +45,9 @@ impl Lock {
                 if r.s.is_ours(&holder).is_some() {
                     // Ours (a renewal landed late, or the store refused a delete it should
                     // have accepted): delete that version, paced, a bounded number of times.
+                    let incoherent = Setback::Incoherent { etag: etag.clone() };
                     r.etag = etag;
-                    if !self.retry_release(
-                        &mut r,
-                        Action::Release,
-                        now,
-                        "the store kept refusing our delete",
-                    ) {
+                    if !self.retry_release(&mut r, Action::Release, now, incoherent) {
                         return;
                     }
                     None
@@ -68,17 +64,20 @@ impl Lock {
             } else {
                 ReleaseOutcome::AlreadyGone
             }),
-            (_, kind, _) => {
+            (_, kind, other) => {
                 // Conflict, ambiguity, or a reply that does not fit: read, then try again.
                 if kind == IntentKind::DeleteIfMatch {
                     r.delete_unconfirmed = true;
                 }
-                if !self.retry_release(
-                    &mut r,
-                    Action::Observe,
-                    now,
-                    &format!("{kind} during release"),
-                ) {
+                let setback = match other {
+                    Response::Conflict { code } => Setback::Conflict { code },
+                    Response::Ambiguous(a) => Setback::Ambiguous(a),
+                    other => Setback::Ambiguous(Ambiguity::Unexpected {
+                        reply: other.name(),
+                        request: kind,
+                    }),
+                };
+                if !self.retry_release(&mut r, Action::Observe, now, setback) {
                     return;
                 }
                 None
@@ -97,14 +96,14 @@ impl Lock {
         r: &mut Releasing,
         action: Action,
         now: Instant,
-        last: &str,
+        last: Setback,
     ) -> bool {
         r.retries += 1;
         if r.retries > self.cfg.retry_limit {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
                     attempts: r.retries,
-                    last: last.to_owned(),
+                    last: Box::new(last),
                 },
             });
             return false;

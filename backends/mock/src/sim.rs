@@ -694,7 +694,7 @@ impl Sim {
                 let wait = match round.wait {
                     WaitPlan::No => Wait::No,
                     WaitPlan::Forever => Wait::Forever,
-                    WaitPlan::For(d) => Wait::until(now, d),
+                    WaitPlan::For(d) => Wait::Timeout(d),
                 };
                 let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
                 if client.lock.acquire(now, unix_ms, wait).is_ok() {
@@ -764,6 +764,8 @@ impl Sim {
             Purpose::Release | Purpose::Cleanup => {
                 replaced.is_some_and(|o| self.clients[c].owners.contains(&o))
             }
+            // A purpose this check does not know yet may not replace anything.
+            _ => false,
         };
         if !allowed {
             self.report.violations.push(Violation::ForeignWrite {

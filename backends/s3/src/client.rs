@@ -72,9 +72,18 @@ impl Client {
             Response::Object { etag, body } => Ok(Some((etag, Holder::decode(&body)))),
             Response::Absent => Ok(None),
             Response::Refused(e) => Err(Error::S3(e)),
+            Response::Ambiguous(why) => Err(Error::S3(sets3lock::Error::GaveUp {
+                attempts: 1,
+                last: Box::new(sets3lock::Setback::Ambiguous(why)),
+            })),
             other => Err(Error::S3(sets3lock::Error::GaveUp {
                 attempts: 1,
-                last: format!("{other:?}"),
+                last: Box::new(sets3lock::Setback::Ambiguous(
+                    sets3lock::Ambiguity::Unexpected {
+                        reply: other.name(),
+                        request: sets3lock::IntentKind::Get,
+                    },
+                )),
             })),
         }
     }

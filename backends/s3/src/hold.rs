@@ -18,11 +18,11 @@ pub enum WaitFor {
 }
 
 impl WaitFor {
-    pub(crate) fn to_core(self, now: sets3lock::Instant) -> sets3lock::Wait {
+    pub(crate) fn to_core(self, _now: sets3lock::Instant) -> sets3lock::Wait {
         match self {
             WaitFor::No => sets3lock::Wait::No,
             WaitFor::Forever => sets3lock::Wait::Forever,
-            WaitFor::Timeout(d) => sets3lock::Wait::until(now, d),
+            WaitFor::Timeout(d) => sets3lock::Wait::Timeout(d),
         }
     }
 }

@@ -123,7 +123,7 @@ impl Shared {
             Event::Lost { reason } => s.phase = Phase::Ended(End::Lost(reason.clone())),
             Event::Expired => s.phase = Phase::Ended(End::Expired),
             Event::Released { outcome } => s.phase = Phase::Ended(End::Released(*outcome)),
-            Event::Contended { .. } | Event::RenewalDelayed { .. } => return,
+            _ => return,
         }
         drop(s);
         self.wake();

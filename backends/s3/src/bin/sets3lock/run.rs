@@ -244,6 +244,8 @@ fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
         Ok(ReleaseOutcome::AlreadyGone) => {
             say!("sets3lock: {url}: at release the lock was already gone")
         }
+        // Released (the lock is free), however the store recorded it.
+        Ok(_) => {}
         Err(e) => {
             say!("sets3lock: {url}: release failed: {e} (the lock expires after its lease)")
         }
