@@ -43,7 +43,7 @@ impl Lock {
                 self.retry_or(a, Action::Create, now, Pace::Progress);
             }
             (_, Response::Conflict { code }) => {
-                a.last_setback = Some(Setback::Conflict { code });
+                a.last_setback = Some(Box::new(Setback::Conflict { code }));
                 let action = if p.kind == IntentKind::PutIfMatch {
                     Action::Takeover
                 } else {
@@ -61,7 +61,7 @@ impl Lock {
             (_, r) => {
                 // Ambiguous (or a reply that does not fit): a write may have landed.
                 if let Response::Ambiguous(why) = r {
-                    a.last_setback = Some(Setback::Ambiguous(why));
+                    a.last_setback = Some(Box::new(Setback::Ambiguous(why)));
                 }
                 if let Some(w) = write {
                     a.s.remember(w);
@@ -105,7 +105,10 @@ impl Lock {
             self.events.push_back(Event::Failed {
                 error: Error::GaveUp {
                     attempts: attempt,
-                    last: Box::new(a.last_setback.take().unwrap_or(Setback::LostRace)),
+                    last: a
+                        .last_setback
+                        .take()
+                        .unwrap_or_else(|| Box::new(Setback::LostRace)),
                 },
             });
             return self.end_acquisition(a.s);
@@ -130,7 +133,7 @@ impl Lock {
         if a.refused.take().as_ref() == Some(&etag) {
             // Our takeover's If-Match was refused, yet the store still reports that ETag:
             // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
-            a.last_setback = Some(Setback::Incoherent { etag: etag.clone() });
+            a.last_setback = Some(Box::new(Setback::Incoherent { etag: etag.clone() }));
             return self.retry_or(a, Action::Takeover, now, Pace::Incoherent);
         }
         if let Some(seq) = a.s.is_ours(&holder) {

@@ -163,7 +163,7 @@ struct Acquiring {
     incoherent: u32,
     /// The ETag our last takeover was refused on.
     refused: Option<ETag>,
-    last_setback: Option<Setback>,
+    last_setback: Option<Box<Setback>>,
 }
 
 #[derive(Debug)]
