@@ -1,77 +1,223 @@
 //! Acquiring: creating the object, observing the holder, taking over a stale lock, and
 //! recovering our own writes whose replies were lost.
 
-use super::*;
+use super::cleanup::Cleanup;
+use super::context::Context;
+use super::holding::Holding;
+use super::pending::{InFlight, Outgoing, Pending};
+use super::retry::Tries;
+use super::schedule::Schedule;
+use super::session::{Session, Write};
+use super::Phase;
+use crate::{ETag, Error, Event, Holder, Instant, NotAcquired, Purpose, Response, Setback, Wait};
 
-impl Lock {
-    pub(super) fn on_acquiring(&mut self, mut a: Acquiring, p: Pending, r: Response, now: Instant) {
-        let write = p.write;
+/// What an acquisition sends next.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Step {
+    /// `PUT If-None-Match: *`.
+    Create,
+    /// `GET`: who holds it, or did a write of ours land?
+    Observe,
+    /// `PUT If-Match` on this ETag, seen unchanged for a full lease (or our own stale write).
+    Takeover(ETag),
+}
+
+/// Why an acquisition tries again (see [`Acquiring::retry_or`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pace {
+    Progress,
+    Setback,
+    Conflict,
+    Incoherent,
+}
+
+/// The lock object as we last saw it while acquiring.
+#[derive(Clone, Debug)]
+struct Observed {
+    etag: ETag,
+    holder: Holder,
+    /// When we first saw this ETag, on our clock: the start of its lease.
+    first_seen: Instant,
+    /// Our own write, landed too late to be valid.
+    own: bool,
+}
+
+/// An acquisition under way.
+#[derive(Debug)]
+pub(super) struct Acquiring {
+    s: Session,
+    /// Give up as soon as the lock is found held.
+    try_once: bool,
+    /// When waiting ends, if ever.
+    deadline: Option<Instant>,
+    observed: Option<Observed>,
+    next: Schedule<Step>,
+    polls: u32,
+    /// Setbacks (5xx, lost replies) since the endpoint last answered.
+    retries: Tries,
+    /// Rounds of "absent, create, lost the race" since a holder was last seen.
+    rounds: Tries,
+    /// 409 conflicts so far.
+    conflicts: Tries,
+    /// Takeovers refused on the very ETag the store then reported again.
+    incoherent: Tries,
+    /// The ETag our last takeover was refused on.
+    refused: Option<ETag>,
+    last_setback: Option<Box<Setback>>,
+}
+
+impl Acquiring {
+    /// A new acquisition that creates the object at once.
+    pub(super) fn start(s: Session, wait: Wait, now: Instant) -> Acquiring {
+        Acquiring {
+            s,
+            try_once: wait.is_try_once(),
+            deadline: match wait {
+                Wait::Timeout(d) => Some(now + d),
+                Wait::No | Wait::Forever => None,
+            },
+            observed: None,
+            next: Schedule::at(now, Step::Create),
+            polls: 0,
+            retries: Tries::default(),
+            rounds: Tries::default(),
+            conflicts: Tries::default(),
+            incoherent: Tries::default(),
+            refused: None,
+            last_setback: None,
+        }
+    }
+
+    /// The request due at `now`, if any.
+    pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
+        Some(match self.next.take_due(now)? {
+            Step::Create => {
+                let (w, body) = self.s.next_write(&cx.cfg, now);
+                Outgoing::create(Purpose::Acquire, w, body)
+            }
+            Step::Takeover(etag) => {
+                let (w, body) = self.s.next_write(&cx.cfg, now);
+                Outgoing::replace(Purpose::Takeover, etag, w, body)
+            }
+            Step::Observe => {
+                let if_none_match = self
+                    .observed
+                    .as_ref()
+                    .filter(|_| cx.cfg.conditional_get)
+                    .map(|o| o.etag.clone());
+                let purpose = if self.s.has_unresolved() {
+                    Purpose::Resolve
+                } else {
+                    Purpose::Observe
+                };
+                Outgoing::read(purpose, if_none_match)
+            }
+        })
+    }
+
+    /// When to wake: the next step (unless a request is in flight), or the deadline. The
+    /// deadline does not fire while a write of ours is in flight: its reply may say we hold
+    /// the lock, and giving up then would leave that write to be cleaned up blind.
+    pub(super) fn wake_at(&self, in_flight: Option<&Pending>) -> Option<Instant> {
+        let next = self.next.when().filter(|_| in_flight.is_none());
+        let write_in_flight = in_flight.is_some_and(|p| p.flight.write().is_some());
+        let deadline = self.deadline.filter(|_| !write_in_flight);
+        super::earliest(next, deadline)
+    }
+
+    /// Whether the deadline has passed at `now` (never while a write of ours is in flight).
+    pub(super) fn timed_out(&self, now: Instant, write_in_flight: bool) -> bool {
+        !write_in_flight && self.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// Ends a waiting acquisition at its deadline.
+    pub(super) fn time_out(self, cx: &mut Context) -> Phase {
+        cx.emit(Event::NotAcquired {
+            reason: NotAcquired::TimedOut {
+                holder: self.observed.map(|o| o.holder),
+            },
+        });
+        end(self.s, false)
+    }
+
+    /// Ends the acquisition at the user's request.
+    pub(super) fn cancel(self, cx: &mut Context, write_in_flight: bool) -> Phase {
+        cx.emit(Event::Cancelled);
+        end(self.s, write_in_flight)
+    }
+
+    /// Handles the reply to our request.
+    pub(super) fn on_reply(
+        mut self,
+        cx: &mut Context,
+        p: Pending,
+        r: Response,
+        now: Instant,
+    ) -> Phase {
         if !matches!(r, Response::Ambiguous(_) | Response::Conflict { .. }) {
             // The endpoint answered: setbacks so far were not a broken endpoint.
-            a.retries = 0;
+            self.retries.reset();
         }
-        match (p.kind, r) {
+        match (p.flight, r) {
             (_, Response::Refused(error)) => {
                 // A refused write was not applied, but earlier unanswered ones may still land:
-                // end_acquisition cleans those up.
-                self.events.push_back(Event::Failed { error });
-                self.end_acquisition(a.s);
+                // `end` cleans those up.
+                cx.emit(Event::Failed { error });
+                end(self.s, false)
             }
-            (_, Response::Written { etag }) => {
-                let write = write.unwrap_or(Write {
-                    seq: a.s.seq,
-                    sent: a.s.started,
-                });
-                let took_over = a
+            (
+                InFlight::Create { write } | InFlight::Replace { write, .. },
+                Response::Written { etag },
+            ) => {
+                let took_over = self
                     .observed
                     .as_ref()
                     .filter(|o| p.purpose == Purpose::Takeover && !o.own)
                     .map(|o| o.holder.clone());
-                self.won(a, etag, write, took_over, now);
+                self.won(cx, etag, write, took_over, now)
             }
-            (IntentKind::PutIfNoneMatch, Response::Exists) => {
-                a.next = Some((now, Action::Observe));
-                self.phase = Phase::Acquiring(a);
+            (InFlight::Create { .. }, Response::Exists) => {
+                self.next.set(now, Step::Observe);
+                Phase::Acquiring(self)
             }
-            (IntentKind::PutIfMatch, Response::Mismatch) => {
+            (InFlight::Replace { etag, .. }, Response::Mismatch) => {
                 // Normally the holder renewed: the read will show a new ETag.
-                a.refused = p.etag;
-                a.next = Some((now, Action::Observe));
-                self.phase = Phase::Acquiring(a);
+                self.refused = Some(etag);
+                self.next.set(now, Step::Observe);
+                Phase::Acquiring(self)
             }
-            (IntentKind::PutIfMatch, Response::Absent) | (IntentKind::Get, Response::Absent) => {
-                self.retry_or(a, Action::Create, now, Pace::Progress);
+            (InFlight::Replace { .. } | InFlight::Read, Response::Absent) => {
+                self.retry_or(cx, Step::Create, now, Pace::Progress)
             }
-            (_, Response::Conflict { code }) => {
-                a.last_setback = Some(Box::new(Setback::Conflict { code }));
-                let action = if p.kind == IntentKind::PutIfMatch {
-                    Action::Takeover
-                } else {
-                    Action::Create
+            (flight, Response::Conflict { code }) => {
+                self.last_setback = Some(Box::new(Setback::Conflict { code }));
+                let step = match flight {
+                    InFlight::Replace { etag, .. } => Step::Takeover(etag),
+                    _ => Step::Create,
                 };
-                self.retry_or(a, action, now, Pace::Conflict);
+                self.retry_or(cx, step, now, Pace::Conflict)
             }
-            (IntentKind::Get, Response::Object { etag, body }) => {
-                self.on_observation(a, etag, Holder::decode(&body), now);
+            (InFlight::Read, Response::Object { etag, body }) => {
+                self.on_observation(cx, etag, Holder::decode(&body), now)
             }
-            (IntentKind::Get, Response::NotModified) => match a.observed.clone() {
-                Some(o) => self.on_observation(a, o.etag, o.holder, now),
-                None => self.retry_or(a, Action::Observe, now, Pace::Setback),
+            (InFlight::Read, Response::NotModified) => match self.observed.clone() {
+                Some(o) => self.on_observation(cx, o.etag, o.holder, now),
+                None => self.retry_or(cx, Step::Observe, now, Pace::Setback),
             },
-            (_, r) => {
+            (flight, r) => {
                 // Ambiguous (or a reply that does not fit): a write may have landed.
                 if let Response::Ambiguous(why) = r {
-                    a.last_setback = Some(Box::new(Setback::Ambiguous(why)));
+                    self.last_setback = Some(Box::new(Setback::Ambiguous(why)));
                 }
-                if let Some(w) = write {
-                    a.s.remember(w);
+                if let Some(w) = flight.write() {
+                    self.s.remember(w);
                 }
-                self.retry_or(a, Action::Observe, now, Pace::Setback);
+                self.retry_or(cx, Step::Observe, now, Pace::Setback)
             }
         }
     }
 
-    /// Schedules `action`, paced by why it is needed, or gives up:
+    /// Schedules `step`, paced by why it is needed, or gives up:
     /// - progress (the object was absent, or our own write expired): at once, then with
     ///   backoff if it keeps happening; a try-once acquisition stops when the lock keeps
     ///   changing hands under it;
@@ -81,74 +227,59 @@ impl Lock {
     ///   only bounds try-once acquisitions;
     /// - an incoherent store (it refused `If-Match` on the ETag it reports): after a retry
     ///   pause, and past the limit the acquisition fails rather than spin.
-    pub(super) fn retry_or(&mut self, mut a: Acquiring, action: Action, now: Instant, pace: Pace) {
-        let limit = self.cfg.retry_limit;
-        let (exhausted, attempt) = match pace {
-            Pace::Progress => {
-                a.rounds += 1;
-                (a.try_once && a.rounds > limit, a.rounds)
-            }
-            Pace::Setback => {
-                a.retries += 1;
-                (a.retries > limit, a.retries)
-            }
-            Pace::Conflict => {
-                a.conflicts += 1;
-                (a.try_once && a.conflicts > limit, a.conflicts)
-            }
-            Pace::Incoherent => {
-                a.incoherent += 1;
-                (a.incoherent > limit, a.incoherent)
-            }
+    fn retry_or(mut self, cx: &mut Context, step: Step, now: Instant, pace: Pace) -> Phase {
+        let limit = cx.cfg.retry_limit;
+        let (attempt, bounded) = match pace {
+            Pace::Progress => (self.rounds.count(), self.try_once),
+            Pace::Setback => (self.retries.count(), true),
+            Pace::Conflict => (self.conflicts.count(), self.try_once),
+            Pace::Incoherent => (self.incoherent.count(), true),
         };
-        if exhausted {
-            self.events.push_back(Event::Failed {
+        if bounded && attempt > limit {
+            let last = self
+                .last_setback
+                .take()
+                .unwrap_or_else(|| Box::new(Setback::LostRace));
+            cx.emit(Event::Failed {
                 error: Error::GaveUp {
                     attempts: attempt,
-                    last: a
-                        .last_setback
-                        .take()
-                        .unwrap_or_else(|| Box::new(Setback::LostRace)),
+                    last,
                 },
             });
-            return self.end_acquisition(a.s);
+            return end(self.s, false);
         }
         // Two rounds of progress in a row go at once; more are paced like retries.
-        let at = match pace {
-            Pace::Progress if attempt <= 2 => now,
-            Pace::Progress => now + self.cfg.retry.draw(attempt - 3, &mut self.rng),
-            _ => now + self.cfg.retry.draw(attempt - 1, &mut self.rng),
-        };
-        a.next = Some((at, action));
-        self.phase = Phase::Acquiring(a);
+        let at_once = if pace == Pace::Progress { 2 } else { 0 };
+        self.next.set(cx.retry_at(now, attempt, at_once), step);
+        Phase::Acquiring(self)
     }
 
-    pub(super) fn on_observation(
-        &mut self,
-        mut a: Acquiring,
+    fn on_observation(
+        mut self,
+        cx: &mut Context,
         etag: ETag,
         holder: Holder,
         now: Instant,
-    ) {
-        if a.refused.take().as_ref() == Some(&etag) {
+    ) -> Phase {
+        if self.refused.take().as_ref() == Some(&etag) {
             // Our takeover's If-Match was refused, yet the store still reports that ETag:
             // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
-            a.last_setback = Some(Box::new(Setback::Incoherent { etag: etag.clone() }));
-            return self.retry_or(a, Action::Takeover, now, Pace::Incoherent);
+            self.last_setback = Some(Box::new(Setback::Incoherent { etag: etag.clone() }));
+            return self.retry_or(cx, Step::Takeover(etag), now, Pace::Incoherent);
         }
-        if let Some(seq) = a.s.is_ours(&holder) {
+        if let Some(seq) = self.s.is_ours(&holder) {
             // A write of ours whose reply we did not get has landed.
             let write = Write {
                 seq,
-                sent: a.s.sent_of(seq),
+                sent: self.s.sent_of(seq),
             };
-            return self.won(a, etag, write, None, now);
+            return self.won(cx, etag, write, None, now);
         }
         // Someone else holds it: the lock is not slipping through our fingers.
-        a.rounds = 0;
-        let changed = a.observed.as_ref().is_none_or(|o| o.etag != etag);
+        self.rounds.reset();
+        let changed = self.observed.as_ref().is_none_or(|o| o.etag != etag);
         if changed {
-            let new_holder = a
+            let new_holder = self
                 .observed
                 .as_ref()
                 .is_none_or(|o| !same_holder(&o.holder, &holder));
@@ -158,109 +289,86 @@ impl Lock {
                 first_seen: now,
                 own: false,
             };
-            let stale_at = self.stale_at(&observed);
-            a.observed = Some(observed);
-            if new_holder && !a.try_once {
-                self.events.push_back(Event::Contended {
+            let stale_at = stale_at(cx, &observed);
+            self.observed = Some(observed);
+            if new_holder && !self.try_once {
+                cx.emit(Event::Contended {
                     holder: holder.clone(),
                     etag: etag.clone(),
                     stale_at,
                 });
             }
         }
-        if a.try_once {
-            self.events.push_back(Event::NotAcquired {
+        if self.try_once {
+            cx.emit(Event::NotAcquired {
                 reason: NotAcquired::Busy { holder, etag },
             });
-            return self.end_acquisition(a.s);
+            return end(self.s, false);
         }
-        let stale_at = a.observed.as_ref().and_then(|o| self.stale_at(o));
+        let stale_at = self.observed.as_ref().and_then(|o| stale_at(cx, o));
         if stale_at.is_some_and(|t| t <= now) {
-            a.next = Some((now, Action::Takeover));
+            self.next.set(now, Step::Takeover(etag));
         } else {
-            let mut at = now + self.cfg.poll.draw(a.polls, &mut self.rng);
-            a.polls = a.polls.saturating_add(1);
+            let mut at = cx.poll_at(now, self.polls);
+            self.polls = self.polls.saturating_add(1);
             if let Some(t) = stale_at {
                 at = at.min(t);
             }
-            if let Some(d) = a.deadline {
+            if let Some(d) = self.deadline {
                 at = at.min(d);
             }
-            a.next = Some((at, Action::Observe));
+            self.next.set(at, Step::Observe);
         }
-        self.phase = Phase::Acquiring(a);
+        Phase::Acquiring(self)
     }
 
-    /// When an unchanged observation becomes stale: a full lease, by the holder's own record
-    /// (or the configured lease for foreign records), after we first saw that ETag.
-    pub(super) fn stale_at(&self, o: &Observed) -> Option<Instant> {
-        let lease = o.holder.lease().or(self.cfg.foreign_lease)?;
-        (!lease.is_zero()).then(|| o.first_seen + lease)
-    }
-
-    pub(super) fn won(
-        &mut self,
-        mut a: Acquiring,
+    /// Our write `write` is the object, with this ETag.
+    fn won(
+        mut self,
+        cx: &mut Context,
         etag: ETag,
         write: Write,
         took_over: Option<Holder>,
         now: Instant,
-    ) {
-        let sent = write.sent;
-        let valid_until = (!self.cfg.lease.is_zero()).then(|| sent + self.cfg.validity());
+    ) -> Phase {
+        let valid_until = cx.valid_until(write.sent);
         if valid_until.is_some_and(|v| v <= now) {
             // Our write landed, but so long ago that it is no longer valid: replace it. The
             // observation is our own record, so that reading it again leads back here.
-            let holder = Holder::Sets3lock(Record {
-                owner: a.s.owner,
-                seq: write.seq,
-                lease: self.cfg.lease,
-                host: self.cfg.host.clone(),
-                pid: self.cfg.pid,
-                acquired_unix_ms: a.s.started_unix_ms,
-                written_unix_ms: a.s.started_unix_ms,
-            });
-            a.observed = Some(Observed {
-                etag,
-                holder,
+            self.observed = Some(Observed {
+                etag: etag.clone(),
+                holder: self.s.own_holder(&cx.cfg, write.seq),
                 first_seen: now,
                 own: true,
             });
-            return self.retry_or(a, Action::Takeover, now, Pace::Progress);
+            return self.retry_or(cx, Step::Takeover(etag), now, Pace::Progress);
         }
-        a.s.unresolved.clear();
-        self.events.push_back(Event::Acquired {
-            owner: a.s.owner,
+        self.s.settle_all();
+        cx.emit(Event::Acquired {
+            owner: self.s.owner,
             etag: etag.clone(),
             valid_until,
             took_over,
         });
-        let next =
-            (!self.cfg.lease.is_zero()).then(|| (sent + self.cfg.renew_interval(), Action::Renew));
-        self.phase = Phase::Held(Held {
-            s: a.s,
-            etag,
-            valid_until,
-            next,
-            retries: 0,
-        });
+        Phase::Holding(Holding::start(cx, self.s, etag, write.sent, valid_until))
     }
+}
 
-    pub(super) fn end_acquisition(&mut self, s: Session) {
-        self.forget_pending_read();
-        let write_pending = self.pending.is_some();
-        if s.unresolved.is_empty() && !write_pending {
-            self.phase = Phase::Idle;
-        } else {
-            self.phase = Phase::Cleanup(Cleanup {
-                owner: s.owner,
-                etags: Vec::new(),
-                resolve: !s.unresolved.is_empty(),
-                next: None,
-                retries: 0,
-            });
-        }
+/// The acquisition is over without the lock: clean up writes of ours that may still land
+/// (`write_in_flight`: one is on its way now).
+fn end(s: Session, write_in_flight: bool) -> Phase {
+    if s.has_unresolved() || write_in_flight {
+        Phase::Cleanup(Cleanup::after_acquisition(&s))
+    } else {
+        Phase::Idle
     }
+}
+
+/// When an unchanged observation becomes stale: a full lease, by the holder's own record
+/// (or the configured lease for foreign records), after we first saw that ETag.
+fn stale_at(cx: &Context, o: &Observed) -> Option<Instant> {
+    let lease = o.holder.lease().or(cx.cfg.foreign_lease)?;
+    (!lease.is_zero()).then(|| o.first_seen + lease)
 }
 
 /// Whether two observations are the same holder (an ETag change may only be a renewal).

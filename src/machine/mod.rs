@@ -1,23 +1,33 @@
-//! The lock state machine.
+//! The lock state machine: the [`Lock`] API and the skeleton that routes inputs to the
+//! current phase.
 //!
 //! One acquisition at a time; one request in flight at a time. Inputs carry `now`; outputs
-//! are polled. See DESIGN.md §3 for the protocol this implements.
-//!
-//! This file holds the types, the public API, time and request sending; what each phase
-//! does with a reply is in `acquiring`, `held`, `releasing` and `cleanup`.
+//! are polled. Each phase lives in its own file with its data, its reply handling and the
+//! requests it builds: `acquiring`, `holding`, `releasing`, `cleanup`. The protocol is
+//! described in `docs/PROTOCOL.md`.
 
 mod acquiring;
 mod cleanup;
-mod held;
+mod context;
+mod holding;
+mod pending;
 mod releasing;
+mod retry;
+mod schedule;
+mod session;
 
 use crate::rng::Rng;
 use crate::{
-    Ambiguity, Config, ConfigError, ETag, Error, Event, Holder, Instant, Intent, IntentKind,
-    LostReason, NotAcquired, OwnerId, Purpose, Record, ReleaseOutcome, Request, RequestId,
-    Response, Setback, Wait,
+    Ambiguity, Config, ConfigError, ETag, Event, Instant, OwnerId, Request, RequestId, Response,
+    Wait,
 };
-use bytes::Bytes;
+use acquiring::Acquiring;
+use cleanup::Cleanup;
+use context::Context;
+use holding::Holding;
+use pending::{InFlight, Outgoing, Pending};
+use releasing::Releasing;
+use session::Session;
 use std::collections::VecDeque;
 
 /// A command that does not fit the lock's current state.
@@ -33,173 +43,13 @@ pub enum CommandError {
     NotHeld,
 }
 
-/// A write of ours whose outcome we may not know yet.
-#[derive(Clone, Copy, Debug)]
-struct Write {
-    seq: u64,
-    sent: Instant,
-}
-
-/// The identity and write history of one acquisition.
-#[derive(Clone, Debug)]
-struct Session {
-    owner: OwnerId,
-    /// The last sequence number used.
-    seq: u64,
-    started: Instant,
-    started_unix_ms: u64,
-    /// Writes that got no definite answer: they may still land.
-    unresolved: Vec<Write>,
-}
-
-/// The most unresolved writes remembered; beyond that the oldest are forgotten, and a write
-/// of ours found later is conservatively dated from the start of the acquisition.
-const MAX_UNRESOLVED: usize = 32;
-
-impl Session {
-    fn sent_of(&self, seq: u64) -> Instant {
-        self.unresolved
-            .iter()
-            .find(|w| w.seq == seq)
-            .map_or(self.started, |w| w.sent)
-    }
-
-    fn remember(&mut self, w: Write) {
-        if self.unresolved.len() == MAX_UNRESOLVED {
-            self.unresolved.remove(0);
-        }
-        self.unresolved.push(w);
-    }
-
-    /// The next write of this session: a new sequence number, so a new body (and a new ETag).
-    fn next_write(&mut self, cfg: &Config, now: Instant) -> (Write, Bytes) {
-        self.seq += 1;
-        let elapsed = now.saturating_duration_since(self.started).as_millis();
-        let record = Record {
-            owner: self.owner,
-            seq: self.seq,
-            lease: cfg.lease,
-            host: cfg.host.clone(),
-            pid: cfg.pid,
-            acquired_unix_ms: self.started_unix_ms,
-            written_unix_ms: self
-                .started_unix_ms
-                .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX)),
-        };
-        let write = Write {
-            seq: self.seq,
-            sent: now,
-        };
-        (write, record.encode())
-    }
-
-    fn is_ours(&self, holder: &Holder) -> Option<u64> {
-        match holder {
-            Holder::Sets3lock(r) if r.owner == self.owner => Some(r.seq),
-            _ => None,
-        }
-    }
-}
-
-/// The request awaiting its reply.
-#[derive(Clone, Debug)]
-struct Pending {
-    id: RequestId,
-    kind: IntentKind,
-    purpose: Purpose,
-    write: Option<Write>,
-    /// The ETag a conditional request named.
-    etag: Option<ETag>,
-}
-
-/// What to send next.
-#[derive(Clone, Debug, PartialEq)]
-enum Action {
-    Create,
-    Observe,
-    Takeover,
-    Renew,
-    Release,
-    Delete(ETag),
-}
-
-type Next = Option<(Instant, Action)>;
-
-/// Why an acquisition tries again (see `retry_or`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pace {
-    Progress,
-    Setback,
-    Conflict,
-    Incoherent,
-}
-
-#[derive(Clone, Debug)]
-struct Observed {
-    etag: ETag,
-    holder: Holder,
-    first_seen: Instant,
-    /// Our own write, landed too late to be valid.
-    own: bool,
-}
-
-#[derive(Debug)]
-struct Acquiring {
-    s: Session,
-    /// Give up as soon as the lock is found held.
-    try_once: bool,
-    /// When waiting ends, if ever.
-    deadline: Option<Instant>,
-    observed: Option<Observed>,
-    next: Next,
-    polls: u32,
-    /// Setbacks (5xx, lost replies) since the endpoint last answered.
-    retries: u32,
-    /// Rounds of "absent, create, lost the race" since a holder was last seen.
-    rounds: u32,
-    /// 409 conflicts so far.
-    conflicts: u32,
-    /// Takeovers refused on the very ETag the store then reported again.
-    incoherent: u32,
-    /// The ETag our last takeover was refused on.
-    refused: Option<ETag>,
-    last_setback: Option<Box<Setback>>,
-}
-
-#[derive(Debug)]
-struct Held {
-    s: Session,
-    etag: ETag,
-    valid_until: Option<Instant>,
-    next: Next,
-    retries: u32,
-}
-
-#[derive(Debug)]
-struct Releasing {
-    s: Session,
-    etag: ETag,
-    valid_until: Option<Instant>,
-    /// A delete may have been applied without our hearing of it.
-    delete_unconfirmed: bool,
-    next: Next,
-    retries: u32,
-}
-
-#[derive(Debug)]
-struct Cleanup {
-    owner: OwnerId,
-    etags: Vec<ETag>,
-    resolve: bool,
-    next: Next,
-    retries: u32,
-}
-
+/// Where the lock stands. Each phase owns its data; a reply or a timeout moves the machine
+/// from one phase to the next.
 #[derive(Debug)]
 enum Phase {
     Idle,
     Acquiring(Acquiring),
-    Held(Held),
+    Holding(Holding),
     Releasing(Releasing),
     Cleanup(Cleanup),
 }
@@ -292,13 +142,11 @@ enum Phase {
 /// ```
 #[derive(Debug)]
 pub struct Lock {
-    cfg: Config,
-    rng: Rng,
+    cx: Context,
     next_id: u64,
     now: Instant,
     pending: Option<Pending>,
     outbox: Option<Request>,
-    events: VecDeque<Event>,
     phase: Phase,
 }
 
@@ -315,13 +163,15 @@ impl Lock {
     pub fn new(config: Config, seed: [u8; 32]) -> Result<Lock, ConfigError> {
         config.validate()?;
         Ok(Lock {
-            cfg: config,
-            rng: Rng::from_seed(seed),
+            cx: Context {
+                cfg: config,
+                rng: Rng::from_seed(seed),
+                events: VecDeque::new(),
+            },
             next_id: 0,
             now: Instant::ZERO,
             pending: None,
             outbox: None,
-            events: VecDeque::new(),
             phase: Phase::Idle,
         })
     }
@@ -334,7 +184,7 @@ impl Lock {
     /// assert_eq!(lock.config().lease.as_secs(), 60);
     /// ```
     pub fn config(&self) -> &Config {
-        &self.cfg
+        &self.cx.cfg
     }
 
     // ---- user commands -------------------------------------------------------------------
@@ -355,34 +205,13 @@ impl Lock {
     pub fn acquire(&mut self, now: Instant, unix_ms: u64, wait: Wait) -> Result<(), CommandError> {
         let now = self.clock(now);
         self.expire(now);
-        if !matches!(self.phase, Phase::Idle) || self.pending.is_some() {
+        if !self.is_idle() {
             self.drive(now);
             return Err(CommandError::Busy);
         }
-        let owner = OwnerId::from_u128(self.rng.next_u128());
-        self.phase = Phase::Acquiring(Acquiring {
-            s: Session {
-                owner,
-                seq: 0,
-                started: now,
-                started_unix_ms: unix_ms,
-                unresolved: Vec::new(),
-            },
-            try_once: wait.is_try_once(),
-            deadline: match wait {
-                Wait::Timeout(d) => Some(now + d),
-                Wait::No | Wait::Forever => None,
-            },
-            observed: None,
-            next: Some((now, Action::Create)),
-            polls: 0,
-            retries: 0,
-            rounds: 0,
-            conflicts: 0,
-            incoherent: 0,
-            refused: None,
-            last_setback: None,
-        });
+        let owner = OwnerId::from_u128(self.cx.rng.next_u128());
+        let session = Session::new(owner, now, unix_ms);
+        self.phase = Phase::Acquiring(Acquiring::start(session, wait, now));
         self.drive(now);
         Ok(())
     }
@@ -405,32 +234,25 @@ impl Lock {
         let now = self.clock(now);
         // A hold whose validity ran out is reported as expired, not released.
         self.expire(now);
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Held(h) => {
-                self.phase = Phase::Releasing(Releasing {
-                    s: h.s,
-                    etag: h.etag,
-                    valid_until: h.valid_until,
-                    delete_unconfirmed: false,
-                    // A pending renewal or read is answered first; then the delete goes out
-                    // with the ETag that is current by then.
-                    next: Some((now, Action::Release)),
-                    retries: 0,
-                });
+        let result = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Holding(h) => {
+                self.phase = h.release(now);
+                Ok(())
             }
             Phase::Acquiring(a) => {
-                self.events.push_back(Event::Cancelled);
-                self.end_acquisition(a.s);
+                self.forget_pending_read();
+                let write_in_flight = self.pending.is_some();
+                self.phase = a.cancel(&mut self.cx, write_in_flight);
+                Ok(())
             }
             other => {
                 self.phase = other;
-                // Expiry may just have scheduled a cleanup.
-                self.drive(now);
-                return Err(CommandError::NotHeld);
+                Err(CommandError::NotHeld)
             }
-        }
+        };
+        // Expiry may just have scheduled a cleanup.
         self.drive(now);
-        Ok(())
+        result
     }
 
     // ---- inputs ----------------------------------------------------------------------------
@@ -452,21 +274,20 @@ impl Lock {
             return;
         }
         self.expire(now);
-        let Some(p) = self.pending.take() else {
-            // Expiry made the pending read moot.
-            self.drive(now);
-            return;
-        };
-        if self.outbox.as_ref().map(|r| r.id) == Some(id) {
-            self.outbox = None;
-        }
-        let response = normalize(&p, response);
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Idle => {}
-            Phase::Acquiring(a) => self.on_acquiring(a, p, response, now),
-            Phase::Held(h) => self.on_held(h, p, response, now),
-            Phase::Releasing(r) => self.on_releasing(r, p, response, now),
-            Phase::Cleanup(c) => self.on_cleanup(c, p, response, now),
+        // Expiry may have made the pending read moot.
+        if let Some(p) = self.pending.take() {
+            if self.outbox.as_ref().map(|r| r.id) == Some(id) {
+                self.outbox = None;
+            }
+            let response = fit(&p.flight, response);
+            let cx = &mut self.cx;
+            self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
+                Phase::Idle => Phase::Idle,
+                Phase::Acquiring(a) => a.on_reply(cx, p, response, now),
+                Phase::Holding(h) => h.on_reply(cx, p, response, now),
+                Phase::Releasing(r) => r.on_reply(cx, p, response, now),
+                Phase::Cleanup(c) => c.on_reply(cx, p, response, now),
+            };
         }
         self.drive(now);
     }
@@ -511,7 +332,7 @@ impl Lock {
     /// ```
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.cx.events.pop_front()
     }
 
     /// When to call [`handle_timeout`](Lock::handle_timeout) next, if anything is scheduled.
@@ -523,24 +344,13 @@ impl Lock {
     /// ```
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let next = |n: &Next| {
-            if self.pending.is_none() {
-                n.as_ref().map(|(t, _)| *t)
-            } else {
-                None
-            }
-        };
-        let write_pending = self.pending.as_ref().is_some_and(|p| p.write.is_some());
-        let (a, b) = match &self.phase {
-            Phase::Idle => (None, None),
-            Phase::Acquiring(a) => (next(&a.next), a.deadline.filter(|_| !write_pending)),
-            Phase::Held(h) => (next(&h.next), h.valid_until),
-            Phase::Releasing(r) => (next(&r.next), None),
-            Phase::Cleanup(c) => (next(&c.next), None),
-        };
-        match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let in_flight = self.pending.as_ref();
+        match &self.phase {
+            Phase::Idle => None,
+            Phase::Acquiring(a) => a.wake_at(in_flight),
+            Phase::Holding(h) => h.wake_at(in_flight),
+            Phase::Releasing(r) => r.wake_at(in_flight),
+            Phase::Cleanup(c) => c.wake_at(in_flight),
         }
     }
 
@@ -556,7 +366,7 @@ impl Lock {
     /// ```
     pub fn is_held(&self, now: Instant) -> bool {
         match &self.phase {
-            Phase::Held(h) => h.valid_until.is_none_or(|v| now < v),
+            Phase::Holding(h) => h.is_valid(now),
             _ => false,
         }
     }
@@ -581,7 +391,7 @@ impl Lock {
     /// ```
     pub fn holding(&self) -> Option<(OwnerId, &ETag)> {
         match &self.phase {
-            Phase::Held(h) => Some((h.s.owner, &h.etag)),
+            Phase::Holding(h) => Some((h.owner(), h.etag())),
             _ => None,
         }
     }
@@ -595,12 +405,12 @@ impl Lock {
     /// ```
     pub fn valid_until(&self) -> Option<Instant> {
         match &self.phase {
-            Phase::Held(h) => h.valid_until,
+            Phase::Holding(h) => h.valid_until(),
             _ => None,
         }
     }
 
-    // ---- time ------------------------------------------------------------------------------
+    // ---- time and sending ------------------------------------------------------------------
 
     /// Time never goes backwards inside the core, whatever the driver passes.
     fn clock(&mut self, now: Instant) -> Instant {
@@ -610,166 +420,87 @@ impl Lock {
 
     /// Ends what has run out of time. Sends nothing.
     fn expire(&mut self, now: Instant) {
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Held(h) if h.valid_until.is_some_and(|v| now >= v) => {
-                self.events.push_back(Event::Expired);
-                self.phase = Phase::Cleanup(Cleanup {
-                    owner: h.s.owner,
-                    etags: vec![h.etag],
-                    resolve: !h.s.unresolved.is_empty(),
-                    next: None,
-                    retries: 0,
-                });
+        let write_in_flight = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.flight.write().is_some());
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Holding(h) if !h.is_valid(now) => {
+                // A read in flight was for the hold; a renewal in flight may still land and is
+                // answered to the cleanup.
                 self.forget_pending_read();
+                h.expire(&mut self.cx)
             }
-            Phase::Acquiring(a)
-                if a.deadline.is_some_and(|d| now >= d)
-                    && self.pending.as_ref().is_none_or(|p| p.write.is_none()) =>
-            {
-                self.events.push_back(Event::NotAcquired {
-                    reason: NotAcquired::TimedOut {
-                        holder: a.observed.map(|o| o.holder),
-                    },
-                });
-                self.end_acquisition(a.s);
+            Phase::Acquiring(a) if a.timed_out(now, write_in_flight) => {
+                self.forget_pending_read();
+                a.time_out(&mut self.cx)
             }
-            other => self.phase = other,
-        }
+            other => other,
+        };
     }
 
-    /// Sends the next scheduled request if it is due and nothing is in flight.
+    /// Sends the current phase's next request if it is due and nothing is in flight.
     fn drive(&mut self, now: Instant) {
         if self.pending.is_some() {
             return;
         }
-        let next = match &mut self.phase {
-            Phase::Idle => return,
-            Phase::Acquiring(a) => &mut a.next,
-            Phase::Held(h) => &mut h.next,
-            Phase::Releasing(r) => &mut r.next,
+        let cx = &self.cx;
+        let outgoing = match &mut self.phase {
+            Phase::Idle => None,
+            Phase::Acquiring(a) => a.poll_send(cx, now),
+            Phase::Holding(h) => h.poll_send(cx, now),
+            Phase::Releasing(r) => r.poll_send(now),
             Phase::Cleanup(c) => {
-                if c.next.is_none() {
-                    c.next = if c.resolve {
-                        Some((now, Action::Observe))
-                    } else {
-                        c.etags.first().cloned().map(|e| (now, Action::Delete(e)))
-                    };
-                    if c.next.is_none() {
-                        self.phase = Phase::Idle;
-                        return;
-                    }
+                let outgoing = c.poll_send(now);
+                if outgoing.is_none() && c.is_done() {
+                    self.phase = Phase::Idle;
                 }
-                &mut c.next
+                outgoing
             }
         };
-        let Some((at, _)) = next else { return };
-        if *at > now {
-            return;
+        if let Some(outgoing) = outgoing {
+            self.send(outgoing);
         }
-        let Some((_, action)) = next.take() else {
-            return;
-        };
-        self.fire(action, now);
     }
 
-    // ---- requests --------------------------------------------------------------------------
-
-    fn fire(&mut self, action: Action, now: Instant) {
-        let (intent, purpose, write) = match (&mut self.phase, action) {
-            (Phase::Acquiring(a), Action::Create) => {
-                let (w, body) = a.s.next_write(&self.cfg, now);
-                (Intent::PutIfNoneMatch { body }, Purpose::Acquire, Some(w))
-            }
-            (Phase::Acquiring(a), Action::Takeover) => match &a.observed {
-                Some(o) => {
-                    let etag = o.etag.clone();
-                    let (w, body) = a.s.next_write(&self.cfg, now);
-                    (
-                        Intent::PutIfMatch { etag, body },
-                        Purpose::Takeover,
-                        Some(w),
-                    )
-                }
-                None => {
-                    a.next = Some((now, Action::Observe));
-                    return self.drive(now);
-                }
-            },
-            (Phase::Acquiring(a), Action::Observe) => {
-                let if_none_match = a
-                    .observed
-                    .as_ref()
-                    .filter(|_| self.cfg.conditional_get)
-                    .map(|o| o.etag.clone());
-                let purpose = if a.s.unresolved.is_empty() {
-                    Purpose::Observe
-                } else {
-                    Purpose::Resolve
-                };
-                (Intent::Get { if_none_match }, purpose, None)
-            }
-            (Phase::Held(h), Action::Renew) => {
-                let etag = h.etag.clone();
-                let (w, body) = h.s.next_write(&self.cfg, now);
-                (Intent::PutIfMatch { etag, body }, Purpose::Renew, Some(w))
-            }
-            (Phase::Held(_) | Phase::Releasing(_) | Phase::Cleanup(_), Action::Observe) => (
-                Intent::Get {
-                    if_none_match: None,
-                },
-                Purpose::Resolve,
-                None,
-            ),
-            (Phase::Releasing(r), Action::Release) => {
-                let etag = r.etag.clone();
-                (Intent::DeleteIfMatch { etag }, Purpose::Release, None)
-            }
-            (Phase::Cleanup(_), Action::Delete(etag)) => {
-                (Intent::DeleteIfMatch { etag }, Purpose::Cleanup, None)
-            }
-            // Every phase schedules only its own actions; nothing else can be due.
-            _ => return,
-        };
-        self.send(intent, purpose, write);
-    }
-
-    fn send(&mut self, intent: Intent, purpose: Purpose, write: Option<Write>) {
+    fn send(&mut self, outgoing: Outgoing) {
         self.next_id += 1;
-        let id = RequestId::from_u64(self.next_id);
-        let etag = match &intent {
-            Intent::PutIfMatch { etag, .. } | Intent::DeleteIfMatch { etag } => Some(etag.clone()),
-            _ => None,
-        };
-        self.pending = Some(Pending {
-            id,
-            kind: intent.kind(),
-            purpose,
-            write,
-            etag,
-        });
-        self.outbox = Some(Request {
-            id,
-            intent,
-            purpose,
-        });
+        let (request, pending) = outgoing.with_id(RequestId::from_u64(self.next_id));
+        self.pending = Some(pending);
+        self.outbox = Some(request);
     }
 
+    /// Drops a read in flight whose answer no longer matters (its reply will be ignored).
     fn forget_pending_read(&mut self) {
-        if self.pending.as_ref().is_some_and(|p| p.write.is_none()) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| matches!(p.flight, InFlight::Read))
+        {
             self.pending = None;
             self.outbox = None;
         }
     }
 }
 
-/// Replies that do not fit the request are treated as "outcome unknown": the safe reading.
-fn normalize(p: &Pending, r: Response) -> Response {
-    if r.fits(p.kind) {
+/// A reply that does not fit its request (see [`Response::fits`]) is read as "outcome
+/// unknown": the safe reading.
+fn fit(flight: &InFlight, r: Response) -> Response {
+    let kind = flight.kind();
+    if r.fits(kind) {
         r
     } else {
         Response::Ambiguous(Ambiguity::Unexpected {
             reply: r.name(),
-            request: p.kind,
+            request: kind,
         })
+    }
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }

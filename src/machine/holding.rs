@@ -1,0 +1,204 @@
+//! Holding: renewing the lease, and noticing when the lock is lost.
+
+use super::cleanup::Cleanup;
+use super::context::Context;
+use super::pending::{InFlight, Outgoing, Pending};
+use super::releasing::Releasing;
+use super::retry::Tries;
+use super::schedule::Schedule;
+use super::session::Session;
+use super::Phase;
+use crate::{
+    Ambiguity, ETag, Event, Holder, Instant, IntentKind, LostReason, OwnerId, Purpose, Response,
+    Setback,
+};
+
+/// What a holder sends next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// `PUT If-Match` on our current ETag, with a new body.
+    Renew,
+    /// `GET`: did a renewal of ours land, and who holds the lock now?
+    Observe,
+}
+
+/// A held lock.
+#[derive(Debug)]
+pub(super) struct Holding {
+    s: Session,
+    /// The ETag of our last confirmed write: the object as long as we hold the lock.
+    etag: ETag,
+    /// The end of validity; `None` with a zero lease (never expires).
+    valid_until: Option<Instant>,
+    next: Schedule<Step>,
+    retries: Tries,
+}
+
+impl Holding {
+    /// The hold that starts with our write `etag`, sent at `sent`.
+    pub(super) fn start(
+        cx: &Context,
+        s: Session,
+        etag: ETag,
+        sent: Instant,
+        valid_until: Option<Instant>,
+    ) -> Holding {
+        let next = if cx.cfg.lease.is_zero() {
+            Schedule::none()
+        } else {
+            Schedule::at(sent + cx.cfg.renew_interval(), Step::Renew)
+        };
+        Holding {
+            s,
+            etag,
+            valid_until,
+            next,
+            retries: Tries::default(),
+        }
+    }
+
+    pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
+        Some(match self.next.take_due(now)? {
+            Step::Renew => {
+                let (w, body) = self.s.next_write(&cx.cfg, now);
+                Outgoing::replace(Purpose::Renew, self.etag.clone(), w, body)
+            }
+            Step::Observe => Outgoing::read(Purpose::Resolve, None),
+        })
+    }
+
+    /// When to wake: the next step (unless a request is in flight), or the end of validity.
+    pub(super) fn wake_at(&self, in_flight: Option<&Pending>) -> Option<Instant> {
+        let next = self.next.when().filter(|_| in_flight.is_none());
+        super::earliest(next, self.valid_until)
+    }
+
+    pub(super) fn is_valid(&self, now: Instant) -> bool {
+        self.valid_until.is_none_or(|v| now < v)
+    }
+
+    pub(super) fn owner(&self) -> OwnerId {
+        self.s.owner
+    }
+
+    pub(super) fn etag(&self) -> &ETag {
+        &self.etag
+    }
+
+    pub(super) fn valid_until(&self) -> Option<Instant> {
+        self.valid_until
+    }
+
+    /// The hold's validity ran out: clean up what we may have left behind.
+    pub(super) fn expire(self, cx: &mut Context) -> Phase {
+        cx.emit(Event::Expired);
+        Phase::Cleanup(Cleanup::after_expiry(&self.s, self.etag))
+    }
+
+    /// The user releases the lock. A pending renewal or read is answered first; then the
+    /// delete goes out with the ETag that is current by then.
+    pub(super) fn release(self, now: Instant) -> Phase {
+        Phase::Releasing(Releasing::start(self.s, self.etag, self.valid_until, now))
+    }
+
+    pub(super) fn on_reply(
+        mut self,
+        cx: &mut Context,
+        p: Pending,
+        r: Response,
+        now: Instant,
+    ) -> Phase {
+        match (p.flight, r) {
+            (InFlight::Replace { write, .. }, Response::Written { etag }) => {
+                self.confirm(cx, etag, write.sent, write.seq);
+            }
+            (InFlight::Replace { .. }, Response::Absent) if self.s.has_unresolved() => {
+                self.next.set(now, Step::Observe);
+            }
+            (InFlight::Replace { .. }, Response::Mismatch) => {
+                // Read before concluding: a write of ours may have landed late, and some
+                // servers (SeaweedFS) say 412 for a deleted object too. The read tells which,
+                // and who holds it now.
+                self.next.set(now, Step::Observe);
+            }
+            (InFlight::Replace { .. }, Response::Absent) => return lose(cx, LostReason::Deleted),
+            (InFlight::Replace { write, .. }, r) => {
+                let setback = match r {
+                    Response::Conflict { code } => Setback::Conflict { code },
+                    Response::Refused(e) => Setback::Refused(e),
+                    Response::Ambiguous(a) => Setback::Ambiguous(a),
+                    other => Setback::Ambiguous(Ambiguity::Unexpected {
+                        reply: other.name(),
+                        request: IntentKind::PutIfMatch,
+                    }),
+                };
+                let step = if matches!(setback, Setback::Ambiguous(_)) {
+                    // The renewal may have landed: find out before writing again.
+                    self.s.remember(write);
+                    Step::Observe
+                } else {
+                    Step::Renew
+                };
+                cx.emit(Event::RenewalDelayed { setback });
+                let at = self.retry_at(cx, now);
+                self.next.set(at, step);
+            }
+            (InFlight::Read, Response::Object { etag, body }) => {
+                let holder = Holder::decode(&body);
+                match self.s.is_ours(&holder) {
+                    Some(_) if etag == self.etag => {
+                        // Our last confirmed write is still there: the renewal did not land.
+                        let at = self.retry_at(cx, now);
+                        self.next.set(at, Step::Renew);
+                    }
+                    Some(seq) => {
+                        let sent = self.s.sent_of(seq);
+                        self.confirm(cx, etag, sent, seq);
+                    }
+                    None => {
+                        return lose(
+                            cx,
+                            LostReason::Overwritten {
+                                holder: Some(holder),
+                            },
+                        )
+                    }
+                }
+            }
+            (InFlight::Read, Response::Absent) => return lose(cx, LostReason::Deleted),
+            (_, _) => {
+                let at = self.retry_at(cx, now);
+                self.next.set(at, Step::Observe);
+            }
+        }
+        Phase::Holding(self)
+    }
+
+    /// Our write `seq`, sent at `sent`, is the object with this ETag.
+    fn confirm(&mut self, cx: &mut Context, etag: ETag, sent: Instant, seq: u64) {
+        self.etag = etag.clone();
+        self.retries.reset();
+        self.s.settle_through(seq);
+        if let Some(valid) = cx.valid_until(sent) {
+            // A late confirmation of an older write never shortens validity.
+            self.valid_until = Some(self.valid_until.map_or(valid, |v| v.max(valid)));
+            self.next.set(sent + cx.cfg.renew_interval(), Step::Renew);
+        }
+        cx.emit(Event::Renewed {
+            etag,
+            valid_until: self.valid_until,
+        });
+    }
+
+    /// A retry pause that never runs past the end of validity.
+    fn retry_at(&mut self, cx: &mut Context, now: Instant) -> Instant {
+        let attempt = self.retries.count();
+        let at = cx.retry_at(now, attempt, 0);
+        self.valid_until.map_or(at, |v| at.min(v))
+    }
+}
+
+fn lose(cx: &mut Context, reason: LostReason) -> Phase {
+    cx.emit(Event::Lost { reason });
+    Phase::Idle
+}
