@@ -12,7 +12,9 @@ use sets3lock::{
 };
 use std::collections::BTreeSet;
 
-/// Reply classification never panics, and a success always carries a valid ETag.
+/// Reply classification never panics, a success always carries a valid ETag, and every reply
+/// fits its request (the reply table's cells: the core never has to treat a classified reply
+/// as unexpected).
 pub fn classify(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(kind) = u.choose_index(4) else { return };
@@ -33,7 +35,12 @@ pub fn classify(data: &[u8]) {
         }
     }
     let body = u.take_rest();
-    match classify_reply(kind, status, &headers, body) {
+    let reply = classify_reply(kind, status, &headers, body);
+    assert!(
+        reply.fits(kind),
+        "{kind} answered {status} was classified as {reply:?}, which does not fit"
+    );
+    match reply {
         Response::Written { etag } | Response::Object { etag, .. } => {
             assert!(status.is_success());
             assert!(ETag::parse(&etag.header_value()).is_ok());
