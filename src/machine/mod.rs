@@ -64,6 +64,36 @@ enum Phase {
 /// ([`poll_event`](Lock::poll_event)) and when to wake it next
 /// ([`poll_timeout`](Lock::poll_timeout)).
 ///
+/// # The driver contract
+///
+/// Every driver (the `sets3lock-s3` drivers, the simulator, yours) keeps these rules; the
+/// core's guarantees assume them.
+///
+/// 1. **Drain after every input.** After each call of [`acquire`](Lock::acquire),
+///    [`release`](Lock::release), [`handle_response`](Lock::handle_response) or
+///    [`handle_timeout`](Lock::handle_timeout), take every request
+///    ([`poll_request`](Lock::poll_request)) and every event ([`poll_event`](Lock::poll_event)).
+/// 2. **Answer every request exactly once**, with what the store said, passed through
+///    [`classify`](crate::classify). A request with no reply in time (a timeout, a reset
+///    connection) is answered [`Response::Ambiguous`](crate::Response::Ambiguous): it may have
+///    been applied. Never answer a write with a guessed success, and never drop a request
+///    unanswered: the core waits for that reply before sending anything else.
+/// 3. **Sleep until [`poll_timeout`](Lock::poll_timeout)**, then call `handle_timeout` (early or
+///    extra calls are harmless). `None` means nothing is scheduled: the lock is idle, or it is
+///    held with a zero lease and stays held until released. It does not mean an operation is
+///    over.
+/// 4. **Time comes from a monotonic clock** that counts through system suspend, and only moves
+///    forward (the core ignores a step back). Wall-clock time is only for the record (`unix_ms`).
+/// 5. **An operation ends with a final event** ([`Event::is_final`](crate::Event::is_final)):
+///    an acquisition with `Acquired`, `NotAcquired`, `Cancelled` or `Failed`; a hold with `Lost`
+///    or `Expired`; a release with `Released` or `Failed`.
+/// 6. **Do not drop a `Lock` before [`is_idle`](Lock::is_idle).** After an expiry, a
+///    cancellation or a timed-out wait, writes of ours may still land; the core reads and
+///    deletes them. Dropping it earlier is safe (nobody trusts those writes) but leaves others
+///    waiting a lease for them.
+///
+/// The core never panics on any sequence of inputs (fuzzed), performs no I/O, and never blocks.
+///
 /// # A driver loop
 ///
 /// A complete, if synchronous, driver against an in-process fake of S3. A real driver sends
@@ -132,9 +162,13 @@ enum Phase {
 /// assert!(lock.is_held(now));
 ///
 /// lock.release(now).unwrap();
-/// while let Some(req) = lock.poll_request() {
-///     let reply = s3.send(&req.intent);
-///     lock.handle_response(req.id, reply, now);
+/// // Drive until the lock is idle (here the release is all there is to do).
+/// while !lock.is_idle() {
+///     while let Some(req) = lock.poll_request() {
+///         let reply = s3.send(&req.intent);
+///         lock.handle_response(req.id, reply, now);
+///     }
+///     if let Some(t) = lock.poll_timeout() { now = now.max(t); lock.handle_timeout(now); }
 /// }
 /// let last = std::iter::from_fn(|| lock.poll_event()).last();
 /// assert_eq!(last, Some(Event::Released { outcome: sets3lock::ReleaseOutcome::Deleted }));
