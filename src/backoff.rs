@@ -26,13 +26,8 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// A backoff between `floor` and `cap`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// let b = sets3lock::Backoff::new(Duration::from_millis(1), Duration::from_millis(2));
-    /// assert_eq!(b.cap, Duration::from_millis(2));
-    /// ```
+    /// A backoff between `floor` and `cap` ([`Config::validate`](crate::Config::validate)
+    /// requires `0 < floor <= cap`).
     pub const fn new(floor: Duration, cap: Duration) -> Backoff {
         Backoff { floor, cap }
     }

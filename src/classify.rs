@@ -15,6 +15,8 @@
 //! | 501, 400 NotImplemented | refused: conditional requests unsupported | same | same | same |
 //! | other 3xx/4xx | refused, with a hint | same | same | same |
 //! | 2xx without ETag | refused: endpoint not compatible | same | `Deleted` | refused |
+//!
+//! `docs/PROTOCOL.md` ("Reply table") gives the reason for every cell S3 does not define.
 
 use crate::{ETag, Error, IntentKind};
 use bytes::Bytes;
@@ -36,9 +38,9 @@ pub enum Response {
     Deleted,
     /// A GET returned the object.
     Object {
-        /// Its ETag.
+        /// The object's ETag: the version a conditional request names.
         etag: ETag,
-        /// Its body.
+        /// The lock record, for [`Holder::decode`](crate::Holder::decode).
         body: Bytes,
     },
     /// A conditional GET: the object still has the ETag we named.
@@ -252,6 +254,8 @@ pub fn classify(
     let err = || S3ErrorBody::parse(body);
     match s {
         200..=299 => match kind {
+            // S3 sends no ETag with a DELETE; every other success must name the version, or
+            // nothing could be renewed, taken over or released after it.
             DeleteIfMatch => Response::Deleted,
             PutIfNoneMatch | PutIfMatch | Get => match etag_of(headers) {
                 Some(etag) if kind == Get => Response::Object {
@@ -266,8 +270,10 @@ pub fn classify(
             },
         },
         304 => match kind {
+            // MinIO's 2023 releases refused a create of an existing key with 304.
             PutIfNoneMatch => Response::Exists,
             Get => Response::NotModified,
+            // Says nothing about whether the write was applied: the core must read back.
             PutIfMatch | DeleteIfMatch => ambiguous(s, None),
         },
         404 => {
@@ -275,6 +281,7 @@ pub fn classify(
             if e.code.as_deref() == Some("NoSuchBucket") {
                 Response::Refused(Error::NoSuchBucket { message: e.message })
             } else if kind == PutIfNoneMatch {
+                // A create cannot miss its key: the endpoint or the addressing style is wrong.
                 refused(kind, s, e)
             } else {
                 Response::Absent
@@ -289,6 +296,7 @@ pub fn classify(
                     | Some("OperationAborted")
             );
             match (conflict, kind) {
+                // A read has nothing to conflict with; read again rather than trust it.
                 (true, Get) => ambiguous(s, e.code),
                 (true, _) => Response::Conflict { code: e.code },
                 (false, _) => refused(kind, s, e),
@@ -297,6 +305,8 @@ pub fn classify(
         412 => match kind {
             PutIfNoneMatch => Response::Exists,
             PutIfMatch | DeleteIfMatch => Response::Mismatch,
+            // SeaweedFS answers a conditional GET of a missing key with 412. Were the key there
+            // after all, the cost is one create refused with 412 and one more read.
             Get => Response::Absent,
         },
         501 => unsupported(kind, s, err()),

@@ -37,7 +37,7 @@ pub enum Error {
     /// enough to hold a lock (conditional requests need the ETag).
     #[error("the endpoint answered {op} with HTTP {status} but no ETag header: it is not S3-compatible enough to hold a lock")]
     MissingETag {
-        /// The request.
+        /// The request whose reply had no ETag.
         op: IntentKind,
         /// The HTTP status.
         status: u16,
@@ -45,7 +45,7 @@ pub enum Error {
     /// Any other refusal, with S3's error code and a hint at the fix.
     #[error("{op} was refused with HTTP {status}{}: {hint}", code_and(.code, .message))]
     Refused {
-        /// The request.
+        /// The request that was refused.
         op: IntentKind,
         /// The HTTP status.
         status: u16,

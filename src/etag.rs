@@ -49,6 +49,9 @@ impl ETag {
             reason,
         };
         let mut v = raw.trim_matches([' ', '\t']);
+        // A weak ETag is kept as its opaque value and sent back strong. S3 sends strong ones; on
+        // a store that sends weak ones and refuses them in `If-Match`, renewals, takeovers and
+        // releases fail (the last two with `Setback::Incoherent`) instead of succeeding wrongly.
         if let Some(rest) = v.strip_prefix("W/") {
             v = rest;
         }
@@ -70,21 +73,11 @@ impl ETag {
     }
 
     /// The opaque value, without quotes.
-    ///
-    /// ```
-    /// # use sets3lock::ETag;
-    /// assert_eq!(ETag::parse("\"v\"").unwrap().as_str(), "v");
-    /// ```
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The quoted form to send in `If-Match` or `If-None-Match`.
-    ///
-    /// ```
-    /// # use sets3lock::ETag;
-    /// assert_eq!(ETag::parse("v").unwrap().header_value(), "\"v\"");
-    /// ```
     pub fn header_value(&self) -> String {
         format!("\"{}\"", self.0)
     }

@@ -29,7 +29,7 @@ pub enum Event {
     },
     /// The acquisition ended without the lock.
     NotAcquired {
-        /// Why.
+        /// Held (try-once) or timed out.
         reason: NotAcquired,
     },
     /// A renewal landed: the lock is valid for longer.
@@ -46,7 +46,7 @@ pub enum Event {
     },
     /// The lock was lost while held: stop relying on it now.
     Lost {
-        /// How.
+        /// Overwritten by another writer, or deleted.
         reason: LostReason,
     },
     /// The lock's validity ran out before a renewal was confirmed: stop relying on it now.
@@ -60,7 +60,7 @@ pub enum Event {
     Cancelled,
     /// An operation failed for good.
     Failed {
-        /// Why.
+        /// The cause, with what fixes it.
         error: Error,
     },
 }
@@ -70,7 +70,7 @@ pub enum Event {
 pub enum NotAcquired {
     /// Try-once: the lock is held.
     Busy {
-        /// By whom.
+        /// The holder, from the object's body.
         holder: Holder,
         /// The object's ETag (what `sets3lock unlock --etag` would need).
         etag: ETag,

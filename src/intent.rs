@@ -8,11 +8,6 @@ use core::fmt;
 pub const CONTENT_TYPE: &str = "application/json";
 
 /// Identifies a request so that its reply can be matched to it.
-///
-/// ```
-/// let id = sets3lock::RequestId::from_u64(3);
-/// assert_eq!(id.as_u64(), 3);
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(u64);
 
@@ -27,10 +22,6 @@ impl RequestId {
     }
 
     /// The number.
-    ///
-    /// ```
-    /// assert_eq!(sets3lock::RequestId::from_u64(5).as_u64(), 5);
-    /// ```
     pub const fn as_u64(self) -> u64 {
         self.0
     }
@@ -84,13 +75,7 @@ pub enum Intent {
 }
 
 impl Intent {
-    /// The kind of request, without its data.
-    ///
-    /// ```
-    /// # use sets3lock::{ETag, Intent, IntentKind};
-    /// let del = Intent::DeleteIfMatch { etag: ETag::parse("e").unwrap() };
-    /// assert_eq!(del.kind(), IntentKind::DeleteIfMatch);
-    /// ```
+    /// The kind of request, without its data: what [`classify`](crate::classify) needs.
     pub fn kind(&self) -> IntentKind {
         match self {
             Intent::PutIfNoneMatch { .. } => IntentKind::PutIfNoneMatch,
@@ -216,6 +201,6 @@ pub struct Request {
     pub id: RequestId,
     /// What to send.
     pub intent: Intent,
-    /// Why.
+    /// Why the core sends it, for logs and traces; it changes nothing in the HTTP request.
     pub purpose: Purpose,
 }

@@ -23,6 +23,10 @@
 //! - release that tells "deleted", "taken over" and "already gone" apart.
 //!
 //! Replies are classified by one pure function, [`classify`], shared by every driver.
+//!
+//! The protocol itself (the record format, the reply table, every path and why it is safe, the
+//! rules a driver must follow, and which test checks each property) is written down in
+//! `docs/PROTOCOL.md` in the repository.
 
 #![forbid(unsafe_code)]
 

@@ -43,19 +43,11 @@ pub struct OwnerId(u128);
 
 impl OwnerId {
     /// An owner id from its 128 bits.
-    ///
-    /// ```
-    /// assert_eq!(sets3lock::OwnerId::from_u128(1).as_u128(), 1);
-    /// ```
     pub const fn from_u128(bits: u128) -> OwnerId {
         OwnerId(bits)
     }
 
     /// The 128 bits.
-    ///
-    /// ```
-    /// assert_eq!(sets3lock::OwnerId::from_u128(9).as_u128(), 9);
-    /// ```
     pub const fn as_u128(self) -> u128 {
         self.0
     }
@@ -115,9 +107,11 @@ pub struct Record {
     pub host: String,
     /// The holder's process id, for people.
     pub pid: u32,
-    /// When the lock was acquired, in milliseconds since the Unix epoch, by the holder's clock.
+    /// When the acquisition started, in milliseconds since the Unix epoch by the holder's wall
+    /// clock (the `unix_ms` passed to [`Lock::acquire`](crate::Lock::acquire)). For people only.
     pub acquired_unix_ms: u64,
-    /// When this record was written, by the holder's clock.
+    /// When this record was written: `acquired_unix_ms` plus the holder's monotonic time since.
+    /// For people only: the protocol never trusts wall clocks.
     pub written_unix_ms: u64,
 }
 
@@ -194,9 +188,9 @@ pub enum Holder {
     Sets3lock(Record),
     /// A record written by the Go sets3lock: no lease, no owner that this crate can match.
     GoSets3lock {
-        /// Its random id.
+        /// Its random id (at most 80 characters kept).
         id: String,
-        /// Its creation time as written (RFC 3339).
+        /// Its creation time as written, RFC 3339 (at most 80 characters kept).
         created_at: String,
     },
     /// Anything else: another tool's lock, a newer format, or garbage.

@@ -2,7 +2,8 @@
 //!
 //! The core cannot read the operating system's random source (that is I/O), so the driver
 //! seeds it once with 256 bits from one. Tests seed it with constants and get the same run
-//! every time. Not cryptographic: owner ids need to be unique, not secret.
+//! every time. Not cryptographic: owner ids need to be unique, not secret, and they are unique
+//! across processes only because each driver seeds from the operating system.
 
 /// xoshiro256** seeded through splitmix64.
 #[derive(Clone, Debug)]

@@ -29,10 +29,6 @@ impl Instant {
     pub const MAX: Instant = Instant(u64::MAX);
 
     /// The instant `nanos` nanoseconds after the origin.
-    ///
-    /// ```
-    /// assert_eq!(sets3lock::Instant::from_nanos(7).as_nanos(), 7);
-    /// ```
     pub const fn from_nanos(nanos: u64) -> Instant {
         Instant(nanos)
     }
@@ -51,21 +47,11 @@ impl Instant {
     }
 
     /// Nanoseconds since the origin.
-    ///
-    /// ```
-    /// assert_eq!(sets3lock::Instant::ZERO.as_nanos(), 0);
-    /// ```
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
 
     /// The time since the origin.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// let t = sets3lock::Instant::from_nanos(2_000_000_000);
-    /// assert_eq!(t.since_origin(), Duration::from_secs(2));
-    /// ```
     pub const fn since_origin(self) -> Duration {
         Duration::from_nanos(self.0)
     }

@@ -7,28 +7,30 @@ use core::time::Duration;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::Wait;
-/// let w = Wait::Timeout(Duration::from_secs(30));
-/// assert!(!w.is_try_once());
-/// assert!(Wait::No.is_try_once());
+/// use sets3lock::{Config, Instant, Lock, Wait};
+///
+/// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+/// let now = Instant::ZERO;
+/// // Wait at most 30 s from `now`.
+/// lock.acquire(now, 0, Wait::Timeout(Duration::from_secs(30))).unwrap();
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
-    /// Try once: if the lock is held, give up (setlock's `-n`).
+    /// Try once: if the lock is held, give up (setlock's `-n`), even if the holder is stale.
     No,
     /// Wait as long as it takes (setlock's `-N`).
     Forever,
     /// Wait at most this long from the start of the acquisition.
+    ///
+    /// The deadline never cuts short a create or takeover already sent: its answer decides, so
+    /// that a write that may have made us the holder is not abandoned to a cleanup. If it was
+    /// written, the lock is acquired after the deadline, as safely as ever (validity counts
+    /// from the send).
     Timeout(Duration),
 }
 
 impl Wait {
     /// Whether the acquisition gives up as soon as it finds the lock held.
-    ///
-    /// ```
-    /// # use sets3lock::Wait;
-    /// assert!(!Wait::Forever.is_try_once());
-    /// ```
     pub fn is_try_once(self) -> bool {
         self == Wait::No
     }
