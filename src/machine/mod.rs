@@ -210,12 +210,14 @@ impl Lock {
         })
     }
 
-    /// The settings.
+    /// The settings, for a driver that needs them (for example to bound a request's timeout
+    /// by the renewal interval).
     ///
     /// ```
     /// # use sets3lock::{Config, Lock};
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
-    /// assert_eq!(lock.config().lease.as_secs(), 60);
+    /// let request_timeout = lock.config().renew_interval() / 2;
+    /// assert_eq!(request_timeout.as_secs(), 10);
     /// ```
     pub fn config(&self) -> &Config {
         &self.cx.cfg
