@@ -45,6 +45,12 @@ pub struct Config {
     pub foreign_lease: Option<Duration>,
     /// Poll with `If-None-Match: <last ETag>` so an unchanged lock costs a 304 and no body.
     pub conditional_get: bool,
+    /// Fenced mode for keys this lock creates: the lock object is never deleted; its record
+    /// says `held` or `free` and carries a fencing token that grows with every grant
+    /// ([`Event::Acquired`](crate::Event::Acquired)'s `token`). Needs no conditional DELETE.
+    /// A key whose object is already a fenced record is always used in fenced mode, whatever
+    /// this says, so clients configured differently can share a key safely.
+    pub fenced: bool,
     /// This machine's name, written into the record for people.
     pub host: String,
     /// This process's id, written into the record for people.
@@ -63,6 +69,7 @@ impl Default for Config {
             retry_limit: 6,
             foreign_lease: None,
             conditional_get: true,
+            fenced: false,
             host: String::new(),
             pid: 0,
         }

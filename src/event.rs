@@ -17,6 +17,9 @@ pub enum Event {
         valid_until: Option<Instant>,
         /// The stale holder we replaced, if this was a takeover.
         took_over: Option<Holder>,
+        /// The fencing token of this grant, when the key is fenced: larger than every token
+        /// granted before on this key. Hand it to the resource the lock protects.
+        token: Option<u64>,
     },
     /// Someone else holds the lock; sent when waiting starts and when the holder changes.
     Contended {
@@ -105,6 +108,9 @@ pub enum ReleaseOutcome {
     TakenOver,
     /// There was no object: it had been deleted already.
     AlreadyGone,
+    /// Fenced mode: our record was replaced by a `free` record with the same token (the
+    /// object stays): the lock is free.
+    Freed,
 }
 
 /// A failed attempt that will be retried.

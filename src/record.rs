@@ -21,8 +21,13 @@ use core::str::FromStr;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-/// The format version this crate writes.
+/// The format version of a presence-mode record (the lock is held while the object exists).
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The format version of a fenced record (the object persists and says `held` or `free`, with
+/// the fencing token). A different version on purpose: releases before fenced mode read it as
+/// someone else's lock and never delete or overwrite it.
+pub const FENCED_FORMAT_VERSION: u32 = 2;
 
 /// Bodies larger than this are not parsed: a lock record is a few hundred bytes.
 const MAX_BODY: usize = 64 * 1024;
@@ -91,6 +96,7 @@ impl FromStr for OwnerId {
 ///     pid: 4242,
 ///     acquired_unix_ms: 1_764_500_000_000,
 ///     written_unix_ms: 1_764_500_000_000,
+///     fence: None,
 /// };
 /// let body = record.encode();
 /// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
@@ -113,6 +119,41 @@ pub struct Record {
     /// When this record was written: `acquired_unix_ms` plus the holder's monotonic time since.
     /// For people only: the protocol never trusts wall clocks.
     pub written_unix_ms: u64,
+    /// `Some` for a fenced record: whether the lock is held or free, and its token.
+    pub fence: Option<Fence>,
+}
+
+/// What a fenced record says about the lock.
+///
+/// ```
+/// use sets3lock::{Fence, LockState};
+/// let f = Fence { state: LockState::Free, token: 41 };
+/// assert_eq!(f.next_grant(), 42);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fence {
+    /// Held by the record's owner, or free.
+    pub state: LockState,
+    /// The fencing token of the grant that wrote this record (for a free record: the last
+    /// grant's). Every grant writes the token it read plus one, in the same conditional write,
+    /// so tokens strictly increase over all grants of a key.
+    pub token: u64,
+}
+
+impl Fence {
+    /// The token the next grant from this record carries.
+    pub fn next_grant(self) -> u64 {
+        self.token.saturating_add(1)
+    }
+}
+
+/// Whether a fenced record holds the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockState {
+    /// Held by the record's owner until its lease runs out unrenewed.
+    Held,
+    /// Released: the next acquirer writes over it at once.
+    Free,
 }
 
 /// The JSON shape, tolerant on input: every field optional, unknown fields ignored.
@@ -134,6 +175,11 @@ struct Wire {
     acquired_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     written_ms: Option<u64>,
+    // Fenced records only: "held" or "free", and the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<u64>,
     // The Go sets3lock's record.
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -148,14 +194,25 @@ impl Record {
     /// # use core::time::Duration;
     /// # use sets3lock::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
-    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5 };
+    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None };
     /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
     /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
     /// ```
     pub fn encode(&self) -> Bytes {
         let host: String = self.host.chars().take(MAX_HOST).collect();
+        let (version, state, token) = match self.fence {
+            None => (FORMAT_VERSION, None, None),
+            Some(f) => (
+                FENCED_FORMAT_VERSION,
+                Some(match f.state {
+                    LockState::Held => "held".to_owned(),
+                    LockState::Free => "free".to_owned(),
+                }),
+                Some(f.token),
+            ),
+        };
         let wire = Wire {
-            sets3lock: Some(FORMAT_VERSION),
+            sets3lock: Some(version),
             owner: Some(self.owner.to_string()),
             seq: Some(self.seq),
             lease_ms: Some(u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)),
@@ -163,6 +220,8 @@ impl Record {
             pid: Some(self.pid),
             acquired_ms: Some(self.acquired_unix_ms),
             written_ms: Some(self.written_unix_ms),
+            state,
+            token,
             ..Wire::default()
         };
         // Serializing a struct of strings and integers cannot fail; an empty body would be
@@ -221,10 +280,23 @@ impl Holder {
         let Ok(wire) = serde_json::from_slice::<Wire>(body) else {
             return unknown();
         };
-        // Only this format version is ours to interpret; a record of another version, or one
-        // without a lease, is held by "someone unknown" (and `Config::foreign_lease` applies).
-        if let (Some(FORMAT_VERSION), Some(owner), Some(seq), Some(lease_ms)) =
-            (wire.sets3lock, &wire.owner, wire.seq, wire.lease_ms)
+        // Only these format versions are ours to interpret; a record of another version, or
+        // one without a lease (or, fenced, without a state and token), is held by "someone
+        // unknown" (and `Config::foreign_lease` applies).
+        let fence = match (wire.sets3lock, wire.state.as_deref(), wire.token) {
+            (Some(FORMAT_VERSION), _, _) => Some(None),
+            (Some(FENCED_FORMAT_VERSION), Some("held"), Some(token)) => Some(Some(Fence {
+                state: LockState::Held,
+                token,
+            })),
+            (Some(FENCED_FORMAT_VERSION), Some("free"), Some(token)) => Some(Some(Fence {
+                state: LockState::Free,
+                token,
+            })),
+            _ => None,
+        };
+        if let (Some(fence), Some(owner), Some(seq), Some(lease_ms)) =
+            (fence, &wire.owner, wire.seq, wire.lease_ms)
         {
             if let Ok(owner) = owner.parse::<OwnerId>() {
                 return Holder::Sets3lock(Record {
@@ -235,6 +307,7 @@ impl Holder {
                     pid: wire.pid.unwrap_or(0),
                     acquired_unix_ms: wire.acquired_ms.unwrap_or(0),
                     written_unix_ms: wire.written_ms.unwrap_or(0),
+                    fence,
                 });
             }
         }
@@ -260,6 +333,31 @@ impl Holder {
         }
     }
 
+    /// The fence of a fenced record (held or free, and the token).
+    ///
+    /// ```
+    /// # use sets3lock::Holder;
+    /// assert_eq!(Holder::decode(b"{}").fence(), None);
+    /// ```
+    pub fn fence(&self) -> Option<Fence> {
+        match self {
+            Holder::Sets3lock(r) => r.fence,
+            _ => None,
+        }
+    }
+
+    /// Whether this is a fenced record that says the lock is free.
+    ///
+    /// ```
+    /// # use sets3lock::Holder;
+    /// let free = br#"{"sets3lock":2,"owner":"00000000000000000000000000000001","seq":2,"lease_ms":60000,"state":"free","token":7}"#;
+    /// assert!(Holder::decode(free).is_free());
+    /// assert!(!Holder::decode(b"{}").is_free());
+    /// ```
+    pub fn is_free(&self) -> bool {
+        self.fence().is_some_and(|f| f.state == LockState::Free)
+    }
+
     /// The owner id, for records in this crate's format.
     ///
     /// ```
@@ -277,12 +375,26 @@ impl Holder {
 impl fmt::Display for Holder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Holder::Sets3lock(Record {
+                fence:
+                    Some(Fence {
+                        state: LockState::Free,
+                        token,
+                    }),
+                host,
+                pid,
+                ..
+            }) => write!(f, "nobody (free, last token {token}, released by {host} pid {pid})"),
             Holder::Sets3lock(r) => {
                 write!(f, "{} pid {} (owner {}", r.host, r.pid, r.owner)?;
                 if r.lease.is_zero() {
-                    write!(f, ", no lease)")
+                    write!(f, ", no lease")?;
                 } else {
-                    write!(f, ", lease {} ms)", r.lease.as_millis())
+                    write!(f, ", lease {} ms", r.lease.as_millis())?;
+                }
+                match r.fence {
+                    Some(fence) => write!(f, ", token {})", fence.token),
+                    None => write!(f, ")"),
                 }
             }
             Holder::GoSets3lock { id, created_at } => {

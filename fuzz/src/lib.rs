@@ -75,6 +75,7 @@ pub fn record(data: &[u8]) {
             pid: 1,
             acquired_unix_ms: 0,
             written_unix_ms: 0,
+            fence: None,
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {
@@ -282,6 +283,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         pid: 4242,
         acquired_unix_ms: 1_764_500_000_000,
         written_unix_ms: 1_764_500_040_000,
+        fence: None,
     };
     vec![
         ("record", record.encode().to_vec()),

@@ -9,17 +9,22 @@ use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::{Session, Write};
 use super::Phase;
-use crate::{ETag, Error, Event, Holder, Instant, NotAcquired, Purpose, Response, Setback, Wait};
+use crate::{
+    ETag, Error, Event, Fence, Holder, Instant, NotAcquired, Purpose, Response, Setback, Wait,
+};
 
 /// What an acquisition sends next.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Step {
+enum Step {
     /// `PUT If-None-Match: *`.
     Create,
     /// `GET`: who holds it, or did a write of ours land?
     Observe,
-    /// `PUT If-Match` on this ETag, seen unchanged for a full lease (or our own stale write).
-    Takeover(ETag),
+    /// `PUT If-Match` on this ETag, seen unchanged for a full lease (or our own stale write),
+    /// writing this fence (`None`: a presence-mode record).
+    Takeover { etag: ETag, fence: Option<Fence> },
+    /// Fenced mode: `PUT If-Match` on this `free` record, granting the next token.
+    Claim { etag: ETag, fence: Option<Fence> },
 }
 
 /// Why an acquisition tries again (see [`Acquiring::retry_or`]).
@@ -92,12 +97,17 @@ impl Acquiring {
     pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
             Step::Create => {
-                let (w, body) = self.s.next_write(&cx.cfg, now);
+                let fence = self.s.grant_fence(&cx.cfg, None);
+                let (w, body) = self.s.next_write(&cx.cfg, now, fence);
                 Outgoing::create(Purpose::Acquire, w, body)
             }
-            Step::Takeover(etag) => {
-                let (w, body) = self.s.next_write(&cx.cfg, now);
+            Step::Takeover { etag, fence } => {
+                let (w, body) = self.s.next_write(&cx.cfg, now, fence);
                 Outgoing::replace(Purpose::Takeover, etag, w, body)
+            }
+            Step::Claim { etag, fence } => {
+                let (w, body) = self.s.next_write(&cx.cfg, now, fence);
+                Outgoing::replace(Purpose::Acquire, etag, w, body)
             }
             Step::Observe => {
                 let if_none_match = self
@@ -191,8 +201,18 @@ impl Acquiring {
             }
             (flight, Response::Conflict { code }) => {
                 self.last_setback = Some(Box::new(Setback::Conflict { code }));
+                // The same write again: a conflict means it was not applied.
                 let step = match flight {
-                    InFlight::Replace { etag, .. } => Step::Takeover(etag),
+                    InFlight::Replace { etag, write } if p.purpose == Purpose::Takeover => {
+                        Step::Takeover {
+                            etag,
+                            fence: write.fence,
+                        }
+                    }
+                    InFlight::Replace { etag, write } => Step::Claim {
+                        etag,
+                        fence: write.fence,
+                    },
                     _ => Step::Create,
                 };
                 self.retry_or(cx, step, now, Pace::Conflict)
@@ -261,19 +281,27 @@ impl Acquiring {
         holder: Holder,
         now: Instant,
     ) -> Phase {
+        self.s.saw(holder.fence());
+        let fence = self.s.grant_fence(&cx.cfg, holder.fence());
         if self.refused.take().as_ref() == Some(&etag) {
             // Our takeover's If-Match was refused, yet the store still reports that ETag:
             // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
             self.last_setback = Some(Box::new(Setback::Incoherent { etag: etag.clone() }));
-            return self.retry_or(cx, Step::Takeover(etag), now, Pace::Incoherent);
-        }
-        if let Some(seq) = self.s.is_ours(&holder) {
-            // A write of ours whose reply we did not get has landed.
-            let write = Write {
-                seq,
-                sent: self.s.sent_of(seq),
+            let step = if holder.is_free() {
+                Step::Claim { etag, fence }
+            } else {
+                Step::Takeover { etag, fence }
             };
+            return self.retry_or(cx, step, now, Pace::Incoherent);
+        }
+        if let Some(write) = self.s.is_ours(&holder) {
+            // A write of ours whose reply we did not get has landed.
             return self.won(cx, etag, write, None, now);
+        }
+        if holder.is_free() {
+            // Fenced mode, released: claim it at once (try-once too), paced like a create if
+            // the lock keeps changing hands under us.
+            return self.retry_or(cx, Step::Claim { etag, fence }, now, Pace::Progress);
         }
         // Someone else holds it: the lock is not slipping through our fingers.
         self.rounds.reset();
@@ -307,7 +335,7 @@ impl Acquiring {
         }
         let stale_at = self.observed.as_ref().and_then(|o| stale_at(cx, o));
         if stale_at.is_some_and(|t| t <= now) {
-            self.next.set(now, Step::Takeover(etag));
+            self.next.set(now, Step::Takeover { etag, fence });
         } else {
             let mut at = cx.poll_at(now, self.polls);
             self.polls = self.polls.saturating_add(1);
@@ -335,22 +363,26 @@ impl Acquiring {
         if valid_until.is_some_and(|v| v <= now) {
             // Our write landed, but so long ago that it is no longer valid: replace it. The
             // observation is our own record, so that reading it again leads back here.
+            let holder = self.s.own_holder(&cx.cfg, write);
+            let fence = self.s.grant_fence(&cx.cfg, holder.fence());
             self.observed = Some(Observed {
                 etag: etag.clone(),
-                holder: self.s.own_holder(&cx.cfg, write.seq),
+                holder,
                 first_seen: now,
                 own: true,
             });
-            return self.retry_or(cx, Step::Takeover(etag), now, Pace::Progress);
+            return self.retry_or(cx, Step::Takeover { etag, fence }, now, Pace::Progress);
         }
         self.s.settle_all();
+        let token = write.fence.map(|f| f.token);
         cx.emit(Event::Acquired {
             owner: self.s.owner,
             etag: etag.clone(),
             valid_until,
             took_over,
+            token,
         });
-        Phase::Holding(Holding::start(cx, self.s, etag, write.sent, valid_until))
+        Phase::Holding(Holding::start(cx, self.s, etag, write, valid_until))
     }
 }
 
@@ -358,7 +390,7 @@ impl Acquiring {
 /// (`write_in_flight`: one is on its way now).
 fn end(s: Session, write_in_flight: bool) -> Phase {
     if s.has_unresolved() || write_in_flight {
-        Phase::Cleanup(Cleanup::after_acquisition(&s))
+        Phase::Cleanup(Cleanup::after_acquisition(s))
     } else {
         Phase::Idle
     }

@@ -1,5 +1,6 @@
-//! Cleaning up after an expiry or a cancellation: deleting writes of ours that nobody
-//! holds, so that others need not wait out their lease.
+//! Cleaning up after an expiry or a cancellation: removing writes of ours that nobody holds,
+//! so that others need not wait out their lease. Presence mode deletes them; fenced mode
+//! writes a `free` record over them (a fenced object is never deleted).
 
 use super::context::Context;
 use super::pending::{InFlight, Outgoing, Pending};
@@ -7,23 +8,31 @@ use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::Session;
 use super::Phase;
-use crate::{ETag, Holder, Instant, OwnerId, Purpose, Response};
+use crate::{ETag, Fence, Holder, Instant, LockState, Purpose, Response};
+
+/// A write of ours known to be (or to have been) the object: its ETag, and its token if it
+/// is a fenced record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Leftover {
+    etag: ETag,
+    token: Option<u64>,
+}
 
 /// What a cleanup sends next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Step {
+enum Step {
     /// `GET`: did a write of ours land?
     Observe,
-    /// `DELETE If-Match` on a write of ours.
-    Delete(ETag),
+    /// Remove this leftover: `DELETE If-Match`, or, fenced, `PUT If-Match` of a `free` record.
+    Remove(Leftover),
 }
 
 /// Writes of ours that may be the object while nobody holds the lock.
 #[derive(Debug)]
 pub(super) struct Cleanup {
-    owner: OwnerId,
-    /// Our writes known to have landed, to delete.
-    etags: Vec<ETag>,
+    s: Session,
+    /// Our writes known to have landed, to remove.
+    leftovers: Vec<Leftover>,
     /// Some write of ours may have landed unseen: read first.
     resolve: bool,
     next: Schedule<Step>,
@@ -32,20 +41,20 @@ pub(super) struct Cleanup {
 
 impl Cleanup {
     /// After an acquisition that ended without the lock.
-    pub(super) fn after_acquisition(s: &Session) -> Cleanup {
+    pub(super) fn after_acquisition(s: Session) -> Cleanup {
         Cleanup::new(s, Vec::new())
     }
 
     /// After a hold expired: our last confirmed write may still be the object.
-    pub(super) fn after_expiry(s: &Session, etag: ETag) -> Cleanup {
-        Cleanup::new(s, vec![etag])
+    pub(super) fn after_expiry(s: Session, etag: ETag, token: Option<u64>) -> Cleanup {
+        Cleanup::new(s, vec![Leftover { etag, token }])
     }
 
-    fn new(s: &Session, etags: Vec<ETag>) -> Cleanup {
+    fn new(s: Session, leftovers: Vec<Leftover>) -> Cleanup {
         Cleanup {
-            owner: s.owner,
-            etags,
             resolve: s.has_unresolved(),
+            s,
+            leftovers,
             next: Schedule::none(),
             retries: Tries::default(),
         }
@@ -53,22 +62,35 @@ impl Cleanup {
 
     /// Nothing left to do (and nothing in flight, which the caller checks).
     pub(super) fn is_done(&self) -> bool {
-        self.next.is_empty() && !self.resolve && self.etags.is_empty()
+        self.next.is_empty() && !self.resolve && self.leftovers.is_empty()
     }
 
-    /// The request due at `now`: a read while some write may have landed unseen, then a
-    /// delete of each write of ours known to be there.
-    pub(super) fn poll_send(&mut self, now: Instant) -> Option<Outgoing> {
+    /// The request due at `now`: a read while some write may have landed unseen, then the
+    /// removal of each write of ours known to be there.
+    pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         if self.next.is_empty() {
             if self.resolve {
                 self.next.set(now, Step::Observe);
-            } else if let Some(e) = self.etags.first() {
-                self.next.set(now, Step::Delete(e.clone()));
+            } else if let Some(l) = self.leftovers.first() {
+                self.next.set(now, Step::Remove(l.clone()));
             }
         }
         Some(match self.next.take_due(now)? {
             Step::Observe => Outgoing::read(Purpose::Resolve, None),
-            Step::Delete(etag) => Outgoing::delete(Purpose::Cleanup, etag),
+            Step::Remove(Leftover { etag, token: None }) => {
+                Outgoing::delete(Purpose::Cleanup, etag)
+            }
+            Step::Remove(Leftover {
+                etag,
+                token: Some(token),
+            }) => {
+                let fence = Fence {
+                    state: LockState::Free,
+                    token,
+                };
+                let (w, body) = self.s.next_write(&cx.cfg, now, Some(fence));
+                Outgoing::free(Purpose::Cleanup, etag, w, body)
+            }
         })
     }
 
@@ -84,21 +106,32 @@ impl Cleanup {
         now: Instant,
     ) -> Phase {
         match (p.flight, resp) {
-            (_, Response::Written { etag }) => self.etags.push(etag),
+            // Our `free` record replaced the leftover.
+            (InFlight::Free { etag, .. }, Response::Written { .. }) => self.forget(&etag),
+            // A write of the acquisition or hold that ended landed after all.
+            (
+                InFlight::Create { write } | InFlight::Replace { write, .. },
+                Response::Written { etag },
+            ) => self.leftovers.push(Leftover {
+                etag,
+                token: write.fence.map(|f| f.token),
+            }),
             (InFlight::Read, Response::Object { etag, body }) => {
                 self.resolve = false;
-                if Holder::decode(&body).owner() == Some(self.owner) && !self.etags.contains(&etag)
+                let holder = Holder::decode(&body);
+                if self.s.is_ours(&holder).is_some() && !self.leftovers.iter().any(|l| l.etag == etag)
                 {
-                    self.etags.push(etag);
+                    self.leftovers.push(Leftover {
+                        etag,
+                        token: holder.fence().map(|f| f.token),
+                    });
                 }
             }
             (InFlight::Read, Response::Absent | Response::NotModified) => self.resolve = false,
             (
-                InFlight::Delete { etag },
+                InFlight::Delete { etag } | InFlight::Free { etag, .. },
                 Response::Deleted | Response::Absent | Response::Mismatch,
-            ) => {
-                self.etags.retain(|e| *e != etag);
-            }
+            ) => self.forget(&etag),
             (InFlight::Create { .. } | InFlight::Replace { .. }, r) => {
                 // A write of ours was refused or conflicted: not applied. If ambiguous, it
                 // may have landed: find out.
@@ -112,13 +145,23 @@ impl Cleanup {
                     // Leave it: a leftover object expires after its lease like a crash.
                     return Phase::Idle;
                 }
+                // A removal may or may not have landed: try it again (a landed one now
+                // fails its condition, which settles it). A read: read again.
                 let step = match flight {
-                    InFlight::Delete { etag } => Step::Delete(etag),
+                    InFlight::Delete { etag } => Step::Remove(Leftover { etag, token: None }),
+                    InFlight::Free { etag, write } => Step::Remove(Leftover {
+                        etag,
+                        token: write.fence.map(|f| f.token),
+                    }),
                     _ => Step::Observe,
                 };
                 self.next.set(cx.retry_at(now, attempt, 0), step);
             }
         }
         Phase::Cleanup(self)
+    }
+
+    fn forget(&mut self, etag: &ETag) {
+        self.leftovers.retain(|l| l.etag != *etag);
     }
 }

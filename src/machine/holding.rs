@@ -6,16 +6,16 @@ use super::pending::{InFlight, Outgoing, Pending};
 use super::releasing::Releasing;
 use super::retry::Tries;
 use super::schedule::Schedule;
-use super::session::Session;
+use super::session::{Session, Write};
 use super::Phase;
 use crate::{
-    Ambiguity, ETag, Event, Holder, Instant, IntentKind, LostReason, OwnerId, Purpose, Response,
-    Setback,
+    Ambiguity, ETag, Event, Fence, Holder, Instant, IntentKind, LockState, LostReason, OwnerId,
+    Purpose, Response, Setback,
 };
 
 /// What a holder sends next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
+enum Step {
     /// `PUT If-Match` on our current ETag, with a new body.
     Renew,
     /// `GET`: did a renewal of ours land, and who holds the lock now?
@@ -30,28 +30,31 @@ pub(super) struct Holding {
     etag: ETag,
     /// The end of validity; `None` with a zero lease (never expires).
     valid_until: Option<Instant>,
+    /// Fenced mode: this grant's token, written again by every renewal.
+    token: Option<u64>,
     next: Schedule<Step>,
     retries: Tries,
 }
 
 impl Holding {
-    /// The hold that starts with our write `etag`, sent at `sent`.
+    /// The hold that starts with our write `write`, now the object with this ETag.
     pub(super) fn start(
         cx: &Context,
         s: Session,
         etag: ETag,
-        sent: Instant,
+        write: Write,
         valid_until: Option<Instant>,
     ) -> Holding {
         let next = if cx.cfg.lease.is_zero() {
             Schedule::none()
         } else {
-            Schedule::at(sent + cx.cfg.renew_interval(), Step::Renew)
+            Schedule::at(write.sent + cx.cfg.renew_interval(), Step::Renew)
         };
         Holding {
             s,
             etag,
             valid_until,
+            token: write.fence.map(|f| f.token),
             next,
             retries: Tries::default(),
         }
@@ -60,7 +63,12 @@ impl Holding {
     pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
             Step::Renew => {
-                let (w, body) = self.s.next_write(&cx.cfg, now);
+                // A renewal keeps the grant's token: only a new grant increases it.
+                let fence = self.token.map(|token| Fence {
+                    state: LockState::Held,
+                    token,
+                });
+                let (w, body) = self.s.next_write(&cx.cfg, now, fence);
                 Outgoing::replace(Purpose::Renew, self.etag.clone(), w, body)
             }
             Step::Observe => Outgoing::read(Purpose::Resolve, None),
@@ -89,16 +97,26 @@ impl Holding {
         self.valid_until
     }
 
+    pub(super) fn token(&self) -> Option<u64> {
+        self.token
+    }
+
     /// The hold's validity ran out: clean up what we may have left behind.
     pub(super) fn expire(self, cx: &mut Context) -> Phase {
         cx.emit(Event::Expired);
-        Phase::Cleanup(Cleanup::after_expiry(&self.s, self.etag))
+        Phase::Cleanup(Cleanup::after_expiry(self.s, self.etag, self.token))
     }
 
     /// The user releases the lock. A pending renewal or read is answered first; then the
     /// delete goes out with the ETag that is current by then.
     pub(super) fn release(self, now: Instant) -> Phase {
-        Phase::Releasing(Releasing::start(self.s, self.etag, self.valid_until, now))
+        Phase::Releasing(Releasing::start(
+            self.s,
+            self.etag,
+            self.valid_until,
+            self.token,
+            now,
+        ))
     }
 
     pub(super) fn on_reply(
@@ -151,10 +169,7 @@ impl Holding {
                         let at = self.retry_at(cx, now);
                         self.next.set(at, Step::Renew);
                     }
-                    Some(seq) => {
-                        let sent = self.s.sent_of(seq);
-                        self.confirm(cx, etag, sent, seq);
-                    }
+                    Some(write) => self.confirm(cx, etag, write.sent, write.seq),
                     None => {
                         return lose(
                             cx,

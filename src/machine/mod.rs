@@ -446,6 +446,19 @@ impl Lock {
         }
     }
 
+    /// The current hold's fencing token, while held in fenced mode.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// assert_eq!(Lock::new(Config::default(), [7; 32]).unwrap().token(), None);
+    /// ```
+    pub fn token(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::Holding(h) => h.token(),
+            _ => None,
+        }
+    }
+
     // ---- time and sending ------------------------------------------------------------------
 
     /// Time never goes backwards inside the core, whatever the driver passes.
@@ -485,9 +498,9 @@ impl Lock {
             Phase::Idle => None,
             Phase::Acquiring(a) => a.poll_send(cx, now),
             Phase::Holding(h) => h.poll_send(cx, now),
-            Phase::Releasing(r) => r.poll_send(now),
+            Phase::Releasing(r) => r.poll_send(cx, now),
             Phase::Cleanup(c) => {
-                let outgoing = c.poll_send(now);
+                let outgoing = c.poll_send(cx, now);
                 if outgoing.is_none() && c.is_done() {
                     self.phase = Phase::Idle;
                 }

@@ -14,6 +14,8 @@ pub(super) enum InFlight {
     Replace { write: Write, etag: ETag },
     /// `DELETE If-Match: etag`.
     Delete { etag: ETag },
+    /// `PUT If-Match: etag` of a `free` record of ours (fenced mode's release).
+    Free { write: Write, etag: ETag },
     /// `GET`.
     Read,
 }
@@ -22,7 +24,7 @@ impl InFlight {
     pub(super) fn kind(&self) -> IntentKind {
         match self {
             InFlight::Create { .. } => IntentKind::PutIfNoneMatch,
-            InFlight::Replace { .. } => IntentKind::PutIfMatch,
+            InFlight::Replace { .. } | InFlight::Free { .. } => IntentKind::PutIfMatch,
             InFlight::Delete { .. } => IntentKind::DeleteIfMatch,
             InFlight::Read => IntentKind::Get,
         }
@@ -31,7 +33,9 @@ impl InFlight {
     /// Our write, if this was one: it may land even when its reply is lost.
     pub(super) fn write(&self) -> Option<Write> {
         match self {
-            InFlight::Create { write } | InFlight::Replace { write, .. } => Some(*write),
+            InFlight::Create { write }
+            | InFlight::Replace { write, .. }
+            | InFlight::Free { write, .. } => Some(*write),
             InFlight::Delete { .. } | InFlight::Read => None,
         }
     }
@@ -66,6 +70,17 @@ impl Outgoing {
         Outgoing {
             purpose,
             flight: InFlight::Replace {
+                write,
+                etag: etag.clone(),
+            },
+            intent: Intent::PutIfMatch { etag, body },
+        }
+    }
+
+    pub(super) fn free(purpose: Purpose, etag: ETag, write: Write, body: Bytes) -> Outgoing {
+        Outgoing {
+            purpose,
+            flight: InFlight::Free {
                 write,
                 etag: etag.clone(),
             },

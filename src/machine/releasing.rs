@@ -1,5 +1,5 @@
-//! Releasing: the conditional delete, and telling deleted, taken over and already gone
-//! apart.
+//! Releasing: the conditional delete (fenced mode: the conditional write of a `free` record),
+//! and telling released, taken over and already gone apart.
 
 use super::context::Context;
 use super::pending::{InFlight, Outgoing, Pending};
@@ -8,14 +8,16 @@ use super::schedule::Schedule;
 use super::session::Session;
 use super::Phase;
 use crate::{
-    Ambiguity, ETag, Error, Event, Holder, Instant, Purpose, ReleaseOutcome, Response, Setback,
+    Ambiguity, ETag, Error, Event, Fence, Holder, Instant, LockState, Purpose, ReleaseOutcome,
+    Response, Setback,
 };
 
 /// What a release sends next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    /// `DELETE If-Match` on our current ETag.
-    Delete,
+enum Step {
+    /// Presence mode: `DELETE If-Match` on our current ETag. Fenced mode: `PUT If-Match` on
+    /// it, of a `free` record with our token.
+    Release,
     /// `GET`: whose object is there now?
     Observe,
 }
@@ -27,8 +29,10 @@ pub(super) struct Releasing {
     /// The ETag of our last confirmed write.
     etag: ETag,
     valid_until: Option<Instant>,
-    /// A delete may have been applied without our hearing of it.
-    delete_unconfirmed: bool,
+    /// Fenced mode: our grant's token, which the `free` record keeps.
+    token: Option<u64>,
+    /// Our release (delete or `free` write) may have been applied without our hearing of it.
+    unconfirmed: bool,
     next: Schedule<Step>,
     retries: Tries,
 }
@@ -38,27 +42,47 @@ impl Releasing {
         s: Session,
         etag: ETag,
         valid_until: Option<Instant>,
+        token: Option<u64>,
         now: Instant,
     ) -> Releasing {
         Releasing {
             s,
             etag,
             valid_until,
-            delete_unconfirmed: false,
-            next: Schedule::at(now, Step::Delete),
+            token,
+            unconfirmed: false,
+            next: Schedule::at(now, Step::Release),
             retries: Tries::default(),
         }
     }
 
-    pub(super) fn poll_send(&mut self, now: Instant) -> Option<Outgoing> {
+    pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
-            Step::Delete => Outgoing::delete(Purpose::Release, self.etag.clone()),
+            Step::Release => match self.token {
+                None => Outgoing::delete(Purpose::Release, self.etag.clone()),
+                Some(token) => {
+                    let fence = Fence {
+                        state: LockState::Free,
+                        token,
+                    };
+                    let (w, body) = self.s.next_write(&cx.cfg, now, Some(fence));
+                    Outgoing::free(Purpose::Release, self.etag.clone(), w, body)
+                }
+            },
             Step::Observe => Outgoing::read(Purpose::Resolve, None),
         })
     }
 
     pub(super) fn wake_at(&self, in_flight: Option<&Pending>) -> Option<Instant> {
         self.next.when().filter(|_| in_flight.is_none())
+    }
+
+    /// How a release that did what we asked is reported.
+    fn done(&self) -> ReleaseOutcome {
+        match self.token {
+            None => ReleaseOutcome::Deleted,
+            Some(_) => ReleaseOutcome::Freed,
+        }
     }
 
     pub(super) fn on_reply(
@@ -69,11 +93,11 @@ impl Releasing {
         now: Instant,
     ) -> Phase {
         let outcome = match (p.flight, resp) {
-            // A renewal that was in flight when release was asked for (the only write a
+            // A renewal that was in flight when release was asked for (the only other write a
             // release can have in flight).
             (InFlight::Replace { .. }, Response::Written { etag }) => {
                 self.etag = etag;
-                self.next.set(now, Step::Delete);
+                self.next.set(now, Step::Release);
                 None
             }
             (
@@ -85,12 +109,15 @@ impl Releasing {
                 None
             }
             (InFlight::Replace { .. }, _) => {
-                self.next.set(now, Step::Delete);
+                self.next.set(now, Step::Release);
                 None
             }
-            (InFlight::Delete { .. }, Response::Deleted) => Some(ReleaseOutcome::Deleted),
-            (InFlight::Delete { .. }, Response::Absent) => Some(ReleaseOutcome::AlreadyGone),
-            (InFlight::Delete { .. }, Response::Mismatch) => {
+            (InFlight::Delete { .. }, Response::Deleted)
+            | (InFlight::Free { .. }, Response::Written { .. }) => Some(self.done()),
+            (InFlight::Delete { .. } | InFlight::Free { .. }, Response::Absent) => {
+                Some(ReleaseOutcome::AlreadyGone)
+            }
+            (InFlight::Delete { .. } | InFlight::Free { .. }, Response::Mismatch) => {
                 // Some servers say 412 for a missing key too: read to tell the cases apart.
                 self.next.set(now, Step::Observe);
                 None
@@ -102,32 +129,35 @@ impl Releasing {
             (InFlight::Read, Response::Object { etag, body }) => {
                 let holder = Holder::decode(&body);
                 if self.s.is_ours(&holder).is_some() {
-                    // Ours (a renewal landed late, or the store refused a delete it should
-                    // have accepted): delete that version, paced, a bounded number of times.
+                    // Ours (a renewal landed late, or the store refused a release it should
+                    // have accepted): release that version, paced, a bounded number of times.
                     let incoherent = Setback::Incoherent { etag: etag.clone() };
                     self.etag = etag;
-                    if !self.retry(cx, Step::Delete, now, incoherent) {
+                    if !self.retry(cx, Step::Release, now, incoherent) {
                         return Phase::Idle;
                     }
                     None
-                } else if self.delete_unconfirmed && self.valid_until.is_none_or(|v| now < v) {
-                    // Nobody can have taken over before our validity ended, so our delete
+                } else if self.s.freed_by_us(&holder) {
+                    // Our `free` record: the release landed.
+                    Some(ReleaseOutcome::Freed)
+                } else if self.unconfirmed && self.valid_until.is_none_or(|v| now < v) {
+                    // Nobody can have taken over before our validity ended, so our release
                     // landed and someone acquired the free lock since.
-                    Some(ReleaseOutcome::Deleted)
+                    Some(self.done())
                 } else {
                     Some(ReleaseOutcome::TakenOver)
                 }
             }
-            (InFlight::Read, Response::Absent) => Some(if self.delete_unconfirmed {
-                ReleaseOutcome::Deleted
+            (InFlight::Read, Response::Absent) => Some(if self.unconfirmed {
+                self.done()
             } else {
                 ReleaseOutcome::AlreadyGone
             }),
             (flight, other) => {
                 // Conflict, ambiguity, or a reply that does not fit: read, then try again.
                 let kind = flight.kind();
-                if let InFlight::Delete { .. } = flight {
-                    self.delete_unconfirmed = true;
+                if matches!(flight, InFlight::Delete { .. } | InFlight::Free { .. }) {
+                    self.unconfirmed = true;
                 }
                 let setback = match other {
                     Response::Conflict { code } => Setback::Conflict { code },

@@ -1,15 +1,17 @@
 //! One acquisition's identity and the writes it has made: a fresh owner id, a sequence number
 //! that makes every body (so every ETag) unique, and the writes whose outcome is unknown.
 
-use crate::{Config, Holder, Instant, OwnerId, Record};
+use crate::{Config, Fence, Holder, Instant, LockState, OwnerId, Record};
 use bytes::Bytes;
 
-/// A write of ours: the sequence number in its body and when it was sent. Validity is always
-/// dated from a write's send time, never from when its reply came.
+/// A write of ours: the sequence number in its body, when it was sent, and the fence it
+/// writes (fenced mode). Validity is always dated from a write's send time, never from when
+/// its reply came.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Write {
     pub(super) seq: u64,
     pub(super) sent: Instant,
+    pub(super) fence: Option<Fence>,
 }
 
 /// The most unresolved writes remembered; beyond that the oldest are forgotten, and a write
@@ -26,6 +28,9 @@ pub(super) struct Session {
     started_unix_ms: u64,
     /// Writes that got no definite answer: they may still land.
     unresolved: Vec<Write>,
+    /// The highest fencing token seen on the key, if it was seen fenced: a key once fenced
+    /// stays fenced, and a grant never writes a smaller token than one it has seen.
+    seen_token: Option<u64>,
 }
 
 impl Session {
@@ -36,6 +41,7 @@ impl Session {
             started,
             started_unix_ms,
             unresolved: Vec::new(),
+            seen_token: None,
         }
     }
 
@@ -73,22 +79,29 @@ impl Session {
     }
 
     /// The next write of this session: a new sequence number, so a new body (and a new ETag).
-    pub(super) fn next_write(&mut self, cfg: &Config, now: Instant) -> (Write, Bytes) {
+    /// `fence` is what a fenced record says (`None`: a presence-mode record).
+    pub(super) fn next_write(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        fence: Option<Fence>,
+    ) -> (Write, Bytes) {
         self.seq += 1;
         let elapsed = now.saturating_duration_since(self.started).as_millis();
         let written_unix_ms = self
             .started_unix_ms
             .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
-        let body = self.record(cfg, self.seq, written_unix_ms).encode();
+        let body = self.record(cfg, self.seq, written_unix_ms, fence).encode();
         let write = Write {
             seq: self.seq,
             sent: now,
+            fence,
         };
         (write, body)
     }
 
     /// The record of our write `seq`, as others read it.
-    pub(super) fn record(&self, cfg: &Config, seq: u64, written_unix_ms: u64) -> Record {
+    fn record(&self, cfg: &Config, seq: u64, written_unix_ms: u64, fence: Option<Fence>) -> Record {
         Record {
             owner: self.owner,
             seq,
@@ -97,20 +110,54 @@ impl Session {
             pid: cfg.pid,
             acquired_unix_ms: self.started_unix_ms,
             written_unix_ms,
+            fence,
         }
     }
 
-    /// The record of our own write at the start of the session (how `won` describes a write
-    /// of ours that landed too late to be valid).
-    pub(super) fn own_holder(&self, cfg: &Config, seq: u64) -> Holder {
-        Holder::Sets3lock(self.record(cfg, seq, self.started_unix_ms))
+    /// The record of our own write `write` (how `won` describes a write of ours that landed
+    /// too late to be valid).
+    pub(super) fn own_holder(&self, cfg: &Config, write: Write) -> Holder {
+        Holder::Sets3lock(self.record(cfg, write.seq, self.started_unix_ms, write.fence))
     }
 
-    /// The sequence number of ours that `holder` carries, if the record is ours.
-    pub(super) fn is_ours(&self, holder: &Holder) -> Option<u64> {
+    /// Our write that `holder` is, if it is one of ours that holds the lock (a `free` record
+    /// of ours is a finished release, not a hold).
+    pub(super) fn is_ours(&self, holder: &Holder) -> Option<Write> {
         match holder {
-            Holder::Sets3lock(r) if r.owner == self.owner => Some(r.seq),
+            Holder::Sets3lock(r) if r.owner == self.owner && !holder.is_free() => Some(Write {
+                seq: r.seq,
+                sent: self.sent_of(r.seq),
+                fence: r.fence,
+            }),
             _ => None,
         }
+    }
+
+    /// Whether `holder` is a `free` record written by us: our release (or cleanup) landed.
+    pub(super) fn freed_by_us(&self, holder: &Holder) -> bool {
+        holder.owner() == Some(self.owner) && holder.is_free()
+    }
+
+    /// Notes the fence of a record seen on the key.
+    pub(super) fn saw(&mut self, fence: Option<Fence>) {
+        if let Some(f) = fence {
+            self.seen_token = Some(self.seen_token.map_or(f.token, |t| t.max(f.token)));
+        }
+    }
+
+    /// The fence a grant over a record with fence `over` writes: the next token after it, or,
+    /// over an absent, presence-mode or foreign record, the next after the highest token seen,
+    /// if the key is fenced (by configuration, or because we saw it fenced).
+    pub(super) fn grant_fence(&self, cfg: &Config, over: Option<Fence>) -> Option<Fence> {
+        let last = match (over, self.seen_token) {
+            (Some(f), seen) => Some(seen.map_or(f.token, |t| t.max(f.token))),
+            (None, Some(seen)) => Some(seen),
+            (None, None) if cfg.fenced => Some(0),
+            (None, None) => None,
+        }?;
+        Some(Fence {
+            state: LockState::Held,
+            token: last.saturating_add(1),
+        })
     }
 }

@@ -48,6 +48,7 @@ impl Default for SimConfig {
                 retry_limit: 64,
                 foreign_lease: None,
                 conditional_get: true,
+                fenced: false,
                 host: "sim".into(),
                 pid: 1,
             },

@@ -120,6 +120,7 @@ fn stale_record(lease_ms: u64) -> Vec<u8> {
         pid: 1,
         acquired_unix_ms: 0,
         written_unix_ms: 0,
+        fence: None,
     }
     .encode()
     .to_vec()
