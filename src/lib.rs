@@ -53,7 +53,8 @@ pub use event::{Event, LostReason, NotAcquired, ReleaseOutcome, Setback};
 pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
 pub use machine::{CommandError, Lock};
 pub use record::{
-    Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION, FORMAT_VERSION,
+    Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
+    FORMAT_VERSION,
 };
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};

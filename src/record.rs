@@ -384,7 +384,10 @@ impl fmt::Display for Holder {
                 host,
                 pid,
                 ..
-            }) => write!(f, "nobody (free, last token {token}, released by {host} pid {pid})"),
+            }) => write!(
+                f,
+                "nobody (free, last token {token}, released by {host} pid {pid})"
+            ),
             Holder::Sets3lock(r) => {
                 write!(f, "{} pid {} (owner {}", r.host, r.pid, r.owner)?;
                 if r.lease.is_zero() {

@@ -3,131 +3,13 @@
 use bytes::Bytes;
 use core::time::Duration;
 use sets3lock::{
-    classify, Ambiguity, Config, ETag, Event, Holder, Instant, Intent, Lock, LostReason,
-    NotAcquired, Purpose, Record, ReleaseOutcome, Request, Response, Wait,
+    classify, Ambiguity, Config, Event, Holder, Instant, Intent, LostReason, NotAcquired, Purpose,
+    Record, ReleaseOutcome, Response, Wait,
 };
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 
-const B: &str = "bucket";
-const K: &str = "lock";
-
-fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
-}
-
-fn config() -> Config {
-    Config {
-        lease: secs(30),
-        host: "test-host".into(),
-        pid: 77,
-        ..Config::default()
-    }
-}
-
-/// One client, the mock bucket, and a virtual clock that the test moves by hand.
-struct Client {
-    lock: Lock,
-    now: Instant,
-    events: Vec<Event>,
-    sent: Vec<Request>,
-}
-
-impl Client {
-    fn new(config: Config, seed: u8) -> Client {
-        Client {
-            lock: Lock::new(config, [seed; 32]).expect("valid config"),
-            now: Instant::ZERO,
-            events: Vec::new(),
-            sent: Vec::new(),
-        }
-    }
-
-    /// The next request, which the test then answers.
-    fn request(&mut self) -> Option<Request> {
-        let r = self.lock.poll_request();
-        if let Some(r) = &r {
-            self.sent.push(r.clone());
-        }
-        r
-    }
-
-    fn answer(&mut self, req: &Request, response: Response) {
-        self.lock.handle_response(req.id, response, self.now);
-        self.collect();
-    }
-
-    fn collect(&mut self) {
-        while let Some(e) = self.lock.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    /// Sends every request to `s3` and answers it at once, firing timers, until `until`.
-    fn run(&mut self, s3: &mut MockS3, until: Instant) {
-        loop {
-            while let Some(req) = self.request() {
-                let reply = s3.execute(B, K, &req.intent);
-                let response =
-                    classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
-                self.answer(&req, response);
-            }
-            match self.lock.poll_timeout() {
-                Some(t) if t <= until => {
-                    self.now = self.now.max(t);
-                    self.lock.handle_timeout(self.now);
-                    self.collect();
-                }
-                _ => break,
-            }
-        }
-        self.now = self.now.max(until);
-        self.lock.handle_timeout(self.now);
-        self.collect();
-        while let Some(req) = self.request() {
-            let reply = s3.execute(B, K, &req.intent);
-            let response = classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
-            self.answer(&req, response);
-        }
-    }
-
-    fn at(&self, d: Duration) -> Instant {
-        Instant::ZERO + d
-    }
-
-    fn take_events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.events)
-    }
-
-    fn purposes(&self) -> Vec<Purpose> {
-        self.sent.iter().map(|r| r.purpose).collect()
-    }
-}
-
-fn bucket() -> MockS3 {
-    let mut s3 = MockS3::new();
-    s3.create_bucket(B);
-    s3
-}
-
-/// A bucket that answers `If-Match` on a missing key as `semantics` says (404 or 412).
-fn bucket_answering(semantics: MissingKeyIfMatch) -> MockS3 {
-    let mut s3 = MockS3::with_semantics(Semantics {
-        missing_key_if_match: semantics,
-        ..Semantics::default()
-    });
-    s3.create_bucket(B);
-    s3
-}
-
-fn acquired_etag(events: &[Event]) -> ETag {
-    events
-        .iter()
-        .find_map(|e| match e {
-            Event::Acquired { etag, .. } => Some(etag.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("not acquired: {events:?}"))
-}
+mod scenario;
+use scenario::*;
 
 #[test]
 fn uncontended_cycle_is_one_put_and_one_delete() {
@@ -822,39 +704,6 @@ fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
     }
     // Six retries with backoff between 50 ms and 2 s: seconds, not minutes.
     assert!(c.now < c.at(secs(15)), "{:?}", c.now);
-}
-
-/// Runs the client against `s3`, letting `fault` answer instead when it returns Some.
-fn run_with(
-    c: &mut Client,
-    s3: &mut MockS3,
-    until: Instant,
-    fault: impl Fn(&Request) -> Option<Response>,
-) -> usize {
-    let mut sent = 0;
-    loop {
-        while let Some(req) = c.request() {
-            sent += 1;
-            let response = fault(&req).unwrap_or_else(|| {
-                let reply = s3.execute(B, K, &req.intent);
-                classify(req.intent.kind(), reply.status, &reply.headers, &reply.body)
-            });
-            c.answer(&req, response);
-            assert!(
-                sent < 500,
-                "spinning: {:?}",
-                c.purposes().iter().rev().take(6).collect::<Vec<_>>()
-            );
-        }
-        match c.lock.poll_timeout() {
-            Some(t) if t <= until => {
-                c.now = c.now.max(t);
-                c.lock.handle_timeout(c.now);
-                c.collect();
-            }
-            _ => return sent,
-        }
-    }
 }
 
 #[test]

@@ -119,7 +119,8 @@ impl Cleanup {
             (InFlight::Read, Response::Object { etag, body }) => {
                 self.resolve = false;
                 let holder = Holder::decode(&body);
-                if self.s.is_ours(&holder).is_some() && !self.leftovers.iter().any(|l| l.etag == etag)
+                if self.s.is_ours(&holder).is_some()
+                    && !self.leftovers.iter().any(|l| l.etag == etag)
                 {
                     self.leftovers.push(Leftover {
                         etag,

@@ -1,0 +1,184 @@
+//! The scenario tests' harness: one client, the mock bucket, and a virtual clock the test
+//! moves by hand. Every drive loop here has a bound and fails with what it saw.
+
+#![allow(dead_code, unreachable_pub)] // each test file uses part of it
+
+use core::time::Duration;
+use sets3lock::{classify, Config, ETag, Event, Instant, Lock, Purpose, Request, Response};
+use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
+
+/// More timer firings or rounds of requests than any scenario needs: a protocol that spins
+/// fails here instead of hanging the suite.
+pub const MAX_STEPS: usize = 10_000;
+
+pub const B: &str = "bucket";
+pub const K: &str = "lock";
+
+pub fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+pub fn config() -> Config {
+    Config {
+        lease: secs(30),
+        host: "test-host".into(),
+        pid: 77,
+        ..Config::default()
+    }
+}
+
+/// One client, the mock bucket, and a virtual clock that the test moves by hand.
+pub struct Client {
+    pub lock: Lock,
+    pub now: Instant,
+    pub events: Vec<Event>,
+    pub sent: Vec<Request>,
+}
+
+impl Client {
+    pub fn new(config: Config, seed: u8) -> Client {
+        Client {
+            lock: Lock::new(config, [seed; 32]).expect("valid config"),
+            now: Instant::ZERO,
+            events: Vec::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    /// The next request, which the test then answers.
+    pub fn request(&mut self) -> Option<Request> {
+        let r = self.lock.poll_request();
+        if let Some(r) = &r {
+            self.sent.push(r.clone());
+        }
+        r
+    }
+
+    pub fn answer(&mut self, req: &Request, response: Response) {
+        self.lock.handle_response(req.id, response, self.now);
+        self.collect();
+    }
+
+    pub fn collect(&mut self) {
+        while let Some(e) = self.lock.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    /// Sends every request to `s3` and answers it at once, firing timers, until `until`.
+    pub fn run(&mut self, s3: &mut MockS3, until: Instant) {
+        for step in 0.. {
+            assert!(
+                step < MAX_STEPS,
+                "still busy after {MAX_STEPS} steps: {:?}",
+                self.timeline()
+            );
+            while let Some(req) = self.request() {
+                let reply = s3.execute(B, K, &req.intent);
+                let response =
+                    classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+                self.answer(&req, response);
+            }
+            match self.lock.poll_timeout() {
+                Some(t) if t <= until => {
+                    self.now = self.now.max(t);
+                    self.lock.handle_timeout(self.now);
+                    self.collect();
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(until);
+        self.lock.handle_timeout(self.now);
+        self.collect();
+        while let Some(req) = self.request() {
+            let reply = s3.execute(B, K, &req.intent);
+            let response = classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+            self.answer(&req, response);
+        }
+    }
+
+    pub fn at(&self, d: Duration) -> Instant {
+        Instant::ZERO + d
+    }
+
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The last requests sent and events seen, for a failure message.
+    pub fn timeline(&self) -> (Vec<Purpose>, Vec<Event>) {
+        let n = self.sent.len().saturating_sub(12);
+        let e = self.events.len().saturating_sub(12);
+        (self.purposes()[n..].to_vec(), self.events[e..].to_vec())
+    }
+
+    pub fn purposes(&self) -> Vec<Purpose> {
+        self.sent.iter().map(|r| r.purpose).collect()
+    }
+}
+
+pub fn bucket() -> MockS3 {
+    let mut s3 = MockS3::new();
+    s3.create_bucket(B);
+    s3
+}
+
+/// A bucket that answers `If-Match` on a missing key as `semantics` says (404 or 412).
+pub fn bucket_answering(semantics: MissingKeyIfMatch) -> MockS3 {
+    let mut s3 = MockS3::with_semantics(Semantics {
+        missing_key_if_match: semantics,
+        ..Semantics::default()
+    });
+    s3.create_bucket(B);
+    s3
+}
+
+pub fn acquired_etag(events: &[Event]) -> ETag {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::Acquired { etag, .. } => Some(etag.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("not acquired: {events:?}"))
+}
+
+/// Runs the client against `s3`, letting `fault` answer instead when it returns Some.
+pub fn run_with(
+    c: &mut Client,
+    s3: &mut MockS3,
+    until: Instant,
+    fault: impl Fn(&Request) -> Option<Response>,
+) -> usize {
+    let mut sent = 0;
+    for step in 0.. {
+        assert!(
+            step < MAX_STEPS,
+            "still busy after {MAX_STEPS} steps: {:?}",
+            c.timeline()
+        );
+        while let Some(req) = c.request() {
+            sent += 1;
+            let response = fault(&req).unwrap_or_else(|| {
+                let reply = s3.execute(B, K, &req.intent);
+                classify(req.intent.kind(), reply.status, &reply.headers, &reply.body)
+            });
+            c.answer(&req, response);
+            assert!(
+                sent < 500,
+                "spinning: {:?}",
+                c.purposes().iter().rev().take(6).collect::<Vec<_>>()
+            );
+        }
+        match c.lock.poll_timeout() {
+            Some(t) if t <= until => {
+                c.now = c.now.max(t);
+                c.lock.handle_timeout(c.now);
+                c.collect();
+            }
+            _ => return sent,
+        }
+    }
+    unreachable!("the step bound above ends the loop")
+}
