@@ -38,10 +38,12 @@ fn acquired_token(events: &[Event]) -> Option<u64> {
 /// Acquires with `c` (waiting), then releases, running the bucket to completion; returns the
 /// token the grant carried.
 fn cycle(c: &mut Client, s3: &mut MockS3) -> Option<u64> {
-    c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+    c.lock
+        .acquire(c.now, 0, Wait::Forever)
+        .expect("an idle lock can acquire");
     c.run(s3, c.now);
     let token = acquired_token(&c.take_events());
-    c.lock.release(c.now).unwrap();
+    c.lock.release(c.now).expect("a held lock can release");
     c.run(s3, c.now);
     let events = c.take_events();
     assert!(
