@@ -472,7 +472,7 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
     let Some(s) = seaweedfs() else { return };
     let key = support::fresh_key("cli-blackout");
     let url = s.url(&key);
-    let proxy = support::proxy::LossyProxy::start(&s.endpoint);
+    let proxy = support::blackout::BlackoutProxy::start(&s.endpoint);
     let dir = std::env::temp_dir().join(format!("sets3lock-blackout-{}", support::rand_u64()));
     std::fs::create_dir_all(&dir).expect("dir");
     let witness = dir.join("witness");
