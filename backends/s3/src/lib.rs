@@ -26,6 +26,7 @@ mod error;
 mod hold;
 mod http;
 mod observe;
+mod profile;
 mod request;
 mod state;
 mod target;
