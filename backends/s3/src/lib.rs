@@ -11,7 +11,9 @@
 //! Configuration comes from the standard AWS variables ([`S3Options::from_env`]):
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` /
 //! `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; any field can be set in
-//! code.
+//! code. [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws` (static keys,
+//! region, endpoint); with the `aws-config` feature, `S3Options::from_aws_config` uses the
+//! whole AWS credential chain.
 
 #![forbid(unsafe_code)]
 
@@ -26,6 +28,7 @@ mod error;
 mod hold;
 mod http;
 mod observe;
+mod profile;
 mod request;
 mod state;
 mod target;
