@@ -35,7 +35,7 @@ pub(crate) fn async_client(timeout: Duration) -> Result<reqwest::Client, Error> 
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .build()
-        .map_err(|e| Error::Http(e.to_string()))
+        .map_err(Error::HttpClient)
 }
 
 /// Blocking: the same settings.
@@ -46,7 +46,7 @@ pub(crate) fn blocking_client(timeout: Duration) -> Result<reqwest::blocking::Cl
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .build()
-        .map_err(|e| Error::Http(e.to_string()))
+        .map_err(Error::HttpClient)
 }
 
 pub(crate) async fn send_async(
