@@ -20,6 +20,12 @@ pub(crate) struct Hold {
     pub(crate) valid_until: Option<Stamp>,
 }
 
+impl Hold {
+    fn is_valid_at(&self, now: Stamp) -> bool {
+        self.valid_until.is_none_or(|v| now < v)
+    }
+}
+
 /// Where a lock stands, as its handle sees it.
 #[derive(Clone, Debug)]
 pub(crate) enum Standing {
@@ -57,7 +63,8 @@ pub enum Loss {
     DriverStopped,
 }
 
-/// What the handle and the driver see of each other.
+/// What the handle and the driver see of each other. (`pub` only for the sealed `Mode` trait
+/// to name it: the module is private.)
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     pub(crate) standing: Standing,
@@ -93,8 +100,7 @@ impl Snapshot {
 
     /// Whether the hold is valid at `now`.
     pub(crate) fn is_held(&self, now: Stamp) -> bool {
-        self.live_hold()
-            .is_some_and(|h| h.valid_until.is_none_or(|v| now < v))
+        self.live_hold().is_some_and(|h| h.is_valid_at(now))
     }
 
     /// The loss this snapshot shows at `now`, if any.
@@ -108,12 +114,10 @@ impl Snapshot {
                 how: Ending::Expired,
                 ..
             } => Some(Loss::Expired),
-            Standing::Holding(_) if self.live_hold().is_some() && !self.is_held(now) => {
-                Some(Loss::Expired)
-            }
+            Standing::Ended { .. } => Some(Loss::DriverStopped),
+            _ if self.live_hold().is_some_and(|h| !h.is_valid_at(now)) => Some(Loss::Expired),
             _ if self.finished => Some(Loss::DriverStopped),
             Standing::Acquiring | Standing::Holding(_) => None,
-            Standing::Ended { .. } => Some(Loss::DriverStopped),
         }
     }
 
@@ -223,7 +227,7 @@ impl Drop for FinishOnDrop {
     }
 }
 
-/// The state one driver and its handle share.
+/// The state one driver and its handle share. (`pub` as `Snapshot` is.)
 #[derive(Debug)]
 pub struct Shared {
     snapshot: Mutex<Snapshot>,
