@@ -7,7 +7,7 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::{LockUrl, ReleaseOutcome};
-use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, WaitFor};
+use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, Wait};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -61,9 +61,9 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         }
     };
     let wait = match (args.no_wait, args.timeout) {
-        (true, _) => WaitFor::No,
-        (false, Some(t)) => WaitFor::Timeout(t),
-        (false, None) => WaitFor::Forever,
+        (true, _) => Wait::No,
+        (false, Some(t)) => Wait::Timeout(t),
+        (false, None) => Wait::Forever,
     };
 
     // ---- acquire, unless a signal comes first ----
@@ -110,12 +110,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         .args(&program[1..])
         .env("SETS3LOCK_URL", url.to_string())
         .env("SETS3LOCK_OWNER", held.owner().to_string())
-        .env(
-            "SETS3LOCK_ETAG",
-            held.etag()
-                .map(|e| e.as_str().to_owned())
-                .unwrap_or_default(),
-        );
+        .env("SETS3LOCK_ETAG", held.etag().as_str());
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -225,6 +220,7 @@ fn describe(loss: &Loss) -> String {
         }
         Loss::Expired => "the lease expired before a renewal got through".into(),
         Loss::DriverStopped => "the lock's background driver stopped".into(),
+        other => format!("the lock was lost ({other:?})"),
     }
 }
 
