@@ -13,7 +13,7 @@ bash scripts/s3-server.sh start seaweedfs
 # shellcheck disable=SC1091
 . .local/seaweedfs/env
 [ -x .local/venv/bin/aws ] || .local/venv/bin/pip install --quiet --disable-pip-version-check awscli
-cargo build --release --locked -p sets3lock-s3 --bin sets3lock 2>&1 | tail -1
+cargo build --release --locked -p sets3lock-cli --bin sets3lock 2>&1 | tail -1
 export AWS_EC2_METADATA_DISABLED=true
 python3 - "$n" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time

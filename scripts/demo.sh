@@ -8,7 +8,7 @@ trap 'bash scripts/s3-server.sh stop seaweedfs' EXIT
 bash scripts/s3-server.sh start seaweedfs
 # shellcheck disable=SC1091
 . .local/seaweedfs/env
-cargo build --release --locked -p sets3lock-s3 --bin sets3lock 2>&1 | tail -1
+cargo build --release --locked -p sets3lock-cli --bin sets3lock 2>&1 | tail -1
 bin=target/release/sets3lock
 url=s3://$SETS3LOCK_SEAWEEDFS_BUCKET/demo/job
 

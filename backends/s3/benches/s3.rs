@@ -9,7 +9,7 @@
 
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
-use sets3lock_s3::{blocking::Locker, S3Options, WaitFor};
+use sets3lock_s3::{blocking::Locker, S3Options, Wait};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -132,7 +132,7 @@ fn main() {
         }
         for _ in 0..cycles / 10 {
             let t = Instant::now();
-            let held = locker.acquire(WaitFor::No).expect("acquire");
+            let held = locker.acquire(Wait::No).expect("acquire");
             held.release().expect("release");
             lock.push(t.elapsed().as_secs_f64() * 1e3);
         }
@@ -181,7 +181,7 @@ fn main() {
                 std::thread::spawn(move || {
                     let locker = Locker::new(&url, options).expect("locker");
                     for _ in 0..per {
-                        let held = locker.acquire(WaitFor::Forever).expect("acquire");
+                        let held = locker.acquire(Wait::Forever).expect("acquire");
                         let acquired = Instant::now();
                         std::thread::sleep(HOLD);
                         held.release().expect("release");

@@ -5,7 +5,7 @@
 //! cargo run -p sets3lock-s3 --example blocking -- s3://my-bucket/locks/demo 5
 //! ```
 
-use sets3lock_s3::{blocking::Locker, WaitFor};
+use sets3lock_s3::{blocking::Locker, Wait};
 use std::time::Duration;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,14 +17,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let locker = Locker::from_env(&url)?;
     eprintln!("acquiring {url} ...");
-    let held = locker.acquire(WaitFor::Forever)?;
-    eprintln!("held by owner {} (ETag {:?})", held.owner(), held.etag());
-
-    // Work, but stop at once if the lock is lost: wait_lost returns None when the time is up.
-    if let Some(loss) = held.wait_lost(Some(Duration::from_secs(seconds))) {
+    // Acquires, works, releases, and returns once nothing of ours is left in flight. A loss
+    // while working makes the release an error.
+    let (loss, outcome) = locker.with_lock(Wait::Forever, |held| {
+        eprintln!("held by owner {} (ETag {})", held.owner(), held.etag());
+        // Work, but stop at once if the lock is lost: None when the time is up.
+        held.wait_lost(Some(Duration::from_secs(seconds)))
+    })?;
+    if let Some(loss) = loss {
         eprintln!("lock lost while working: {loss:?}");
-        return Err("lock lost".into());
     }
-    eprintln!("released: {:?}", held.release()?);
+    eprintln!("released: {outcome:?}");
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! ```
 //! With an S3-compatible store, also set AWS_ENDPOINT_URL (path-style addressing follows).
 
-use sets3lock_s3::{tokio::Locker, WaitFor};
+use sets3lock_s3::{tokio::Locker, Wait};
 use std::time::Duration;
 
 #[tokio::main(flavor = "current_thread")]
@@ -19,19 +19,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let locker = Locker::from_env(&url)?;
     eprintln!("acquiring {url} ...");
-    let held = locker
-        .acquire(WaitFor::Timeout(Duration::from_secs(120)))
+    // Acquires, works, releases, and returns once nothing of ours is left in flight: the
+    // runtime may end right after. A loss while working makes the release an error.
+    let ((), outcome) = locker
+        .with_lock(Wait::Timeout(Duration::from_secs(120)), async |held| {
+            eprintln!("held by owner {} (ETag {})", held.owner(), held.etag());
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(seconds)) => eprintln!("work done"),
+                loss = held.lost() => eprintln!("lock lost while working: {loss:?}"),
+            }
+        })
         .await?;
-    eprintln!("held by owner {} (ETag {:?})", held.owner(), held.etag());
-
-    tokio::select! {
-        _ = tokio::time::sleep(Duration::from_secs(seconds)) => eprintln!("work done"),
-        loss = held.lost() => {
-            eprintln!("lock lost while working: {loss:?}");
-            return Err("lock lost".into());
-        }
-    }
-    let outcome = held.release().await?;
     eprintln!("released: {outcome:?}");
     Ok(())
 }

@@ -107,7 +107,10 @@ impl S3Options {
                     }
                 });
             })
-            .map_err(|e| Error::Http(format!("could not start the credentials thread: {e}")))?;
+            .map_err(|source| Error::Thread {
+                name: "credentials",
+                source,
+            })?;
         let (region, endpoint) = match first_rx.recv_timeout(Duration::from_secs(30)) {
             Ok(Ok(found)) => found,
             Ok(Err(why)) => {

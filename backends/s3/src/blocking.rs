@@ -1,231 +1,160 @@
-//! The blocking driver: the core run by a thread.
+//! The blocking driver: each lock is driven by a thread; the handle's methods block.
+//!
+//! The thread ends by itself once nothing of ours is left in flight. Dropping a handle
+//! releases the lock before the drop returns; [`Locker::with_lock`] also waits out a cleanup
+//! of writes that landed late, which a process about to exit should not leave behind.
+
+// The driver and the handle run the same async code as the tokio driver: this mode's futures
+// do their waiting inside `poll` (blocking HTTP, a condition variable), so `block_on` runs
+// them to completion without a runtime.
 
 use crate::clock::{nap_until, Stamp};
-use crate::engine::Engine;
-use crate::hold::{acquire_outcome, loss_of, loss_settled, release_outcome, Loss, WaitFor};
 use crate::http::{blocking_client, send_blocking};
-use crate::state::{Phase, Shared};
-use crate::target::Target;
-use crate::{Error, S3Options};
-use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use crate::mode::{sealed::Waiting, Mode};
+use crate::request::HttpRequest;
+use crate::state::{Shared, Snapshot, Standing};
+use crate::{Error, Loss};
+use core::future::Future;
+use core::pin::pin;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+use sets3lock::{IntentKind, ReleaseOutcome, Response, Wait};
 use std::sync::Arc;
-use std::time::Duration;
+
+/// The blocking mode: a thread drives the lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocking;
+
+impl Mode for Blocking {}
+
+impl Waiting for Blocking {
+    type Http = reqwest::blocking::Client;
+
+    fn http(timeout: Duration) -> Result<reqwest::blocking::Client, Error> {
+        blocking_client(timeout)
+    }
+
+    async fn send(
+        http: &reqwest::blocking::Client,
+        request: HttpRequest,
+        kind: IntentKind,
+    ) -> Response {
+        send_blocking(http, request, kind)
+    }
+
+    async fn wait(
+        shared: &Shared,
+        done: impl Fn(&Snapshot) -> bool + Send,
+        deadline: Option<Stamp>,
+    ) -> Snapshot {
+        let mut seen = shared.lock();
+        loop {
+            if done(&seen) || seen.finished {
+                return seen.clone();
+            }
+            // Poisoned: see `Shared::lock`.
+            seen = match deadline {
+                None => shared.changed.wait(seen).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    if Stamp::now() >= d {
+                        return seen.clone();
+                    }
+                    // At most a second at a time (see `clock`).
+                    let nap = nap_until(d);
+                    let woken = shared.changed.wait_timeout(seen, nap);
+                    woken.unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+    }
+
+    fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        std::thread::Builder::new()
+            .name("sets3lock".into())
+            .spawn(move || block_on(driver))
+            .map(drop)
+            .map_err(|source| Error::Thread {
+                name: "lock driver",
+                source,
+            })
+    }
+
+    fn dropped(shared: &Shared) {
+        // The release (or the cancellation) is done before the drop returns.
+        let ended = |s: &Snapshot| matches!(s.standing, Standing::Ended { .. });
+        block_on(Blocking::wait(shared, ended, None));
+    }
+}
+
+/// Runs one of this mode's futures to completion on this thread. They block inside `poll`
+/// and are ready the first time; parking on a waker keeps this correct even if one were not.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut context) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
 
 /// Opens locks on S3 from blocking code.
 ///
+/// [`with_lock`](Locker::with_lock) is the simple, complete use: it acquires, runs the
+/// critical section, releases, and returns once nothing of ours is left in flight.
+///
 /// ```no_run
-/// use sets3lock_s3::{blocking::Locker, WaitFor};
+/// use sets3lock_s3::{blocking::Locker, Wait};
 /// # fn run() -> Result<(), sets3lock_s3::Error> {
 /// let locker = Locker::from_env("s3://my-bucket/locks/nightly")?;
-/// let held = locker.acquire(WaitFor::Forever)?;
-/// // ... the critical section, checking held.is_held() before irreversible steps ...
-/// println!("{:?}", held.release()?);
+/// let ((), outcome) = locker.with_lock(Wait::Forever, |held| {
+///     // ... the critical section, checking held.is_held() before irreversible steps ...
+/// })?;
+/// println!("{outcome:?}");
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
-pub struct Locker {
-    target: Arc<Target>,
-    options: S3Options,
-    client: reqwest::blocking::Client,
-    requests: Arc<AtomicU64>,
-}
+pub type Locker = crate::Locker<Blocking>;
 
-impl Locker {
-    /// A locker for `url` (`s3://bucket/key`) with these options.
-    pub fn new(url: &str, options: S3Options) -> Result<Locker, Error> {
-        let target = Target::open(url, &options)?;
-        let client = blocking_client(options.request_timeout)?;
-        Ok(Locker {
-            target,
-            options,
-            client,
-            requests: Arc::new(AtomicU64::new(0)),
-        })
-    }
+/// A held lock. Renewed on a background thread; released by
+/// [`release`](crate::Held::release), or on drop (which blocks until the release is done).
+pub type Held = crate::Held<Blocking>;
 
-    /// A locker for `url` configured from the standard AWS environment variables.
-    pub fn from_env(url: &str) -> Result<Locker, Error> {
-        Locker::new(url, S3Options::from_env()?)
-    }
-
-    /// The lock's address.
-    pub fn url(&self) -> &LockUrl {
-        &self.target.url
-    }
-
-    /// How many S3 requests this locker's holds have sent so far.
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-
+impl crate::Locker<Blocking> {
     /// Acquires the lock, blocking until it is held or the wait ends. The returned handle
     /// renews the lease on a background thread until it is released or dropped.
-    pub fn acquire(&self, wait: WaitFor) -> Result<Held, Error> {
-        let mut engine = Engine::new(self.target.clone(), &self.options)?;
-        let now = engine.now();
-        engine
-            .lock
-            .acquire(now, Engine::unix_ms(), wait.to_core(now))
-            .map_err(|_| Error::DriverGone)?;
-        let shared = Arc::new(Shared::new());
-        let (commands, receiver) = mpsc::channel();
-        let client = self.client.clone();
-        let driver_shared = shared.clone();
-        let requests = self.requests.clone();
-        std::thread::Builder::new()
-            .name("sets3lock".into())
-            .spawn(move || drive(engine, client, driver_shared, receiver, requests))
-            .map_err(|e| Error::Http(format!("could not start the lock thread: {e}")))?;
-        let snapshot = shared.wait_blocking(|s| !matches!(s.phase, Phase::Acquiring), None);
-        acquire_outcome(&snapshot)?;
-        Ok(Held {
-            owner: snapshot.owner.unwrap_or(OwnerId::from_u128(0)),
-            url: self.target.url.clone(),
-            shared,
-            commands,
-            released: false,
-        })
+    pub fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        block_on(self.acquire_as(wait))
+    }
+
+    /// Acquires the lock, runs `work` with the handle, releases, and returns `work`'s result
+    /// with what the release found, once the driver has finished (a cleanup of writes that
+    /// landed late included). A hold lost while `work` ran is an error
+    /// ([`Error::AlreadyLost`], [`Error::AlreadyExpired`]).
+    pub fn with_lock<T>(
+        &self,
+        wait: Wait,
+        work: impl FnOnce(&Held) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        block_on(self.scoped(wait, async move |held: &Held| work(held)))
     }
 }
 
-/// A held lock. Renewed on a background thread; released by [`release`](Held::release), or
-/// on drop (which blocks until the release is done).
-#[derive(Debug)]
-pub struct Held {
-    owner: OwnerId,
-    url: LockUrl,
-    shared: Arc<Shared>,
-    commands: mpsc::Sender<()>,
-    released: bool,
-}
-
-impl Held {
-    /// This hold's owner id (in the lock record).
-    pub fn owner(&self) -> OwnerId {
-        self.owner
-    }
-
-    /// The ETag of our latest confirmed write.
-    pub fn etag(&self) -> Option<ETag> {
-        self.shared.get().etag
-    }
-
-    /// The lock's address.
-    pub fn url(&self) -> &LockUrl {
-        &self.url
-    }
-
-    /// How long the hold stays valid unless a renewal lands first, by a clock that counts
-    /// through system suspend (`None` with a zero lease, or once the hold has ended).
-    pub fn remaining_validity(&self) -> Option<std::time::Duration> {
-        self.shared.get().remaining(Stamp::now())
-    }
-
-    /// Whether the lock is held and valid now.
-    pub fn is_held(&self) -> bool {
-        self.shared.get().is_held(Stamp::now())
-    }
-
+impl crate::Held<Blocking> {
     /// Blocks until the lock is lost or expires, or until `timeout` passes (then `None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
-        let deadline = timeout.map(|t| Stamp::now().plus(t));
-        loop {
-            let s = self.shared.get();
-            let now = Stamp::now();
-            if let Some(loss) = loss_of(&s, now) {
-                return Some(loss);
-            }
-            if deadline.is_some_and(|d| now >= d) {
-                return None;
-            }
-            let valid_until = s.valid_until;
-            let wake = match (valid_until, deadline) {
-                (Some(v), Some(d)) => Some(v.min(d)),
-                (v, d) => v.or(d),
-            };
-            self.shared
-                .wait_blocking(|s| loss_settled(s, valid_until), wake);
-        }
+        block_on(self.wait_loss(timeout.map(|t| Stamp::now().plus(t))))
     }
 
     /// Releases the lock and reports what the conditional delete found.
-    pub fn release(mut self) -> Result<ReleaseOutcome, Error> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Result<ReleaseOutcome, Error> {
-        self.released = true;
-        self.shared.set_releasing();
-        let _ = self.commands.send(());
-        let s = self
-            .shared
-            .wait_blocking(|s| matches!(s.phase, Phase::Ended(_)), None);
-        release_outcome(&s)
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        if !self.released {
-            let _ = self.finish();
-        }
-    }
-}
-
-/// Sends what the core asks, feeds back the replies, sleeps until the core's next timer or a
-/// release command. Ends when the core is idle.
-fn drive(
-    mut engine: Engine,
-    client: reqwest::blocking::Client,
-    shared: Arc<Shared>,
-    commands: mpsc::Receiver<()>,
-    requests: Arc<AtomicU64>,
-) {
-    // Whatever happens below (a panic included), the handles must learn that we stopped.
-    let _finish = crate::state::FinishOnDrop(shared.clone());
-    let mut listening = true;
-    loop {
-        while let Some(request) = engine.lock.poll_request() {
-            let kind = request.intent.kind();
-            requests.fetch_add(1, Ordering::Relaxed);
-            engine.observe(crate::Observation::Sending(&request));
-            let started = std::time::Instant::now();
-            let response = match engine.prepare(&request) {
-                Ok(prepared) => send_blocking(&client, prepared, kind),
-                Err(response) => response,
-            };
-            engine.answer(&request, response, started.elapsed());
-            engine.publish(&shared);
-        }
-        engine.publish(&shared);
-        if engine.lock.is_idle() {
-            break;
-        }
-        // At most a second at a time (see `clock`).
-        let wait = engine
-            .lock
-            .poll_timeout()
-            .map(|t| nap_until(engine.to_stamp(t)));
-        let command = match (listening, wait) {
-            (true, Some(w)) => commands.recv_timeout(w),
-            (true, None) => commands.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            (false, Some(w)) => {
-                std::thread::sleep(w);
-                Err(RecvTimeoutError::Timeout)
-            }
-            (false, None) => break,
-        };
-        match command {
-            Err(RecvTimeoutError::Timeout) => {}
-            // A command, or every handle gone: release either way.
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                listening = command.is_ok();
-                let _ = engine.lock.release(engine.now());
-            }
-        }
-        let now = engine.now();
-        engine.lock.handle_timeout(now);
+    pub fn release(self) -> Result<ReleaseOutcome, Error> {
+        block_on(self.end())
     }
 }

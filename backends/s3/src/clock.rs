@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
-/// A reading of the suspend-aware clock.
+/// A reading of the suspend-aware clock. (Public only for the sealed `Mode` trait to name it:
+/// the module is private.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Stamp(Duration);
+pub struct Stamp(Duration);
 
 impl Stamp {
     pub(crate) fn now() -> Stamp {

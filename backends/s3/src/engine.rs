@@ -1,21 +1,64 @@
-//! The part of a driver that does not wait: the core, the clock, the signing.
+//! The driver: the core, the clock, the signing, and the one loop both modes run.
 
 use crate::clock::Stamp;
+use crate::mode::Mode;
 use crate::request::{presign, HttpRequest};
+use crate::state::{FinishOnDrop, Shared};
 use crate::target::{hostname, Target};
-use crate::{Error, S3Options};
-use sets3lock::{Instant, Lock, Request};
+use crate::{Error, Observation, S3Options};
+use sets3lock::{Instant, Lock, Request, Response, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// One lock's driver state: everything but the waiting.
 pub(crate) struct Engine {
-    pub(crate) lock: Lock,
+    lock: Lock,
     target: Arc<Target>,
     origin: Stamp,
     observer: Option<crate::Observer>,
+    shared: Arc<Shared>,
+    /// The locker's count of requests sent.
+    requests: Arc<AtomicU64>,
+    /// The handle's release (or cancellation) has been passed to the core.
+    release_sent: bool,
+}
+
+/// What the driver does next.
+#[allow(clippy::large_enum_variant)] // matched as soon as it is made, never stored
+pub(crate) enum Next {
+    /// Send this request (presigned), or feed back this reply instead when there is nothing
+    /// to sign with: a setback the core retries, since nothing was sent.
+    Send(Sending, Result<HttpRequest, Response>),
+    /// Wait until this time (`None`: no timer), or until the handle asks for the release if
+    /// `for_release`.
+    Wait {
+        until: Option<Stamp>,
+        for_release: bool,
+    },
+    /// The core is idle: the driver is done.
+    Stop,
+}
+
+/// A request on its way.
+pub(crate) struct Sending {
+    request: Request,
+    started: std::time::Instant,
+}
+
+impl Sending {
+    pub(crate) fn kind(&self) -> sets3lock::IntentKind {
+        self.request.intent.kind()
+    }
 }
 
 impl Engine {
-    pub(crate) fn new(target: Arc<Target>, options: &S3Options) -> Result<Engine, Error> {
+    /// A new core, already acquiring.
+    pub(crate) fn acquiring(
+        target: Arc<Target>,
+        options: &S3Options,
+        wait: Wait,
+        requests: Arc<AtomicU64>,
+    ) -> Result<Engine, Error> {
         let mut config = options.lock.clone();
         if config.host.is_empty() {
             config.host = hostname();
@@ -24,65 +67,107 @@ impl Engine {
             config.pid = std::process::id();
         }
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed)
-            .map_err(|e| Error::Http(format!("no random source for owner ids: {e}")))?;
-        Ok(Engine {
+        getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
+        let mut engine = Engine {
             lock: Lock::new(config, seed)?,
             target,
             origin: Stamp::now(),
             observer: options.observer.clone(),
-        })
+            shared: Arc::new(Shared::new()),
+            requests,
+            release_sent: false,
+        };
+        let now = engine.now();
+        engine
+            .lock
+            .acquire(now, unix_ms(), wait)
+            // A new core is idle: it cannot refuse.
+            .map_err(|_| Error::DriverGone)?;
+        Ok(engine)
+    }
+
+    /// The state this driver shares with its handle.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// The core's clock: the suspend-aware clock, from this driver's start.
-    pub(crate) fn now(&self) -> Instant {
+    fn now(&self) -> Instant {
         Instant::from_duration(Stamp::now().since(self.origin))
     }
 
-    /// Wall-clock milliseconds, for the record only.
-    pub(crate) fn unix_ms() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
-    }
-
     /// A core instant on the drivers' clock.
-    pub(crate) fn to_stamp(&self, t: Instant) -> Stamp {
+    fn to_stamp(&self, t: Instant) -> Stamp {
         self.origin.plus(t.since_origin())
     }
 
-    pub(crate) fn observe(&self, o: crate::Observation<'_>) {
+    fn observe(&self, o: Observation<'_>) {
         if let Some(observer) = &self.observer {
             observer.see(o);
         }
     }
 
+    /// Hands the core's events to the shared state (and to the observer).
+    fn publish(&mut self) {
+        while let Some(event) = self.lock.poll_event() {
+            self.observe(Observation::Event(&event));
+            self.shared.apply(&event, |t| self.to_stamp(t));
+        }
+    }
+
+    /// Publishes what the core has to say, then: the next request, or how long to wait.
+    pub(crate) fn next(&mut self) -> Next {
+        self.publish();
+        if let Some(request) = self.lock.poll_request() {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            self.observe(Observation::Sending(&request));
+            let presigned = self.presign(&request);
+            let started = std::time::Instant::now();
+            return Next::Send(Sending { request, started }, presigned);
+        }
+        if self.lock.is_idle() {
+            return Next::Stop;
+        }
+        let until = self.lock.poll_timeout().map(|t| self.to_stamp(t));
+        if until.is_none() && self.release_sent {
+            // Not idle, nothing in flight, no timer, and released: nothing can wake the core
+            // any more (which a correct core never leaves us in). Stop rather than hang.
+            return Next::Stop;
+        }
+        Next::Wait {
+            until,
+            for_release: !self.release_sent,
+        }
+    }
+
     /// Feeds a reply to the core (and to the observer).
-    pub(crate) fn answer(
-        &mut self,
-        request: &Request,
-        response: sets3lock::Response,
-        took: std::time::Duration,
-    ) {
-        self.observe(crate::Observation::Received(request, &response, took));
+    pub(crate) fn answer(&mut self, sending: Sending, response: Response) {
+        let Sending { request, started } = sending;
+        self.observe(Observation::Received(
+            &request,
+            &response,
+            started.elapsed(),
+        ));
         let now = self.now();
         self.lock.handle_response(request.id, response, now);
     }
 
-    /// Hands the core's events to `apply` (and to the observer).
-    pub(crate) fn publish(&mut self, shared: &crate::state::Shared) {
-        while let Some(event) = self.lock.poll_event() {
-            self.observe(crate::Observation::Event(&event));
-            shared.apply(&event, |t| self.to_stamp(t));
+    /// After a wait: passes on the handle's release if it asked for one, and the time.
+    pub(crate) fn woke(&mut self, release_asked: bool) {
+        if release_asked && !self.release_sent {
+            self.release_sent = true;
+            // Refused only when there is nothing to release or cancel any more.
+            let _ = self.lock.release(self.now());
         }
+        let now = self.now();
+        self.lock.handle_timeout(now);
     }
 
     /// The request, presigned now, or (when the credential source has nothing to give) the
-    /// reply to feed back instead: a setback the core retries, since nothing was sent.
-    pub(crate) fn prepare(&self, request: &Request) -> Result<HttpRequest, sets3lock::Response> {
+    /// reply to feed back instead.
+    fn presign(&self, request: &Request) -> Result<HttpRequest, Response> {
         let credentials = self.target.credentials.current().map_err(|why| {
-            sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Connection {
+            Response::Ambiguous(sets3lock::Ambiguity::Connection {
                 detail: format!("no credentials to sign with: {why}"),
             })
         })?;
@@ -92,5 +177,36 @@ impl Engine {
             &request.intent,
             &jiff::Timestamp::now(),
         ))
+    }
+}
+
+/// Wall-clock milliseconds, for the record only.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The driver loop, the same for both modes: sends what the core asks and feeds back the
+/// replies, publishes the core's events, and waits (the mode's way) for the core's next timer
+/// or the handle's release. Ends when the core is idle: cleanups of late writes included.
+pub(crate) async fn drive<M: Mode>(mut engine: Engine, http: M::Http) {
+    // Whatever happens below (a panic included), the handle must learn that we stopped.
+    let _finish = FinishOnDrop(engine.shared.clone());
+    loop {
+        match engine.next() {
+            Next::Send(sending, Ok(request)) => {
+                let response = M::send(&http, request, sending.kind()).await;
+                engine.answer(sending, response);
+            }
+            Next::Send(sending, Err(response)) => engine.answer(sending, response),
+            Next::Wait { until, for_release } => {
+                let done = move |s: &crate::state::Snapshot| for_release && s.release_asked;
+                let seen = M::wait(&engine.shared, done, until).await;
+                engine.woke(seen.release_asked);
+            }
+            Next::Stop => return,
+        }
     }
 }

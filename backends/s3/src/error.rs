@@ -1,6 +1,6 @@
 //! What can go wrong when locking on real S3, each with what to do about it.
 
-use sets3lock::{ETag, Holder, LostReason};
+use sets3lock::{ETag, Event, Holder, LostReason};
 
 /// Why opening, acquiring or releasing a lock failed.
 ///
@@ -9,6 +9,7 @@ use sets3lock::{ETag, Holder, LostReason};
 /// assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"));
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The `s3://bucket/key` URL is malformed.
     #[error(transparent)]
@@ -22,7 +23,8 @@ pub enum Error {
         /// The endpoint given.
         endpoint: String,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        reason: EndpointError,
     },
     /// A named profile cannot be used.
     #[error("AWS profile {profile:?}: {reason}")]
@@ -35,9 +37,25 @@ pub enum Error {
     /// The lock settings are unusable.
     #[error(transparent)]
     Config(#[from] sets3lock::ConfigError),
-    /// The HTTP client could not be built.
+    /// The HTTP client could not be built (its TLS setup failed).
     #[error("could not set up the HTTP client: {0}")]
-    Http(String),
+    HttpClient(#[source] reqwest::Error),
+    /// The operating system's random source failed; owner ids are drawn from it, and a lock
+    /// must not run without them.
+    #[error("the operating system's random source failed ({0}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]
+    NoRandomness(getrandom::Error),
+    /// A background thread could not be started.
+    #[error("could not start the {name} thread ({source}): the process may be at its thread or memory limit")]
+    Thread {
+        /// Which thread.
+        name: &'static str,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The async driver was used outside a tokio runtime.
+    #[error("the async driver needs a tokio runtime (with its time driver): call it from within one, or use the blocking driver")]
+    NoRuntime,
     /// S3 refused a request for good, or the endpoint kept failing.
     #[error(transparent)]
     S3(#[from] sets3lock::Error),
@@ -58,9 +76,15 @@ pub enum Error {
     /// The acquisition was cancelled.
     #[error("the acquisition was cancelled")]
     Cancelled,
-    /// The hold ended before the release: lost (taken over or deleted) or expired.
-    #[error("the lock was already {}", lost_how(.0))]
-    AlreadyLost(Option<LostReason>),
+    /// The hold was lost (taken over or deleted) before the release.
+    #[error("the lock was already lost: {}", lost_how(.0))]
+    AlreadyLost(LostReason),
+    /// The hold expired (its lease ran out before a renewal got through) before the release.
+    #[error("the lock was already expired (its lease ran out before a renewal got through)")]
+    AlreadyExpired,
+    /// The core reported an outcome this driver does not know: the operation failed.
+    #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock-s3 release that matches sets3lock")]
+    UnknownEvent(Box<Event>),
     /// The background driver stopped (its runtime shut down, or it panicked).
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,
@@ -73,10 +97,35 @@ fn held_by(holder: &Option<Box<Holder>>) -> String {
     }
 }
 
-fn lost_how(reason: &Option<LostReason>) -> &'static str {
+fn lost_how(reason: &LostReason) -> &'static str {
     match reason {
-        None => "expired (its lease ran out before a renewal got through)",
-        Some(LostReason::Deleted) => "lost: the lock object was deleted",
-        Some(LostReason::Overwritten { .. }) => "lost: the lock object was overwritten",
+        LostReason::Deleted => "the lock object was deleted",
+        LostReason::Overwritten { .. } => "the lock object was overwritten",
     }
+}
+
+/// What is wrong with an endpoint URL.
+///
+/// ```
+/// let e = sets3lock_s3::parse_endpoint("ftp://127.0.0.1").unwrap_err();
+/// assert!(e.to_string().contains("http or https"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// It is not a URL.
+    #[error(transparent)]
+    Parse(#[from] url::ParseError),
+    /// Its scheme is not http or https.
+    #[error("the scheme must be http or https")]
+    Scheme,
+    /// It names no host.
+    #[error("it has no host")]
+    NoHost,
+    /// It has a query or a fragment.
+    #[error("it must not have a query or a fragment")]
+    QueryOrFragment,
+    /// rusty-s3 cannot address a bucket on it.
+    #[error(transparent)]
+    Bucket(#[from] rusty_s3::BucketError),
 }

@@ -12,7 +12,7 @@ use sets3lock::{classify, Ambiguity, IntentKind, Response};
 /// else's object and is described, not parsed.
 const MAX_BODY: usize = 64 * 1024;
 
-fn client_error(e: &reqwest::Error) -> Response {
+fn no_reply(e: &reqwest::Error) -> Response {
     if e.is_timeout() {
         return Response::Ambiguous(Ambiguity::Timeout);
     }
@@ -35,7 +35,7 @@ pub(crate) fn async_client(timeout: Duration) -> Result<reqwest::Client, Error> 
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .build()
-        .map_err(|e| Error::Http(e.to_string()))
+        .map_err(Error::HttpClient)
 }
 
 /// Blocking: the same settings.
@@ -46,15 +46,15 @@ pub(crate) fn blocking_client(timeout: Duration) -> Result<reqwest::blocking::Cl
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .build()
-        .map_err(|e| Error::Http(e.to_string()))
+        .map_err(Error::HttpClient)
 }
 
 pub(crate) async fn send_async(
-    client: &reqwest::Client,
+    http: &reqwest::Client,
     request: HttpRequest,
     kind: IntentKind,
 ) -> Response {
-    let sent = client
+    let sent = http
         .request(request.method, request.url)
         .headers(request.headers)
         .body(request.body)
@@ -62,7 +62,7 @@ pub(crate) async fn send_async(
         .await;
     let mut reply = match sent {
         Ok(r) => r,
-        Err(e) => return client_error(&e),
+        Err(e) => return no_reply(&e),
     };
     let status = reply.status();
     let headers = reply.headers().clone();
@@ -77,26 +77,26 @@ pub(crate) async fn send_async(
                 }
             }
             Ok(None) => break,
-            Err(e) => return client_error(&e),
+            Err(e) => return no_reply(&e),
         }
     }
     classify(kind, status, &headers, &body)
 }
 
 pub(crate) fn send_blocking(
-    client: &reqwest::blocking::Client,
+    http: &reqwest::blocking::Client,
     request: HttpRequest,
     kind: IntentKind,
 ) -> Response {
     use std::io::Read;
-    let sent = client
+    let sent = http
         .request(request.method, request.url)
         .headers(request.headers)
         .body(request.body)
         .send();
     let reply = match sent {
         Ok(r) => r,
-        Err(e) => return client_error(&e),
+        Err(e) => return no_reply(&e),
     };
     let status = reply.status();
     let headers = reply.headers().clone();

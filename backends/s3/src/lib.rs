@@ -5,13 +5,18 @@
 //! rustls. Replies go through the core's own classifier; a timeout or a reset connection is an
 //! unknown outcome for the core, never a success, and never retried by the HTTP layer.
 //!
-//! Two drivers over the same core and the same request mapping, differing only in how they
-//! wait: [`tokio::Locker`] (a tokio task) and [`blocking::Locker`] (a thread).
+//! Two drivers over the same core, the same request mapping and the same loop, differing
+//! only in how they wait: [`tokio::Locker`] (a tokio task drives each lock) and
+//! [`blocking::Locker`] (a thread does). Both are a [`Locker`] and a [`Held`] handle generic
+//! over that [`Mode`]; their `with_lock` acquires, runs the critical section, releases and
+//! returns once nothing of ours is left in flight.
 //!
 //! Configuration comes from the standard AWS variables ([`S3Options::from_env`]):
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` /
 //! `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; any field can be set in
-//! code.
+//! code. [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws` (static keys,
+//! region, endpoint); with the `aws-config` feature, `S3Options::from_aws_config` uses the
+//! whole AWS credential chain.
 
 #![forbid(unsafe_code)]
 
@@ -23,9 +28,12 @@ mod clock;
 mod credentials;
 mod engine;
 mod error;
-mod hold;
+mod held;
 mod http;
+mod locker;
+mod mode;
 mod observe;
+mod profile;
 mod request;
 mod state;
 mod target;
@@ -33,9 +41,13 @@ pub mod tokio;
 
 pub use client::Client;
 pub use credentials::CredentialSource;
-pub use error::Error;
-pub use hold::{Loss, WaitFor};
+pub use error::{EndpointError, Error};
+pub use held::Held;
+pub use locker::Locker;
+pub use mode::Mode;
 pub use observe::{Observation, Observer};
 pub use request::HttpRequest;
 pub use rusty_s3::Credentials;
+pub use sets3lock::Wait;
+pub use state::Loss;
 pub use target::{parse_endpoint, S3Options};

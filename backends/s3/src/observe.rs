@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// One thing a driver did or learned.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Observation<'a> {
     /// A request is about to be sent.
     Sending(&'a Request),

@@ -1,57 +1,220 @@
-//! What a held lock's handle can see, shared between the driver and the handle.
+//! What a lock's handle sees of its driver, and the one thing it tells the driver.
 //!
-//! The driver writes, the handle reads; the blocking handle waits on a condition variable,
-//! the async handle on a `Notify`. Validity is checked against the suspend-aware clock by the
-//! reader too, so a handle reports expiry on time even while its driver is stuck in a slow
-//! request, or has just woken from a suspend. Waits with a deadline wake at least every second
-//! to re-read that clock.
+//! The driver publishes where the lock stands (from the core's events); the handle reads it
+//! and may ask for a release. Each mode waits on it its own way: a thread on the condition
+//! variable, a task on the `Notify`; both are woken on every change. Validity is checked
+//! against the suspend-aware clock by the reader too, so a handle reports expiry on time even
+//! while its driver is stuck in a slow request, or has just woken from a suspend.
 
-use crate::clock::{nap_until, Stamp};
+use crate::clock::Stamp;
+use crate::Error;
 use sets3lock::{ETag, Event, LostReason, NotAcquired, OwnerId, ReleaseOutcome};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-/// Where a lock stands, as its handle sees it.
+/// A hold as the latest confirmed write left it.
 #[derive(Clone, Debug)]
-pub(crate) enum Phase {
-    Acquiring,
-    Held,
-    Releasing,
-    Ended(End),
+pub(crate) struct Hold {
+    pub(crate) owner: OwnerId,
+    pub(crate) etag: ETag,
+    /// `None` with a zero lease.
+    pub(crate) valid_until: Option<Stamp>,
 }
 
-/// How a hold or an acquisition ended.
+impl Hold {
+    fn is_valid_at(&self, now: Stamp) -> bool {
+        self.valid_until.is_none_or(|v| now < v)
+    }
+}
+
+/// Where a lock stands, as its handle sees it.
 #[derive(Clone, Debug)]
-pub(crate) enum End {
+pub(crate) enum Standing {
+    Acquiring,
+    Holding(Hold),
+    /// Over, and the hold it ended (`None`: it ended while acquiring).
+    Ended {
+        how: Ending,
+        hold: Option<Hold>,
+    },
+}
+
+/// How an acquisition or a hold ended.
+#[derive(Clone, Debug)]
+pub(crate) enum Ending {
     NotAcquired(NotAcquired),
     Cancelled,
     Failed(sets3lock::Error),
     Lost(LostReason),
     Expired,
     Released(ReleaseOutcome),
+    /// A final event this driver does not know (a newer core): the operation failed.
+    Unknown(Box<Event>),
 }
 
+/// How a hold ended without being released: stop relying on the lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Loss {
+    /// Another writer replaced the object, or it was deleted.
+    Lost(LostReason),
+    /// The lease ran out before a renewal got through.
+    Expired,
+    /// The background driver stopped (its runtime shut down): treat as lost.
+    DriverStopped,
+}
+
+/// What the handle and the driver see of each other. (`pub` only for the sealed `Mode` trait
+/// to name it: the module is private.)
 #[derive(Clone, Debug)]
-pub(crate) struct Snapshot {
-    pub(crate) phase: Phase,
-    pub(crate) owner: Option<OwnerId>,
-    pub(crate) etag: Option<ETag>,
-    pub(crate) valid_until: Option<Stamp>,
+pub struct Snapshot {
+    pub(crate) standing: Standing,
+    /// The handle asked for a release (or, while acquiring, a cancellation).
+    pub(crate) release_asked: bool,
     /// The driver has finished: nothing more will change.
     pub(crate) finished: bool,
 }
 
 impl Snapshot {
+    /// The hold, while held and not being released.
+    fn live_hold(&self) -> Option<&Hold> {
+        match &self.standing {
+            Standing::Holding(h) if !self.release_asked => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The latest hold, if it got that far (it stays after the hold ends).
+    pub(crate) fn hold(&self) -> Option<&Hold> {
+        self.standing.hold()
+    }
+
+    /// The end of validity of the hold under way (`None` with a zero lease, or without one).
+    pub(crate) fn valid_until(&self) -> Option<Stamp> {
+        self.live_hold().and_then(|h| h.valid_until)
+    }
+
     /// How long the hold stays valid after `now`, if it is held and has a lease.
     pub(crate) fn remaining(&self, now: Stamp) -> Option<std::time::Duration> {
-        let until = matches!(self.phase, Phase::Held)
-            .then_some(self.valid_until)
-            .flatten()?;
-        Some(until.since(now))
+        Some(self.valid_until()?.since(now))
     }
 
     /// Whether the hold is valid at `now`.
     pub(crate) fn is_held(&self, now: Stamp) -> bool {
-        matches!(self.phase, Phase::Held) && self.valid_until.is_none_or(|v| now < v)
+        self.live_hold().is_some_and(|h| h.is_valid_at(now))
+    }
+
+    /// The loss this snapshot shows at `now`, if any.
+    pub(crate) fn loss(&self, now: Stamp) -> Option<Loss> {
+        match &self.standing {
+            Standing::Ended {
+                how: Ending::Lost(r),
+                ..
+            } => Some(Loss::Lost(r.clone())),
+            Standing::Ended {
+                how: Ending::Expired,
+                ..
+            } => Some(Loss::Expired),
+            Standing::Ended { .. } => Some(Loss::DriverStopped),
+            _ if self.live_hold().is_some_and(|h| !h.is_valid_at(now)) => Some(Loss::Expired),
+            _ if self.finished => Some(Loss::DriverStopped),
+            Standing::Acquiring | Standing::Holding(_) => None,
+        }
+    }
+
+    /// What an acquisition came to, once it is no longer under way.
+    pub(crate) fn acquired(&self) -> Result<Hold, Error> {
+        match &self.standing {
+            Standing::Holding(h) => Ok(h.clone()),
+            Standing::Ended { how, .. } => Err(how.error()),
+            Standing::Acquiring => Err(Error::DriverGone),
+        }
+    }
+
+    /// What a release came to, once the hold has ended.
+    pub(crate) fn released(&self) -> Result<ReleaseOutcome, Error> {
+        match &self.standing {
+            Standing::Ended {
+                how: Ending::Released(outcome),
+                ..
+            } => Ok(*outcome),
+            Standing::Ended { how, .. } => Err(how.error()),
+            Standing::Acquiring | Standing::Holding(_) => Err(Error::DriverGone),
+        }
+    }
+}
+
+impl Standing {
+    /// Where the lock stands after `event`; `None` if the event does not move it.
+    fn after(
+        &self,
+        event: &Event,
+        to_stamp: impl Fn(sets3lock::Instant) -> Stamp,
+    ) -> Option<Standing> {
+        let hold = |owner, etag: &ETag, valid_until: &Option<sets3lock::Instant>| Hold {
+            owner,
+            etag: etag.clone(),
+            valid_until: valid_until.map(&to_stamp),
+        };
+        if let Event::Renewed { etag, valid_until } = event {
+            // While held, or while a release waits for the renewal in flight.
+            let Standing::Holding(h) = self else {
+                return None;
+            };
+            return Some(Standing::Holding(hold(h.owner, etag, valid_until)));
+        }
+        if !event.is_final() {
+            return None;
+        }
+        let how = match event {
+            Event::Acquired {
+                owner,
+                etag,
+                valid_until,
+                ..
+            } => return Some(Standing::Holding(hold(*owner, etag, valid_until))),
+            Event::NotAcquired { reason } => Ending::NotAcquired(reason.clone()),
+            Event::Cancelled => Ending::Cancelled,
+            Event::Failed { error } => Ending::Failed(error.clone()),
+            Event::Lost { reason } => Ending::Lost(reason.clone()),
+            Event::Expired => Ending::Expired,
+            Event::Released { outcome } => Ending::Released(*outcome),
+            // Final, but unknown to this driver: ending the operation as a failure is safe;
+            // waiting on as if nothing happened is not.
+            other => Ending::Unknown(Box::new(other.clone())),
+        };
+        Some(Standing::Ended {
+            how,
+            hold: self.hold().cloned(),
+        })
+    }
+
+    fn hold(&self) -> Option<&Hold> {
+        match self {
+            Standing::Holding(h) => Some(h),
+            Standing::Ended { hold, .. } => hold.as_ref(),
+            Standing::Acquiring => None,
+        }
+    }
+}
+
+impl Ending {
+    /// The error an operation that ended this way reports.
+    fn error(&self) -> Error {
+        match self {
+            Ending::NotAcquired(NotAcquired::Busy { holder, etag }) => Error::Busy {
+                holder: Box::new(holder.clone()),
+                etag: etag.clone(),
+            },
+            Ending::NotAcquired(NotAcquired::TimedOut { holder }) => Error::TimedOut {
+                holder: holder.clone().map(Box::new),
+            },
+            Ending::Cancelled => Error::Cancelled,
+            Ending::Failed(e) => Error::S3(e.clone()),
+            Ending::Lost(reason) => Error::AlreadyLost(reason.clone()),
+            Ending::Expired => Error::AlreadyExpired,
+            Ending::Unknown(event) => Error::UnknownEvent(event.clone()),
+            Ending::Released(_) => Error::DriverGone,
+        }
     }
 }
 
@@ -64,21 +227,22 @@ impl Drop for FinishOnDrop {
     }
 }
 
+/// The state one driver and its handle share. (`pub` as `Snapshot` is.)
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub struct Shared {
     snapshot: Mutex<Snapshot>,
-    changed: Condvar,
-    notify: tokio::sync::Notify,
+    /// Woken on every change, for threads.
+    pub(crate) changed: Condvar,
+    /// Woken on every change, for tasks.
+    pub(crate) notify: tokio::sync::Notify,
 }
 
 impl Shared {
     pub(crate) fn new() -> Shared {
         Shared {
             snapshot: Mutex::new(Snapshot {
-                phase: Phase::Acquiring,
-                owner: None,
-                etag: None,
-                valid_until: None,
+                standing: Standing::Acquiring,
+                release_asked: false,
                 finished: false,
             }),
             changed: Condvar::new(),
@@ -90,7 +254,7 @@ impl Shared {
         self.lock().clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Snapshot> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Snapshot> {
         // A poisoned lock only means a panic elsewhere while holding it; the data is a plain
         // snapshot and still usable.
         self.snapshot.lock().unwrap_or_else(|e| e.into_inner())
@@ -99,41 +263,21 @@ impl Shared {
     /// Applies a core event; `to_stamp` converts the core's instants to the drivers' clock.
     pub(crate) fn apply(&self, event: &Event, to_stamp: impl Fn(sets3lock::Instant) -> Stamp) {
         let mut s = self.lock();
-        match event {
-            Event::Acquired {
-                owner,
-                etag,
-                valid_until,
-                ..
-            } => {
-                s.phase = Phase::Held;
-                s.owner = Some(*owner);
-                s.etag = Some(etag.clone());
-                s.valid_until = valid_until.map(&to_stamp);
-            }
-            Event::Renewed { etag, valid_until } => {
-                s.etag = Some(etag.clone());
-                s.valid_until = valid_until.map(&to_stamp);
-            }
-            Event::NotAcquired { reason } => {
-                s.phase = Phase::Ended(End::NotAcquired(reason.clone()))
-            }
-            Event::Cancelled => s.phase = Phase::Ended(End::Cancelled),
-            Event::Failed { error } => s.phase = Phase::Ended(End::Failed(error.clone())),
-            Event::Lost { reason } => s.phase = Phase::Ended(End::Lost(reason.clone())),
-            Event::Expired => s.phase = Phase::Ended(End::Expired),
-            Event::Released { outcome } => s.phase = Phase::Ended(End::Released(*outcome)),
-            _ => return,
+        if let Some(next) = s.standing.after(event, to_stamp) {
+            s.standing = next;
+            drop(s);
+            self.wake();
         }
-        drop(s);
+    }
+
+    /// The handle's one request: release the hold, or cancel the acquisition.
+    pub(crate) fn ask_release(&self) {
+        self.lock().release_asked = true;
         self.wake();
     }
 
-    pub(crate) fn set_releasing(&self) {
-        let mut s = self.lock();
-        if matches!(s.phase, Phase::Held) {
-            s.phase = Phase::Releasing;
-        }
+    pub(crate) fn is_finished(&self) -> bool {
+        self.lock().finished
     }
 
     pub(crate) fn finish(&self) {
@@ -145,57 +289,81 @@ impl Shared {
         self.changed.notify_all();
         self.notify.notify_waiters();
     }
+}
 
-    /// Blocks until `done` holds for the snapshot, or until `deadline` (then returns it as is).
-    pub(crate) fn wait_blocking(
-        &self,
-        done: impl Fn(&Snapshot) -> bool,
-        deadline: Option<Stamp>,
-    ) -> Snapshot {
-        let mut s = self.lock();
-        loop {
-            if done(&s) || s.finished {
-                return s.clone();
-            }
-            match deadline {
-                None => s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    if Stamp::now() >= d {
-                        return s.clone();
-                    }
-                    s = self
-                        .changed
-                        .wait_timeout(s, nap_until(d))
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+    use sets3lock::Instant;
+
+    /// The drivers' clock at the core's origin: a fixed reading.
+    fn origin() -> Stamp {
+        static ORIGIN: std::sync::OnceLock<Stamp> = std::sync::OnceLock::new();
+        *ORIGIN.get_or_init(Stamp::now)
+    }
+
+    fn stamp(t: Instant) -> Stamp {
+        origin().plus(t.since_origin())
+    }
+
+    fn acquired(valid_for: Option<Duration>) -> Event {
+        Event::Acquired {
+            owner: OwnerId::from_u128(7),
+            etag: ETag::parse("e1").expect("etag"),
+            valid_until: valid_for.map(|d| Instant::ZERO + d),
+            took_over: None,
         }
     }
 
-    /// Waits until `done` holds for the snapshot, or until `deadline`.
-    pub(crate) async fn wait_async(
-        &self,
-        done: impl Fn(&Snapshot) -> bool,
-        deadline: Option<Stamp>,
-    ) -> Snapshot {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let s = self.get();
-            if done(&s) || s.finished {
-                return s;
-            }
-            match deadline {
-                None => notified.await,
-                Some(d) => {
-                    if Stamp::now() >= d {
-                        return s;
-                    }
-                    let _ = tokio::time::timeout(nap_until(d), notified).await;
-                }
-            }
-        }
+    #[test]
+    fn a_hold_keeps_its_last_write_after_it_ends() {
+        let shared = Shared::new();
+        shared.apply(&acquired(Some(Duration::from_secs(60))), stamp);
+        let renewed = Event::Renewed {
+            etag: ETag::parse("e2").expect("etag"),
+            valid_until: Some(Instant::ZERO + Duration::from_secs(80)),
+        };
+        shared.apply(&renewed, stamp);
+        let held = shared.get();
+        assert!(held.is_held(origin()));
+        assert_eq!(held.remaining(origin()), Some(Duration::from_secs(80)));
+        shared.apply(&Event::Expired, stamp);
+        let ended = shared.get();
+        assert_eq!(ended.hold().map(|h| h.etag.as_str()), Some("e2"));
+        assert_eq!(ended.loss(origin()), Some(Loss::Expired));
+        assert!(matches!(ended.released(), Err(Error::AlreadyExpired)));
+    }
+
+    #[test]
+    fn non_final_events_do_not_end_an_acquisition() {
+        let shared = Shared::new();
+        let delayed = Event::RenewalDelayed {
+            setback: sets3lock::Setback::LostRace,
+        };
+        shared.apply(&delayed, stamp);
+        assert!(matches!(shared.get().standing, Standing::Acquiring));
+        shared.apply(&Event::Cancelled, stamp);
+        assert!(matches!(shared.get().acquired(), Err(Error::Cancelled)));
+    }
+
+    #[test]
+    fn a_driver_that_stopped_while_holding_is_a_loss() {
+        let shared = Shared::new();
+        shared.apply(&acquired(None), stamp);
+        assert_eq!(shared.get().loss(origin()), None);
+        shared.finish();
+        assert_eq!(shared.get().loss(origin()), Some(Loss::DriverStopped));
+    }
+
+    #[test]
+    fn a_release_under_way_is_not_held_nor_lost() {
+        let shared = Shared::new();
+        shared.apply(&acquired(Some(Duration::from_secs(60))), stamp);
+        shared.ask_release();
+        let s = shared.get();
+        assert!(!s.is_held(origin()));
+        assert_eq!(s.remaining(origin()), None);
+        assert_eq!(s.loss(origin()), None);
     }
 }

@@ -1,5 +1,6 @@
 //! Where the lock lives and how to reach it: endpoint, region, addressing, credentials.
 
+use crate::error::EndpointError;
 use crate::Error;
 use core::time::Duration;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
@@ -98,19 +99,19 @@ impl S3Options {
 /// assert!(sets3lock_s3::parse_endpoint("http://127.0.0.1:8333").is_ok());
 /// ```
 pub fn parse_endpoint(endpoint: &str) -> Result<Url, Error> {
-    let invalid = |reason: &str| Error::InvalidEndpoint {
+    let invalid = |reason: EndpointError| Error::InvalidEndpoint {
         endpoint: endpoint.to_owned(),
-        reason: reason.to_owned(),
+        reason,
     };
-    let url = Url::parse(endpoint).map_err(|e| invalid(&e.to_string()))?;
+    let url = Url::parse(endpoint).map_err(|e| invalid(e.into()))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("the scheme must be http or https"));
+        return Err(invalid(EndpointError::Scheme));
     }
     if url.host_str().is_none() {
-        return Err(invalid("it has no host"));
+        return Err(invalid(EndpointError::NoHost));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("it must not have a query or a fragment"));
+        return Err(invalid(EndpointError::QueryOrFragment));
     }
     Ok(url)
 }
@@ -149,34 +150,31 @@ pub(crate) fn bucket_of(
     name: &str,
     options: &S3Options,
 ) -> Result<(Bucket, std::sync::Arc<dyn crate::CredentialSource>), Error> {
-    {
-        let credentials =
-            crate::credentials::source_of(options).ok_or(Error::MissingCredentials)?;
-        let (endpoint, custom) = match &options.endpoint {
-            Some(e) => (e.clone(), true),
-            None => {
-                let aws = format!("https://s3.{}.amazonaws.com", options.region);
-                (parse_endpoint(&aws)?, false)
-            }
-        };
-        let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
-        let style = if path_style {
-            UrlStyle::Path
-        } else {
-            UrlStyle::VirtualHost
-        };
-        let bucket = Bucket::new(
-            endpoint.clone(),
-            style,
-            name.to_owned(),
-            options.region.clone(),
-        )
-        .map_err(|e| Error::InvalidEndpoint {
-            endpoint: endpoint.to_string(),
-            reason: e.to_string(),
-        })?;
-        Ok((bucket, credentials))
-    }
+    let credentials = crate::credentials::source_of(options).ok_or(Error::MissingCredentials)?;
+    let (endpoint, custom) = match &options.endpoint {
+        Some(e) => (e.clone(), true),
+        None => {
+            let aws = format!("https://s3.{}.amazonaws.com", options.region);
+            (parse_endpoint(&aws)?, false)
+        }
+    };
+    let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
+    let style = if path_style {
+        UrlStyle::Path
+    } else {
+        UrlStyle::VirtualHost
+    };
+    let bucket = Bucket::new(
+        endpoint.clone(),
+        style,
+        name.to_owned(),
+        options.region.clone(),
+    )
+    .map_err(|e| Error::InvalidEndpoint {
+        endpoint: endpoint.to_string(),
+        reason: e.into(),
+    })?;
+    Ok((bucket, credentials))
 }
 
 /// This machine's name, for the lock record.

@@ -7,51 +7,76 @@
 mod support;
 
 use sets3lock::{Holder, OwnerId, Record, ReleaseOutcome};
-use sets3lock_s3::{Error, Loss, WaitFor};
+use sets3lock_s3::blocking::Blocking;
+use sets3lock_s3::tokio::Tokio;
+use sets3lock_s3::{Error, Loss, Wait};
 use std::time::{Duration, Instant};
 use support::{fresh_key, Driver, Server};
 
-fn scenarios(server: &Server, driver: Driver) {
-    eprintln!("== {} via the {driver:?} driver", server.name);
-    acquire_and_release(server, driver);
-    contend(server, driver);
-    renew(server, driver);
-    take_over_a_stale_lock(server, driver);
-    lost_reply_is_recovered(server, driver);
-    release_after_takeover(server, driver);
-    release_of_an_absent_lock(server, driver);
-    lock_deleted_while_held_is_reported(server, driver);
-    wrong_bucket(server, driver);
-    wrong_credentials(server, driver);
+fn scenarios<D: Driver>(server: &Server) {
+    eprintln!(
+        "== {} via the {} driver",
+        server.name,
+        std::any::type_name::<D>()
+    );
+    acquire_and_release::<D>(server);
+    with_lock::<D>(server);
+    contend::<D>(server);
+    renew::<D>(server);
+    take_over_a_stale_lock::<D>(server);
+    lost_reply_is_recovered::<D>(server);
+    release_after_takeover::<D>(server);
+    release_of_an_absent_lock::<D>(server);
+    lock_deleted_while_held_is_reported::<D>(server);
+    wrong_bucket::<D>(server);
+    wrong_credentials::<D>(server);
 }
 
-fn acquire_and_release(s: &Server, d: Driver) {
+fn acquire_and_release<D: Driver>(s: &Server) {
     let key = fresh_key("acquire");
-    let held = d
-        .acquire(&s.url(&key), s.options(), WaitFor::No)
-        .expect("acquire");
+    let held = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
     let (etag, body) = s.raw_get(&key).expect("the lock object exists while held");
-    assert_eq!(held.etag(), Some(etag));
+    assert_eq!(held.etag(), etag);
     let Holder::Sets3lock(record) = Holder::decode(&body) else {
         panic!("our record")
     };
     assert_eq!(record.pid, std::process::id());
-    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Deleted);
     assert!(s.raw_get(&key).is_none(), "released means deleted");
 }
 
-fn contend(s: &Server, d: Driver) {
+fn with_lock<D: Driver>(s: &Server) {
+    let key = fresh_key("with-lock");
+    let (etag, outcome) = D::with_lock(&s.url(&key), s.options(), Wait::No, |held| {
+        assert!(held.is_held());
+        held.etag()
+    })
+    .expect("with_lock");
+    assert_eq!(outcome, ReleaseOutcome::Deleted);
+    assert!(!etag.as_str().is_empty());
+    assert!(
+        s.raw_get(&key).is_none(),
+        "released before with_lock returns"
+    );
+    let first = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
+    match D::with_lock(&s.url(&key), s.options(), Wait::No, |_| ()) {
+        Err(Error::Busy { .. }) => {}
+        Err(e) => panic!("{}: expected busy, got {e}", s.name),
+        Ok(_) => panic!("{}: two holders", s.name),
+    }
+    assert_eq!(D::release(first).expect("release"), ReleaseOutcome::Deleted);
+}
+
+fn contend<D: Driver>(s: &Server) {
     let key = fresh_key("contend");
-    let first = d
-        .acquire(&s.url(&key), s.options(), WaitFor::No)
-        .expect("acquire");
-    match d.acquire(&s.url(&key), s.options(), WaitFor::No) {
+    let first = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
+    match D::acquire(&s.url(&key), s.options(), Wait::No) {
         Err(Error::Busy { holder, etag }) => {
             let Holder::Sets3lock(r) = *holder else {
                 panic!("{}: the holder's record did not decode", s.name)
             };
             assert_eq!(r.pid, std::process::id());
-            assert_eq!(Some(etag), first.etag());
+            assert_eq!(etag, first.etag());
         }
         Err(e) => panic!("{}: expected busy, got {e}", s.name),
         Ok(_) => panic!("{}: two holders", s.name),
@@ -60,15 +85,18 @@ fn contend(s: &Server, d: Driver) {
     let url = s.url(&key);
     let options = s.options();
     let waiter = std::thread::spawn(move || {
-        d.acquire(&url, options, WaitFor::Timeout(Duration::from_secs(20)))
+        D::acquire(&url, options, Wait::Timeout(Duration::from_secs(20)))
     });
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(first.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(D::release(first).expect("release"), ReleaseOutcome::Deleted);
     let second = waiter
         .join()
         .expect("thread")
         .expect("the waiter acquires after the release");
-    assert_eq!(second.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(
+        D::release(second).expect("release"),
+        ReleaseOutcome::Deleted
+    );
 }
 
 fn short_lease(s: &Server, lease: Duration) -> sets3lock_s3::S3Options {
@@ -78,27 +106,26 @@ fn short_lease(s: &Server, lease: Duration) -> sets3lock_s3::S3Options {
     o
 }
 
-fn renew(s: &Server, d: Driver) {
+fn renew<D: Driver>(s: &Server) {
     let key = fresh_key("renew");
-    let held = d
-        .acquire(
-            &s.url(&key),
-            short_lease(s, Duration::from_secs(3)),
-            WaitFor::No,
-        )
-        .expect("acquire");
+    let held = D::acquire(
+        &s.url(&key),
+        short_lease(s, Duration::from_secs(3)),
+        Wait::No,
+    )
+    .expect("acquire");
     let first = held.etag();
     // Three leases later: renewed every second, still held, the object rewritten.
     assert_eq!(
-        held.wait_lost(Duration::from_secs(9)),
+        D::wait_lost(&held, Duration::from_secs(9)),
         None,
         "{}: lost while renewing",
         s.name
     );
     assert!(held.is_held());
     let (etag, body) = s.raw_get(&key).expect("exists");
-    assert_ne!(Some(etag.clone()), first, "renewals write new versions");
-    assert_eq!(held.etag(), Some(etag));
+    assert_ne!(etag, first, "renewals write new versions");
+    assert_eq!(held.etag(), etag);
     let Holder::Sets3lock(r) = Holder::decode(&body) else {
         panic!()
     };
@@ -108,7 +135,7 @@ fn renew(s: &Server, d: Driver) {
         s.name,
         r.seq
     );
-    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Deleted);
 }
 
 fn stale_record(lease_ms: u64) -> Vec<u8> {
@@ -126,17 +153,16 @@ fn stale_record(lease_ms: u64) -> Vec<u8> {
     .to_vec()
 }
 
-fn take_over_a_stale_lock(s: &Server, d: Driver) {
+fn take_over_a_stale_lock<D: Driver>(s: &Server) {
     let key = fresh_key("stale");
     s.raw_put(&key, &stale_record(1500)); // a holder that crashed
     let started = Instant::now();
-    let held = d
-        .acquire(
-            &s.url(&key),
-            s.options(),
-            WaitFor::Timeout(Duration::from_secs(20)),
-        )
-        .expect("takeover after the crashed holder's lease");
+    let held = D::acquire(
+        &s.url(&key),
+        s.options(),
+        Wait::Timeout(Duration::from_secs(20)),
+    )
+    .expect("takeover after the crashed holder's lease");
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(1500),
@@ -155,10 +181,10 @@ fn take_over_a_stale_lock(s: &Server, d: Driver) {
         "{}: the object is ours now",
         s.name
     );
-    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Deleted);
 }
 
-fn lost_reply_is_recovered(s: &Server, d: Driver) {
+fn lost_reply_is_recovered<D: Driver>(s: &Server) {
     let key = fresh_key("lost-reply");
     let proxy = support::proxy::LossyProxy::start(&s.endpoint);
     let mut options = s.options();
@@ -166,28 +192,28 @@ fn lost_reply_is_recovered(s: &Server, d: Driver) {
     options.request_timeout = Duration::from_secs(1);
     proxy.lose_replies_on_connection(1); // the first PUT lands, its reply is lost
     let started = Instant::now();
-    let held = d
-        .acquire(
-            &s.url(&key),
-            options,
-            WaitFor::Timeout(Duration::from_secs(30)),
-        )
-        .expect("acquire");
+    let held = D::acquire(
+        &s.url(&key),
+        options,
+        Wait::Timeout(Duration::from_secs(30)),
+    )
+    .expect("acquire");
     let waited = started.elapsed();
     // Recovered by reading back, not by waiting out a lease on our own lock.
     assert!(waited < Duration::from_secs(10), "{}: {waited:?}", s.name);
     let (etag, _) = s.raw_get(&key).expect("exists");
-    assert_eq!(held.etag(), Some(etag));
-    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(held.etag(), etag);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Deleted);
 }
 
-fn release_after_takeover(s: &Server, d: Driver) {
+fn release_after_takeover<D: Driver>(s: &Server) {
     let key = fresh_key("taken-over");
-    let held = d
-        .acquire(&s.url(&key), s.options(), WaitFor::No)
-        .expect("acquire");
+    let held = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
     let theirs = s.raw_put(&key, &stale_record(60_000)); // someone else's object now
-    assert_eq!(held.release().expect("release"), ReleaseOutcome::TakenOver);
+    assert_eq!(
+        D::release(held).expect("release"),
+        ReleaseOutcome::TakenOver
+    );
     assert_eq!(
         s.raw_get(&key).map(|(e, _)| e),
         Some(theirs),
@@ -197,14 +223,12 @@ fn release_after_takeover(s: &Server, d: Driver) {
     s.raw_delete(&key);
 }
 
-fn release_of_an_absent_lock(s: &Server, d: Driver) {
+fn release_of_an_absent_lock<D: Driver>(s: &Server) {
     let key = fresh_key("absent");
-    let held = d
-        .acquire(&s.url(&key), s.options(), WaitFor::No)
-        .expect("acquire");
+    let held = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
     s.raw_delete(&key);
     assert_eq!(
-        held.release().expect("release"),
+        D::release(held).expect("release"),
         ReleaseOutcome::AlreadyGone,
         "{} (answers {} to If-Match on a missing key)",
         s.name,
@@ -212,17 +236,16 @@ fn release_of_an_absent_lock(s: &Server, d: Driver) {
     );
 }
 
-fn lock_deleted_while_held_is_reported(s: &Server, d: Driver) {
+fn lock_deleted_while_held_is_reported<D: Driver>(s: &Server) {
     let key = fresh_key("deleted");
-    let held = d
-        .acquire(
-            &s.url(&key),
-            short_lease(s, Duration::from_secs(3)),
-            WaitFor::No,
-        )
-        .expect("acquire");
+    let held = D::acquire(
+        &s.url(&key),
+        short_lease(s, Duration::from_secs(3)),
+        Wait::No,
+    )
+    .expect("acquire");
     s.raw_delete(&key);
-    let loss = held.wait_lost(Duration::from_secs(5));
+    let loss = D::wait_lost(&held, Duration::from_secs(5));
     assert_eq!(
         loss,
         Some(Loss::Lost(sets3lock::LostReason::Deleted)),
@@ -232,9 +255,9 @@ fn lock_deleted_while_held_is_reported(s: &Server, d: Driver) {
     assert!(!held.is_held());
 }
 
-fn wrong_bucket(s: &Server, d: Driver) {
+fn wrong_bucket<D: Driver>(s: &Server) {
     let url = format!("s3://no-such-bucket-{:08x}/k", support::rand_u64() as u32);
-    match d.acquire(&url, s.options(), WaitFor::No) {
+    match D::acquire(&url, s.options(), Wait::No) {
         Err(Error::S3(e @ sets3lock::Error::NoSuchBucket { .. })) => {
             assert!(e.to_string().contains("create the bucket"), "{e}")
         }
@@ -243,13 +266,13 @@ fn wrong_bucket(s: &Server, d: Driver) {
     }
 }
 
-fn wrong_credentials(s: &Server, d: Driver) {
+fn wrong_credentials<D: Driver>(s: &Server) {
     let mut options = s.options();
     options.credentials = Some(sets3lock_s3::Credentials::new(
         s.access_key.clone(),
         "wrong-secret",
     ));
-    match d.acquire(&s.url(&fresh_key("creds")), options, WaitFor::No) {
+    match D::acquire(&s.url(&fresh_key("creds")), options, Wait::No) {
         Err(Error::S3(sets3lock::Error::Refused {
             status: 403,
             code,
@@ -265,40 +288,40 @@ fn wrong_credentials(s: &Server, d: Driver) {
 
 #[test]
 fn mock_through_the_async_driver() {
-    scenarios(&support::mock(404), Driver::Async);
-    scenarios(&support::mock(412), Driver::Async);
+    scenarios::<Tokio>(&support::mock(404));
+    scenarios::<Tokio>(&support::mock(412));
 }
 
 #[test]
 fn mock_through_the_blocking_driver() {
-    scenarios(&support::mock(404), Driver::Blocking);
-    scenarios(&support::mock(412), Driver::Blocking);
+    scenarios::<Blocking>(&support::mock(404));
+    scenarios::<Blocking>(&support::mock(412));
 }
 
 #[test]
 fn seaweedfs_through_the_async_driver() {
     if let Some(s) = support::real("seaweedfs") {
-        scenarios(&s, Driver::Async);
+        scenarios::<Tokio>(&s);
     }
 }
 
 #[test]
 fn seaweedfs_through_the_blocking_driver() {
     if let Some(s) = support::real("seaweedfs") {
-        scenarios(&s, Driver::Blocking);
+        scenarios::<Blocking>(&s);
     }
 }
 
 #[test]
 fn ministack_through_the_async_driver() {
     if let Some(s) = support::real("ministack") {
-        scenarios(&s, Driver::Async);
+        scenarios::<Tokio>(&s);
     }
 }
 
 #[test]
 fn ministack_through_the_blocking_driver() {
     if let Some(s) = support::real("ministack") {
-        scenarios(&s, Driver::Blocking);
+        scenarios::<Blocking>(&s);
     }
 }

@@ -7,7 +7,7 @@
 mod support;
 
 use sets3lock::ReleaseOutcome;
-use sets3lock_s3::WaitFor;
+use sets3lock_s3::Wait;
 use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ fn worker() {
     let pid = std::process::id();
     for i in 0..SECTIONS {
         let held = locker
-            .acquire(WaitFor::Timeout(Duration::from_secs(600)))
+            .acquire(Wait::Timeout(Duration::from_secs(600)))
             .expect("acquire");
         file.write_all(format!("S {pid} {i}\n").as_bytes())
             .expect("write");

@@ -5,7 +5,7 @@
 
 mod support;
 
-use sets3lock_s3::{blocking::Locker, S3Options, WaitFor};
+use sets3lock_s3::{blocking::Locker, S3Options, Wait};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,7 +68,7 @@ fn the_aws_chain_provides_and_refreshes_credentials() {
     assert!(options.credentials.is_none() && options.credential_source.is_some());
     let locker = Locker::new(&mock.url(&support::fresh_key("aws-chain")), options).expect("locker");
     let held = locker
-        .acquire(WaitFor::No)
+        .acquire(Wait::No)
         .expect("signed with the chain's credentials");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
     // They expire in 5 min + 1 s: refreshed after the 10 s floor, not left to expire.

@@ -1,5 +1,5 @@
 //! Shared by the integration tests: the servers under test, raw access for tampering, and
-//! one interface over the async and the blocking driver.
+//! what differs between the async and the blocking driver.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different part; test-only items
 
 pub mod http1;
@@ -10,7 +10,9 @@ use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 use sets3lock::{ETag, ReleaseOutcome};
 use sets3lock_mock::{MissingKeyIfMatch, Semantics};
-use sets3lock_s3::{Error, S3Options, WaitFor};
+use sets3lock_s3::blocking::Blocking;
+use sets3lock_s3::tokio::Tokio;
+use sets3lock_s3::{Error, Held, Loss, Mode, S3Options, Wait};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -189,69 +191,65 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// The two drivers behind one interface, so that every scenario runs on both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Driver {
-    Async,
-    Blocking,
-}
-
-pub enum Handle {
-    Async(sets3lock_s3::tokio::Held),
-    Blocking(sets3lock_s3::blocking::Held),
-}
-
-impl Driver {
-    pub fn acquire(self, url: &str, options: S3Options, wait: WaitFor) -> Result<Handle, Error> {
-        match self {
-            Driver::Async => {
-                let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
-                runtime().block_on(locker.acquire(wait)).map(Handle::Async)
-            }
-            Driver::Blocking => {
-                let locker = sets3lock_s3::blocking::Locker::new(url, options)?;
-                locker.acquire(wait).map(Handle::Blocking)
-            }
-        }
-    }
-}
-
-impl Handle {
-    pub fn owner(&self) -> sets3lock::OwnerId {
-        match self {
-            Handle::Async(h) => h.owner(),
-            Handle::Blocking(h) => h.owner(),
-        }
-    }
-
-    pub fn etag(&self) -> Option<ETag> {
-        match self {
-            Handle::Async(h) => h.etag(),
-            Handle::Blocking(h) => h.etag(),
-        }
-    }
-
-    pub fn is_held(&self) -> bool {
-        match self {
-            Handle::Async(h) => h.is_held(),
-            Handle::Blocking(h) => h.is_held(),
-        }
-    }
-
-    pub fn release(self) -> Result<ReleaseOutcome, Error> {
-        match self {
-            Handle::Async(h) => runtime().block_on(h.release()),
-            Handle::Blocking(h) => h.release(),
-        }
-    }
-
+/// What the two drivers do differently, so that every scenario runs on both: the waiting
+/// methods (the rest of the handle is one type).
+pub trait Driver: Mode {
+    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error>;
+    fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error>;
     /// Waits up to `timeout` for the hold to be lost.
-    pub fn wait_lost(&self, timeout: Duration) -> Option<sets3lock_s3::Loss> {
-        match self {
-            Handle::Async(h) => {
-                runtime().block_on(async { tokio::time::timeout(timeout, h.lost()).await.ok() })
-            }
-            Handle::Blocking(h) => h.wait_lost(Some(timeout)),
-        }
+    fn wait_lost(held: &Held<Self>, timeout: Duration) -> Option<Loss>;
+    fn with_lock<T>(
+        url: &str,
+        options: S3Options,
+        wait: Wait,
+        work: impl FnOnce(&Held<Self>) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error>;
+}
+
+impl Driver for Tokio {
+    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
+        let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
+        runtime().block_on(locker.acquire(wait))
+    }
+
+    fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error> {
+        runtime().block_on(held.release())
+    }
+
+    fn wait_lost(held: &Held<Self>, timeout: Duration) -> Option<Loss> {
+        runtime().block_on(async { tokio::time::timeout(timeout, held.lost()).await.ok() })
+    }
+
+    fn with_lock<T>(
+        url: &str,
+        options: S3Options,
+        wait: Wait,
+        work: impl FnOnce(&Held<Self>) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
+        runtime().block_on(locker.with_lock(wait, async |held| work(held)))
+    }
+}
+
+impl Driver for Blocking {
+    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
+        sets3lock_s3::blocking::Locker::new(url, options)?.acquire(wait)
+    }
+
+    fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error> {
+        held.release()
+    }
+
+    fn wait_lost(held: &Held<Self>, timeout: Duration) -> Option<Loss> {
+        held.wait_lost(Some(timeout))
+    }
+
+    fn with_lock<T>(
+        url: &str,
+        options: S3Options,
+        wait: Wait,
+        work: impl FnOnce(&Held<Self>) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        sets3lock_s3::blocking::Locker::new(url, options)?.with_lock(wait, work)
     }
 }

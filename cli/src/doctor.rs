@@ -17,18 +17,41 @@ enum Verdict {
     Error(String),
 }
 
-pub(crate) fn doctor(url: &str, options: &S3Options, racers: u16) -> u8 {
-    let (bucket, prefix) = match parse_prefix(url) {
-        Ok(p) => p,
-        Err(e) => {
-            say!("sets3lock: {e}");
-            return crate::exit_codes::USAGE;
-        }
-    };
-    let client = match Client::new(&bucket, options) {
+/// Where the probe keys go: `s3://bucket/prefix/`.
+#[derive(Clone, Debug)]
+pub(crate) struct ProbeUrl {
+    bucket: String,
+    /// Empty, or ending in `/`.
+    prefix: String,
+}
+
+impl ProbeUrl {
+    /// Parses `s3://bucket/prefix/` (the trailing `/` may be left out).
+    pub(crate) fn parse(url: &str) -> Result<ProbeUrl, String> {
+        let rest = url.strip_prefix("s3://").ok_or_else(|| {
+            format!("{url:?} is not an s3:// URL: write it as s3://BUCKET/PREFIX/")
+        })?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        // Reuse the lock URL's checks for the bucket name.
+        LockUrl::new(bucket, "probe").map_err(|e| e.to_string())?;
+        let prefix = if prefix.is_empty() || prefix.ends_with('/') {
+            prefix.to_owned()
+        } else {
+            format!("{prefix}/")
+        };
+        Ok(ProbeUrl {
+            bucket: bucket.to_owned(),
+            prefix,
+        })
+    }
+}
+
+pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
+    let ProbeUrl { bucket, prefix } = url;
+    let client = match Client::new(bucket, options) {
         Ok(c) => c,
         Err(e) => {
-            say!("sets3lock: {e}");
+            say!("{e}");
             return CANNOT_LOCK;
         }
     };
@@ -53,17 +76,17 @@ pub(crate) fn doctor(url: &str, options: &S3Options, racers: u16) -> u8 {
         ),
     ];
     let (mut failed, mut errors) = (0, 0);
-    println!("sets3lock doctor: s3://{bucket}/{prefix}");
+    out!("sets3lock doctor: s3://{bucket}/{prefix}");
     for (name, verdict) in &checks {
         match verdict {
-            Verdict::Pass(detail) => println!("  ok      {name}: {detail}"),
+            Verdict::Pass(detail) => out!("  ok      {name}: {detail}"),
             Verdict::Fail(detail) => {
                 failed += 1;
-                println!("  FAILED  {name}: {detail}");
+                out!("  FAILED  {name}: {detail}");
             }
             Verdict::Error(detail) => {
                 errors += 1;
-                println!("  ERROR   {name}: {detail}");
+                out!("  ERROR   {name}: {detail}");
             }
         }
     }
@@ -71,30 +94,15 @@ pub(crate) fn doctor(url: &str, options: &S3Options, racers: u16) -> u8 {
         cleanup(&client, &key(name));
     }
     if failed > 0 {
-        println!("verdict: this store cannot protect a lock ({failed} check(s) failed): do not use sets3lock on it");
+        out!("verdict: this store cannot protect a lock ({failed} check(s) failed): do not use sets3lock on it");
         NO
     } else if errors > 0 {
-        println!("verdict: inconclusive ({errors} check(s) could not run)");
+        out!("verdict: inconclusive ({errors} check(s) could not run)");
         CANNOT_LOCK
     } else {
-        println!("verdict: this store honours conditional writes atomically: sets3lock can use it");
+        out!("verdict: this store honours conditional writes atomically: sets3lock can use it");
         OK
     }
-}
-
-fn parse_prefix(url: &str) -> Result<(String, String), String> {
-    let rest = url
-        .strip_prefix("s3://")
-        .ok_or_else(|| format!("{url:?} is not an s3:// URL: write it as s3://BUCKET/PREFIX/"))?;
-    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-    // Reuse the lock URL's checks for the bucket name.
-    LockUrl::new(bucket, "probe").map_err(|e| e.to_string())?;
-    let prefix = if prefix.is_empty() || prefix.ends_with('/') {
-        prefix.to_owned()
-    } else {
-        format!("{prefix}/")
-    };
-    Ok((bucket.to_owned(), prefix))
 }
 
 fn nonce() -> u64 {
@@ -273,5 +281,26 @@ fn race(client: &Client, key: &str, racers: usize) -> Verdict {
 fn cleanup(client: &Client, key: &str) {
     if let Some(etag) = current(client, key) {
         let _ = client.send(key, &Intent::DeleteIfMatch { etag });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProbeUrl;
+
+    #[test]
+    fn the_probe_prefix_is_a_directory_and_the_bucket_is_checked() {
+        let p = ProbeUrl::parse("s3://my-bucket/probes").expect("parses");
+        assert_eq!(
+            (p.bucket.as_str(), p.prefix.as_str()),
+            ("my-bucket", "probes/")
+        );
+        let p = ProbeUrl::parse("s3://my-bucket").expect("parses");
+        assert_eq!(p.prefix, "");
+        assert!(
+            ProbeUrl::parse("s3://b/probes/").is_err(),
+            "bucket too short"
+        );
+        assert!(ProbeUrl::parse("https://my-bucket/").is_err());
     }
 }

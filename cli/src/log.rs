@@ -29,13 +29,18 @@ impl Log {
         }
     }
 
+    /// A `-v` line: the time since the start, then what `say!` would write.
     fn line(&self, what: &str) {
+        use std::io::Write as _;
         let t = self.started.elapsed().as_secs_f64();
-        if self.colour {
-            say!("\x1b[2m{t:8.3}s\x1b[0m sets3lock: {what}");
+        let _ = if self.colour {
+            writeln!(
+                std::io::stderr(),
+                "\x1b[2m{t:8.3}s\x1b[0m sets3lock: {what}"
+            )
         } else {
-            say!("{t:8.3}s sets3lock: {what}");
-        }
+            writeln!(std::io::stderr(), "{t:8.3}s sets3lock: {what}")
+        };
     }
 
     pub(crate) fn observer(&self) -> Observer {
@@ -78,7 +83,7 @@ impl Log {
                     *w = Some(text.clone());
                 }
                 if !self.quiet {
-                    say!("sets3lock: {text}");
+                    say!("{text}");
                 }
             }
             Observation::Event(e) if self.verbose => self.line(&format!("{e:?}")),
@@ -93,7 +98,7 @@ impl Log {
         }
         if let Ok(w) = self.waiting_on.lock() {
             if let Some(text) = &*w {
-                say!("sets3lock: still {text}");
+                say!("still {text}");
             }
         }
     }

@@ -10,44 +10,44 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
     let client = match Client::new(url.bucket(), options) {
         Ok(c) => c,
         Err(e) => {
-            say!("sets3lock: {url}: {e}");
+            say!("{url}: {e}");
             return CANNOT_LOCK;
         }
     };
     match client.send(url.key(), &Intent::DeleteIfMatch { etag: etag.clone() }) {
         Response::Deleted => {
-            println!("{url}: deleted the lock with ETag {}", etag.as_str());
+            out!("{url}: deleted the lock with ETag {}", etag.as_str());
             OK
         }
         Response::Absent => {
-            println!("{url}: no lock to delete (already free)");
+            out!("{url}: no lock to delete (already free)");
             OK
         }
         // Some stores say 412 for a missing key too: look before saying who holds it.
         Response::Mismatch => match client.status(url.key()) {
             Ok(None) => {
-                println!("{url}: no lock to delete (already free)");
+                out!("{url}: no lock to delete (already free)");
                 OK
             }
             Ok(Some((current, holder))) => {
                 say!(
-                    "sets3lock: {url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
+                    "{url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
                 );
                 NO
             }
             Err(e) => {
-                say!("sets3lock: {url}: not deleted (ETag mismatch), and reading it failed: {e}");
+                say!("{url}: not deleted (ETag mismatch), and reading it failed: {e}");
                 NO
             }
         },
         Response::Refused(e) => {
-            say!("sets3lock: {url}: {e}");
+            say!("{url}: {e}");
             CANNOT_LOCK
         }
         other => {
-            say!("sets3lock: {url}: the delete's outcome is unknown ({other:?}); run sets3lock status");
+            say!("{url}: the delete's outcome is unknown ({other:?}); run sets3lock status");
             CANNOT_LOCK
         }
     }

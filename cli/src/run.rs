@@ -7,7 +7,7 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::{LockUrl, ReleaseOutcome};
-use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, WaitFor};
+use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, Wait};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -39,17 +39,13 @@ fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
     Ok(rx)
 }
 
-pub(crate) async fn run(
-    args: Run,
-    url: LockUrl,
-    mut options: S3Options,
-    program: Vec<OsString>,
-) -> u8 {
+pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString>) -> u8 {
+    let url = args.url.clone();
     // Handlers first: from here on no HUP/INT/TERM/QUIT can kill us and leave the lock behind.
     let mut signals = match catch_signals() {
         Ok(s) => s,
         Err(e) => {
-            say!("sets3lock: cannot handle signals: {e}");
+            say!("cannot handle signals: {e}");
             return CANNOT_LOCK;
         }
     };
@@ -60,14 +56,14 @@ pub(crate) async fn run(
     let locker = match Locker::new(&url.to_string(), options) {
         Ok(l) => l,
         Err(e) => {
-            say!("sets3lock: {url}: {e}");
+            say!("{url}: {e}");
             return unavailable;
         }
     };
     let wait = match (args.no_wait, args.timeout) {
-        (true, _) => WaitFor::No,
-        (false, Some(t)) => WaitFor::Timeout(t),
-        (false, None) => WaitFor::Forever,
+        (true, _) => Wait::No,
+        (false, Some(t)) => Wait::Timeout(t),
+        (false, None) => Wait::Forever,
     };
 
     // ---- acquire, unless a signal comes first ----
@@ -83,7 +79,7 @@ pub(crate) async fn run(
                 // that lands to be removed.
                 drop(acquiring);
                 finish(&locker, &url).await;
-                say!("sets3lock: {url}: {sig} while waiting for the lock: stopped");
+                say!("{url}: {sig} while waiting for the lock: stopped");
                 return signalled(sig as i32);
             }
             _ = reminder.tick() => log.remind(),
@@ -97,10 +93,10 @@ pub(crate) async fn run(
                 // As setlock: with -x, not getting the lock is not worth a word.
                 Error::Busy { .. } | Error::TimedOut { .. } => {
                     if !args.quiet && !args.exit_zero {
-                        say!("sets3lock: {url}: {e}");
+                        say!("{url}: {e}");
                     }
                 }
-                _ => say!("sets3lock: {url}: {e}"),
+                _ => say!("{url}: {e}"),
             }
             return unavailable;
         }
@@ -114,19 +110,11 @@ pub(crate) async fn run(
         .args(&program[1..])
         .env("SETS3LOCK_URL", url.to_string())
         .env("SETS3LOCK_OWNER", held.owner().to_string())
-        .env(
-            "SETS3LOCK_ETAG",
-            held.etag()
-                .map(|e| e.as_str().to_owned())
-                .unwrap_or_default(),
-        );
+        .env("SETS3LOCK_ETAG", held.etag().as_str());
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            say!(
-                "sets3lock: cannot run {}: {e}",
-                program[0].to_string_lossy()
-            );
+            say!("cannot run {}: {e}", program[0].to_string_lossy());
             report_release(&url, held.release().await);
             finish(&locker, &url).await;
             return CANNOT_LOCK;
@@ -183,7 +171,7 @@ pub(crate) async fn run(
             (None, None) => CANNOT_LOCK,
         },
         Err(e) => {
-            say!("sets3lock: waiting for the program failed: {e}");
+            say!("waiting for the program failed: {e}");
             CANNOT_LOCK
         }
     }
@@ -197,7 +185,7 @@ async fn stop(
     pid: Option<Pid>,
     kill_after: Duration,
 ) -> std::io::Result<std::process::ExitStatus> {
-    say!("sets3lock: {url}: {why}: stopping the program (SIGTERM, then SIGKILL after {kill_after:?})");
+    say!("{url}: {why}: stopping the program (SIGTERM, then SIGKILL after {kill_after:?})");
     if let Some(pid) = pid {
         let _ = kill(pid, Signal::SIGTERM);
     }
@@ -217,7 +205,7 @@ async fn finish(locker: &Locker, url: &LockUrl) {
         .await
         .is_err()
     {
-        say!("sets3lock: {url}: could not confirm the release in 30s; the lock expires after its lease");
+        say!("{url}: could not confirm the release in 30s; the lock expires after its lease");
     }
 }
 
@@ -232,6 +220,7 @@ fn describe(loss: &Loss) -> String {
         }
         Loss::Expired => "the lease expired before a renewal got through".into(),
         Loss::DriverStopped => "the lock's background driver stopped".into(),
+        other => format!("the lock was lost ({other:?})"),
     }
 }
 
@@ -239,15 +228,15 @@ fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
     match result {
         Ok(ReleaseOutcome::Deleted) => {}
         Ok(ReleaseOutcome::TakenOver) => {
-            say!("sets3lock: {url}: at release the lock belonged to someone else; left it alone")
+            say!("{url}: at release the lock belonged to someone else; left it alone")
         }
         Ok(ReleaseOutcome::AlreadyGone) => {
-            say!("sets3lock: {url}: at release the lock was already gone")
+            say!("{url}: at release the lock was already gone")
         }
         // Released (the lock is free), however the store recorded it.
         Ok(_) => {}
         Err(e) => {
-            say!("sets3lock: {url}: release failed: {e} (the lock expires after its lease)")
+            say!("{url}: release failed: {e} (the lock expires after its lease)")
         }
     }
 }

@@ -1,9 +1,14 @@
 //! The command line: run mode (`sets3lock [-nNxX] [options] s3://bucket/key program ...`)
-//! and the operator commands. Argument definitions only; `main` dispatches.
+//! and the operator commands. Arguments are parsed into typed values here, so that every
+//! usage error is a clap error; `main` dispatches.
 
-use clap::{Args, Parser, ValueEnum};
+use crate::doctor::ProbeUrl;
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, ValueEnum};
+use sets3lock::{ETag, LockUrl};
 use std::ffi::OsString;
 use std::time::Duration;
+use url::Url;
 
 pub(crate) const USAGE: &str = "sets3lock [-nNxX] [options] s3://bucket/key program [args...]";
 
@@ -59,15 +64,16 @@ pub(crate) struct Run {
     #[command(flatten)]
     pub(crate) s3: S3Flags,
     /// The lock: s3://bucket/key.
-    pub(crate) url: String,
+    #[arg(value_parser = LockUrl::parse)]
+    pub(crate) url: LockUrl,
 }
 
 /// Where S3 is and who we are there.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct S3Flags {
     /// S3 endpoint URL, for S3-compatible stores (or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL).
-    #[arg(long, value_name = "URL")]
-    pub(crate) endpoint: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = sets3lock_s3::parse_endpoint)]
+    pub(crate) endpoint: Option<Url>,
     /// Region to sign for (or AWS_REGION; default us-east-1).
     #[arg(long)]
     pub(crate) region: Option<String>,
@@ -91,17 +97,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         s3: S3Flags,
         /// The lock: s3://bucket/key.
-        url: String,
+        #[arg(value_parser = LockUrl::parse)]
+        url: LockUrl,
     },
     /// Delete a lock, but only the version you saw (DELETE If-Match), never a newer one.
     Unlock {
         /// The ETag `sets3lock status` showed.
-        #[arg(long, required = true)]
-        etag: String,
+        #[arg(long, required = true, value_parser = ETag::parse)]
+        etag: ETag,
         #[command(flatten)]
         s3: S3Flags,
         /// The lock: s3://bucket/key.
-        url: String,
+        #[arg(value_parser = LockUrl::parse)]
+        url: LockUrl,
     },
     /// Probe whether a store can protect a lock, with throw-away keys under a prefix.
     Doctor {
@@ -111,7 +119,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         s3: S3Flags,
         /// Where to put the probe keys: s3://bucket/prefix/.
-        url: String,
+        #[arg(value_parser = ProbeUrl::parse)]
+        url: ProbeUrl,
     },
     /// Print shell completions.
     Completions {
@@ -128,10 +137,33 @@ pub(crate) enum Shell {
     Fish,
 }
 
+/// Run mode's arguments: our options and the lock, then the program's argv, untouched. Every
+/// usage error, clap's or ours, comes back as a clap error.
+pub(crate) fn parse_run(args: &[OsString]) -> Result<(Run, Vec<OsString>), clap::Error> {
+    let (ours, program) = split_program(args);
+    let run = Run::try_parse_from(std::iter::once(OsString::from("sets3lock")).chain(ours))?;
+    if program.is_empty() {
+        return Err(Run::command().error(ErrorKind::MissingRequiredArgument, "no program to run"));
+    }
+    check_timing(&run)
+        .map_err(|problem| Run::command().error(ErrorKind::ValueValidation, problem))?;
+    Ok((run, program))
+}
+
+/// The whole command line as one clap command, run mode's options with the operator
+/// commands, for completions.
+pub(crate) fn whole() -> clap::Command {
+    let commands = Command::command();
+    Run::command()
+        .subcommands(commands.get_subcommands().cloned())
+        .args_conflicts_with_subcommands(true)
+        .disable_help_subcommand(true)
+}
+
 /// The lease must be 0 or at least 10 ms, and the program must be dead before the lease can
 /// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
 /// before the end of validity, which must come after the next renewal is due.
-pub(crate) fn check_timing(run: &Run) -> Result<(), String> {
+fn check_timing(run: &Run) -> Result<(), String> {
     let config = sets3lock::Config {
         lease: run.lease,
         ..sets3lock::Config::default()
@@ -175,7 +207,7 @@ const VALUED: &[&str] = &[
 
 /// Splits run-mode arguments into (options and URL) and the program's argv, untouched:
 /// everything after the URL belongs to the program, whatever it looks like.
-pub(crate) fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
+fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
     let mut i = 0;
     while i < args.len() {
         let a = args[i].to_string_lossy();

@@ -8,23 +8,23 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
     let result = Client::new(url.bucket(), options).and_then(|c| c.status(url.key()));
     match result {
         Err(e) => {
-            say!("sets3lock: {url}: {e}");
+            say!("{url}: {e}");
             CANNOT_LOCK
         }
         Ok(None) => {
             if json {
-                println!("{{\"url\":{},\"held\":false}}", quote(&url.to_string()));
+                out!("{{\"url\":{},\"held\":false}}", quote(&url.to_string()));
             } else {
-                println!("{url}: free");
+                out!("{url}: free");
             }
             OK
         }
         Ok(Some((etag, holder))) => {
             if json {
-                println!("{}", holder_json(url, etag.as_str(), &holder));
+                out!("{}", holder_json(url, etag.as_str(), &holder));
             } else {
-                println!("{url}: held by {}", crate::holder::describe(&holder));
-                println!(
+                out!("{url}: held by {}", crate::holder::describe(&holder));
+                out!(
                     "  ETag {} (sets3lock unlock {url} --etag {})",
                     etag.as_str(),
                     etag.as_str()

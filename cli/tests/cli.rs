@@ -50,6 +50,17 @@ impl TestCommand {
             .expect("run sets3lock")
     }
 
+    /// Runs it with a stdout nobody reads (`sets3lock status ... | head -0`).
+    fn output_into_a_closed_pipe(mut self) -> Output {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .output()
+            .expect("run sets3lock")
+    }
+
     fn spawn(mut self) -> std::process::Child {
         self.cmd
             .stdin(Stdio::null())
@@ -461,9 +472,21 @@ fn help_version_and_completions() {
     );
     let o = TestCommand::new(&s).args(["--version"]).output();
     assert_eq!(code(&o), 0);
-    let o = TestCommand::new(&s).args(["completions", "bash"]).output();
-    assert_eq!(code(&o), 0);
-    assert!(stdout(&o).contains("sets3lock"));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = TestCommand::new(&s).args(["completions", shell]).output();
+        assert_eq!(code(&o), 0);
+        let out = stdout(&o);
+        for word in [
+            "sets3lock",
+            "lease",
+            "status",
+            "unlock",
+            "doctor",
+            "completions",
+        ] {
+            assert!(out.contains(word), "{shell} completions lack {word}: {out}");
+        }
+    }
     let _ = std::io::stdout().flush();
 }
 
@@ -472,7 +495,7 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
     let Some(s) = seaweedfs() else { return };
     let key = support::fresh_key("cli-blackout");
     let url = s.url(&key);
-    let proxy = support::proxy::LossyProxy::start(&s.endpoint);
+    let proxy = support::blackout::BlackoutProxy::start(&s.endpoint);
     let dir = std::env::temp_dir().join(format!("sets3lock-blackout-{}", support::rand_u64()));
     std::fs::create_dir_all(&dir).expect("dir");
     let witness = dir.join("witness");
@@ -578,4 +601,30 @@ fn a_signal_stops_the_wait_cleanly() {
         "the holder's lock is untouched"
     );
     assert!(holder.wait_with_output().expect("holder").status.success());
+}
+
+#[test]
+fn a_closed_stdout_loses_the_output_not_the_exit_status() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-closed-stdout");
+    let url = s.url(&key);
+    let held = s.raw_put(
+        &key,
+        b"{\"id\":\"abc\",\"created_at\":\"2026-11-30T10:00:00Z\"}",
+    );
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["status", &url], 1),
+        (vec!["status", "--json", &url], 1),
+        (vec!["unlock", &url, "--etag", held.as_str()], 0),
+        (vec!["status", &url], 0),
+        (vec!["completions", "bash"], 0),
+        (vec!["--help"], 0),
+        (vec!["--version"], 0),
+    ];
+    for (args, want) in cases {
+        let o = TestCommand::new(&s).args(&args).output_into_a_closed_pipe();
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert_eq!(code(&o), want, "{args:?}: {}", stderr(&o));
+    }
+    assert!(s.raw_get(&key).is_none(), "unlock deleted it");
 }

@@ -1,0 +1,124 @@
+//! The handle of a held lock: the part of both drivers' handles that does not wait.
+
+use crate::clock::Stamp;
+use crate::mode::Mode;
+use crate::state::{Hold, Loss, Shared, Standing};
+use crate::Error;
+use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// A held lock, renewed in the background until it is released or dropped.
+///
+/// Generic over how it waits: [`tokio::Held`](crate::tokio::Held) (async `lost` and
+/// `release`) and [`blocking::Held`](crate::blocking::Held) (blocking `wait_lost` and
+/// `release`). What dropping it does is the mode's: see those.
+#[derive(Debug)]
+pub struct Held<M: Mode> {
+    /// The hold as acquired: the owner never changes; the ETag and the validity move on with
+    /// every renewal (read them from the shared state).
+    acquired: Hold,
+    url: LockUrl,
+    claim: Claim<M>,
+}
+
+impl<M: Mode> Held<M> {
+    pub(crate) fn new(acquired: Hold, url: LockUrl, claim: Claim<M>) -> Held<M> {
+        Held {
+            acquired,
+            url,
+            claim,
+        }
+    }
+
+    /// This hold's owner id (in the lock record).
+    pub fn owner(&self) -> OwnerId {
+        self.acquired.owner
+    }
+
+    /// The ETag of our latest confirmed write (after the hold ended: the last one).
+    pub fn etag(&self) -> ETag {
+        // The shared state has a hold from the acquisition on, which is before any handle.
+        match self.claim.shared.get().hold() {
+            Some(h) => h.etag.clone(),
+            None => self.acquired.etag.clone(),
+        }
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.url
+    }
+
+    /// How long the hold stays valid unless a renewal lands first, by a clock that counts
+    /// through system suspend (`None` with a zero lease, or once the hold has ended).
+    pub fn remaining_validity(&self) -> Option<std::time::Duration> {
+        self.claim.shared.get().remaining(Stamp::now())
+    }
+
+    /// Whether the lock is held and valid now.
+    pub fn is_held(&self) -> bool {
+        self.claim.shared.get().is_held(Stamp::now())
+    }
+
+    /// Waits until the hold is lost or expires (then the loss), or until `deadline` (then
+    /// `None`). Wakes when the validity ends or moves (a renewal), and on every change.
+    pub(crate) async fn wait_loss(&self, deadline: Option<Stamp>) -> Option<Loss> {
+        let shared = &self.claim.shared;
+        loop {
+            let seen = shared.get();
+            let now = Stamp::now();
+            if let Some(loss) = seen.loss(now) {
+                return Some(loss);
+            }
+            if deadline.is_some_and(|d| now >= d) {
+                return None;
+            }
+            let valid_until = seen.valid_until();
+            let wake = match (valid_until, deadline) {
+                (Some(v), Some(d)) => Some(v.min(d)),
+                (v, d) => v.or(d),
+            };
+            let moved = move |s: &crate::state::Snapshot| {
+                s.valid_until() != valid_until || s.loss(Stamp::now()).is_some()
+            };
+            M::wait(shared, moved, wake).await;
+        }
+    }
+
+    /// Releases the lock: asks the driver, and waits for what the conditional delete found.
+    pub(crate) async fn end(self) -> Result<ReleaseOutcome, Error> {
+        let shared = &self.claim.shared;
+        shared.ask_release();
+        let ended = |s: &crate::state::Snapshot| matches!(s.standing, Standing::Ended { .. });
+        M::wait(shared, ended, None).await.released()
+    }
+}
+
+/// The user's side of one driver: the acquisition's, then the handle's. Dropped, it asks the
+/// driver to release (or to cancel the acquisition), then does what the mode does on drop.
+#[derive(Debug)]
+pub(crate) struct Claim<M: Mode> {
+    shared: Arc<Shared>,
+    mode: PhantomData<M>,
+}
+
+impl<M: Mode> Claim<M> {
+    pub(crate) fn new(shared: Arc<Shared>) -> Claim<M> {
+        Claim {
+            shared,
+            mode: PhantomData,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl<M: Mode> Drop for Claim<M> {
+    fn drop(&mut self) {
+        self.shared.ask_release();
+        M::dropped(&self.shared);
+    }
+}

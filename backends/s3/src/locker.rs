@@ -1,0 +1,122 @@
+//! Opening locks on one S3 object: the part of both drivers' lockers that does not wait.
+
+use crate::engine::{drive, Engine};
+use crate::held::{Claim, Held};
+use crate::mode::Mode;
+use crate::state::{Shared, Snapshot, Standing};
+use crate::target::Target;
+use crate::{Error, S3Options};
+use sets3lock::{LockUrl, ReleaseOutcome, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Opens locks on one S3 object; each [acquisition](crate::tokio::Locker::acquire) gets its
+/// own background driver and [`Held`] handle.
+///
+/// Generic over how it waits: use [`tokio::Locker`](crate::tokio::Locker) from async code and
+/// [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock` (and the
+/// async `shutdown`) are the mode's own; the rest is shared.
+#[derive(Debug)]
+pub struct Locker<M: Mode> {
+    target: Arc<Target>,
+    options: S3Options,
+    http: M::Http,
+    requests: Arc<AtomicU64>,
+    /// The drivers started and not seen finished: what `shutdown` waits for.
+    drivers: Mutex<Vec<Arc<Shared>>>,
+}
+
+impl<M: Mode> Locker<M> {
+    /// A locker for `url` (`s3://bucket/key`) with these options.
+    pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
+        let target = Target::open(url, &options)?;
+        let http = M::http(options.request_timeout)?;
+        Ok(Locker {
+            target,
+            options,
+            http,
+            requests: Arc::new(AtomicU64::new(0)),
+            drivers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A locker for `url` configured from the standard AWS environment variables.
+    pub fn from_env(url: &str) -> Result<Self, Error> {
+        Locker::new(url, S3Options::from_env()?)
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.target.url
+    }
+
+    /// How many S3 requests this locker's holds have sent so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Acquires the lock: starts a driver, and waits until it holds the lock or the
+    /// acquisition ends. Dropped while it waits, it cancels the acquisition (and the driver
+    /// removes any write of ours that lands).
+    pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
+        let claim = self.start(wait)?;
+        self.acquired(claim).await
+    }
+
+    /// Acquires, runs `work`, releases, and returns once the driver has finished: nothing of
+    /// ours is left in flight, whatever happened (a cleanup of late writes included).
+    pub(crate) async fn scoped<T>(
+        &self,
+        wait: Wait,
+        work: impl AsyncFnOnce(&Held<M>) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        let claim = self.start(wait)?;
+        let shared = claim.shared().clone();
+        let result = match self.acquired(claim).await {
+            Ok(held) => {
+                let out = work(&held).await;
+                held.end().await.map(|outcome| (out, outcome))
+            }
+            Err(e) => Err(e),
+        };
+        M::wait(&shared, |_| false, None).await;
+        result
+    }
+
+    /// Waits until every driver this locker started has finished.
+    pub(crate) async fn settle(&self) {
+        let drivers = std::mem::take(&mut *self.drivers());
+        for shared in drivers {
+            M::wait(&shared, |_| false, None).await;
+        }
+    }
+
+    fn drivers(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Shared>>> {
+        // Poisoned only by a panic while pushing: the list is still a list.
+        self.drivers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts a driver acquiring the lock; dropping the claim cancels it.
+    fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
+        let engine = Engine::acquiring(
+            self.target.clone(),
+            &self.options,
+            wait,
+            self.requests.clone(),
+        )?;
+        let shared = engine.shared().clone();
+        M::spawn(drive::<M>(engine, self.http.clone()))?;
+        let mut drivers = self.drivers();
+        drivers.retain(|d| !d.is_finished());
+        drivers.push(shared.clone());
+        Ok(Claim::new(shared))
+    }
+
+    /// The acquisition's outcome: a handle, or why not.
+    async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
+        let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
+        let seen = M::wait(claim.shared(), over, None).await;
+        let hold = seen.acquired()?;
+        Ok(Held::new(hold, self.target.url.clone(), claim))
+    }
+}

@@ -1,0 +1,58 @@
+//! The one thing the two drivers do differently: how they wait.
+//!
+//! Everything else (the core, the signing, the loop that sends, classifies and feeds back,
+//! the handle's view of the lock) is written once, generic over a [`Mode`]. A mode supplies
+//! the HTTP client, how one request is sent, how the shared state is waited on, and how the
+//! driver runs. The blocking mode's "futures" do their waiting inside `poll` and are run to
+//! completion by a plain `block_on` (see `blocking.rs`), so the async code is the one body of
+//! both drivers.
+
+use crate::clock::Stamp;
+use crate::request::HttpRequest;
+use crate::state::{Shared, Snapshot};
+use crate::Error;
+use core::future::Future;
+use core::time::Duration;
+use sets3lock::{IntentKind, Response};
+
+/// How a [`Locker`](crate::Locker) and its [`Held`](crate::Held) handles wait:
+/// [`Tokio`](crate::tokio::Tokio) (a tokio task drives the lock; the handles' methods are
+/// async) or [`Blocking`](crate::blocking::Blocking) (a thread drives it; they block).
+///
+/// Sealed: these two are the modes.
+pub trait Mode: sealed::Waiting {}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// What a mode does its own way. Public in a private module so that nobody else can
+    /// implement it; the types it names are likewise unnameable outside the crate.
+    pub trait Waiting: Send + Sync + Sized + 'static {
+        /// The HTTP client.
+        type Http: Clone + core::fmt::Debug + Send + Sync + 'static;
+
+        /// An HTTP client that never retries or redirects, with this per-request timeout.
+        fn http(timeout: Duration) -> Result<Self::Http, Error>;
+
+        /// Sends one request; the reply, classified by the core.
+        fn send(
+            http: &Self::Http,
+            request: HttpRequest,
+            kind: IntentKind,
+        ) -> impl Future<Output = Response> + Send;
+
+        /// Waits until `done` holds for the shared state, the driver has finished, or
+        /// `deadline` (by the suspend-aware clock) has passed; returns the state as it is then.
+        fn wait(
+            shared: &Shared,
+            done: impl Fn(&Snapshot) -> bool + Send,
+            deadline: Option<Stamp>,
+        ) -> impl Future<Output = Snapshot> + Send;
+
+        /// Runs a driver to its end in the background.
+        fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error>;
+
+        /// What dropping a handle (or an acquisition) does, after asking for the release.
+        fn dropped(shared: &Shared);
+    }
+}

@@ -1,0 +1,39 @@
+//! S3 options from flags, the AWS environment, and an AWS profile (read by the library).
+
+use crate::cli::S3Flags;
+use sets3lock_s3::{Error, S3Options};
+
+/// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
+/// web identity, ECS and EC2 roles), refreshed; flags win over it.
+#[cfg(feature = "aws-config")]
+pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
+    if let Some(profile) = &flags.profile {
+        // Read by aws-config; set before any other thread exists.
+        std::env::set_var("AWS_PROFILE", profile);
+    }
+    let mut options = S3Options::from_aws_config()?;
+    apply_flags(&mut options, flags);
+    Ok(options)
+}
+
+/// Flags win over the environment; the environment's keys win over a profile, unless a
+/// profile is named with `--profile`. (Static keys only; build with the `aws-config` feature
+/// for the whole AWS chain.)
+#[cfg(not(feature = "aws-config"))]
+pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
+    let mut options = S3Options::from_env_and_profile(flags.profile.as_deref())?;
+    apply_flags(&mut options, flags);
+    Ok(options)
+}
+
+fn apply_flags(options: &mut S3Options, flags: &S3Flags) {
+    if let Some(endpoint) = &flags.endpoint {
+        options.endpoint = Some(endpoint.clone());
+    }
+    if let Some(r) = &flags.region {
+        options.region = r.clone();
+    }
+    if flags.path_style {
+        options.path_style = Some(true);
+    }
+}
