@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
-use sets3lock::{ETag, Intent};
+use sets3lock::{classify, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
 /// How the mock answers where real servers differ.
@@ -96,6 +96,19 @@ impl Reply {
             body: Bytes::from(body),
         }
     }
+
+    /// What this reply means to the core, for a request of `kind`: [`sets3lock::classify`],
+    /// the table every driver uses.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use sets3lock::{IntentKind, Response};
+    /// let slow = sets3lock_mock::Reply::error(StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
+    /// assert!(matches!(slow.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
+    /// ```
+    pub fn classify(&self, kind: IntentKind) -> Response {
+        classify(kind, self.status, &self.headers, &self.body)
+    }
 }
 
 fn message(code: &str) -> &'static str {
@@ -133,19 +146,25 @@ pub struct Object {
     pub body: Bytes,
 }
 
-/// An in-memory S3: buckets of objects, each request applied atomically.
+/// An in-memory S3: buckets of objects, each request applied atomically. With
+/// [`respond`](MockS3::respond) it is all a driver of the core needs:
 ///
 /// ```
-/// use sets3lock::{classify, Intent, Response};
+/// use sets3lock::{Config, Event, Instant, Lock, Wait};
 /// use sets3lock_mock::MockS3;
 ///
 /// let mut s3 = MockS3::new();
 /// s3.create_bucket("locks");
-/// let put = Intent::PutIfNoneMatch { body: "a".into() };
-/// let r = s3.execute("locks", "job", &put);
-/// assert!(matches!(classify(put.kind(), r.status, &r.headers, &r.body), Response::Written { .. }));
-/// let r = s3.execute("locks", "job", &put);
-/// assert_eq!(classify(put.kind(), r.status, &r.headers, &r.body), Response::Exists);
+/// let mut lock = Lock::new(Config::default(), [7; 32])?;
+/// let now = Instant::ZERO;
+/// lock.acquire(now, 0, Wait::No)?;
+/// while let Some(request) = lock.poll_request() {
+///     let response = s3.respond("locks", "job", &request.intent);
+///     lock.handle_response(request.id, response, now);
+/// }
+/// assert!(matches!(lock.poll_event(), Some(Event::Acquired { .. })));
+/// assert!(s3.object("locks", "job").is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct MockS3 {
@@ -236,7 +255,22 @@ impl MockS3 {
         }
     }
 
-    /// Applies one request atomically and returns S3's reply.
+    /// Applies one request atomically and returns what its reply means to the core: what a
+    /// driver hands [`Lock::handle_response`](sets3lock::Lock::handle_response).
+    ///
+    /// ```
+    /// use sets3lock::{Intent, Response};
+    /// let mut s3 = sets3lock_mock::MockS3::new();
+    /// s3.create_bucket("locks");
+    /// let put = Intent::PutIfNoneMatch { body: "a".into() };
+    /// assert!(matches!(s3.respond("locks", "job", &put), Response::Written { .. }));
+    /// assert_eq!(s3.respond("locks", "job", &put), Response::Exists);
+    /// ```
+    pub fn respond(&mut self, bucket: &str, key: &str, intent: &Intent) -> Response {
+        self.execute(bucket, key, intent).classify(intent.kind())
+    }
+
+    /// Applies one request atomically and returns S3's reply, as HTTP.
     pub fn execute(&mut self, bucket: &str, key: &str, intent: &Intent) -> Reply {
         let semantics = self.semantics;
         let Some(objects) = self.buckets.get_mut(bucket) else {

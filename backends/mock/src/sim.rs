@@ -5,8 +5,8 @@ use bytes::Bytes;
 use core::cmp::Ordering;
 use core::time::Duration;
 use sets3lock::{
-    classify, Ambiguity, Config, Event, Holder, Instant, Lock, OwnerId, Purpose, Request,
-    RequestId, Response, Wait,
+    Ambiguity, Config, Event, Holder, Instant, Lock, OwnerId, Purpose, Request, RequestId,
+    Response, Wait,
 };
 use std::collections::{BTreeSet, BinaryHeap};
 
@@ -503,13 +503,9 @@ impl Sim {
                 }
             }
             Fault::Conflict { latency } => {
-                let response = classify(
-                    request.intent.kind(),
-                    http::StatusCode::CONFLICT,
-                    &http::HeaderMap::new(),
-                    &crate::Reply::error(http::StatusCode::CONFLICT, "ConditionalRequestConflict")
-                        .body,
-                );
+                let response =
+                    crate::Reply::error(http::StatusCode::CONFLICT, "ConditionalRequestConflict")
+                        .classify(request.intent.kind());
                 self.push(
                     self.now + latency.min(timeout),
                     What::Answer {
@@ -532,14 +528,9 @@ impl Sim {
                         },
                     );
                 } else {
-                    let reply =
-                        crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
-                    let response = classify(
-                        request.intent.kind(),
-                        reply.status,
-                        &reply.headers,
-                        &reply.body,
-                    );
+                    let response =
+                        crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown")
+                            .classify(request.intent.kind());
                     self.push(
                         self.now + half * 2,
                         What::Answer {
@@ -560,16 +551,14 @@ impl Sim {
         answer: Option<Duration>,
         error: Option<http::StatusCode>,
     ) {
-        let kind = request.intent.kind();
         let before = self.s3.object(BUCKET, KEY).cloned();
-        let mut reply = self.s3.execute(BUCKET, KEY, &request.intent);
+        let mut response = self.s3.respond(BUCKET, KEY, &request.intent);
         let after = self.s3.object(BUCKET, KEY).cloned();
         self.check_foreign_write(c, &request, before.as_ref(), after.as_ref());
         if let Some(status) = error {
-            reply = crate::Reply::error(status, "SlowDown");
+            response = crate::Reply::error(status, "SlowDown").classify(request.intent.kind());
         }
         if let Some(after) = answer {
-            let response = classify(kind, reply.status, &reply.headers, &reply.body);
             self.push(
                 self.now + after,
                 What::Answer {
