@@ -1,5 +1,6 @@
 //! A deterministic simulation: several clients of the core, one mock bucket, one timeline.
 
+use crate::fault::Timing;
 use crate::{DriftClock, Fault, MockS3, Semantics};
 use bytes::Bytes;
 use core::cmp::Ordering;
@@ -218,8 +219,7 @@ enum What {
     Apply {
         client: usize,
         request: Request,
-        answer: Option<Duration>,
-        error: Option<http::StatusCode>,
+        timing: Timing,
     },
     Answer {
         client: usize,
@@ -404,9 +404,8 @@ impl Sim {
             What::Apply {
                 client,
                 request,
-                answer,
-                error,
-            } => self.apply(client, request, answer, error),
+                timing,
+            } => self.apply(client, request, timing),
             What::Answer {
                 client,
                 id,
@@ -457,117 +456,64 @@ impl Sim {
                 to_client: self.cfg.latency,
             });
         self.next_fault += 1;
-        let timeout = self.cfg.request_timeout;
-        let id = request.id;
-        let timed_out = |sim: &mut Sim| {
-            sim.push(
-                sim.now + timeout,
-                What::Answer {
-                    client: c,
-                    id,
-                    response: Response::Ambiguous(Ambiguity::Timeout),
-                },
-            )
-        };
-        match fault {
-            Fault::Deliver {
-                to_server,
-                to_client,
-            } => {
-                let answer = (to_server + to_client <= timeout).then_some(to_client);
-                if answer.is_none() {
-                    timed_out(self);
-                }
-                self.push(
-                    self.now + to_server,
-                    What::Apply {
-                        client: c,
-                        request,
-                        answer,
-                        error: None,
-                    },
-                );
-            }
-            Fault::Lose { applied_after } => {
-                timed_out(self);
-                if let Some(d) = applied_after {
-                    self.push(
-                        self.now + d,
-                        What::Apply {
-                            client: c,
-                            request,
-                            answer: None,
-                            error: None,
-                        },
-                    );
-                }
-            }
-            Fault::Conflict { latency } => {
-                let response =
-                    crate::Reply::error(http::StatusCode::CONFLICT, "ConditionalRequestConflict")
-                        .classify(request.intent.kind());
-                self.push(
-                    self.now + latency.min(timeout),
-                    What::Answer {
-                        client: c,
-                        id,
-                        response,
-                    },
-                );
-            }
-            Fault::ServerError { latency, applied } => {
-                let half = latency.min(timeout) / 2;
-                if applied {
-                    self.push(
-                        self.now + half,
-                        What::Apply {
-                            client: c,
-                            request,
-                            answer: Some(half),
-                            error: Some(http::StatusCode::SERVICE_UNAVAILABLE),
-                        },
-                    );
-                } else {
-                    let response =
-                        crate::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown")
-                            .classify(request.intent.kind());
-                    self.push(
-                        self.now + half * 2,
-                        What::Answer {
-                            client: c,
-                            id,
-                            response,
-                        },
-                    );
-                }
-            }
-        }
-    }
-
-    fn apply(
-        &mut self,
-        c: usize,
-        request: Request,
-        answer: Option<Duration>,
-        error: Option<http::StatusCode>,
-    ) {
-        let before = self.s3.object(BUCKET, KEY).cloned();
-        let mut response = self.s3.respond(BUCKET, KEY, &request.intent);
-        let after = self.s3.object(BUCKET, KEY).cloned();
-        self.check_foreign_write(c, &request, before.as_ref(), after.as_ref());
-        if let Some(status) = error {
-            response = crate::Reply::error(status, "SlowDown").classify(request.intent.kind());
-        }
-        if let Some(after) = answer {
-            self.push(
-                self.now + after,
+        let timing = fault.timing(self.now, self.cfg.request_timeout);
+        // Answers that do not depend on the server's reply are queued now; the others when
+        // the server applies the request.
+        match timing {
+            Timing::TimedOut { gives_up, .. } => self.push(
+                gives_up,
                 What::Answer {
                     client: c,
                     id: request.id,
-                    response,
+                    response: Response::Ambiguous(Ambiguity::Timeout),
+                },
+            ),
+            Timing::Failed {
+                applied: None,
+                error,
+                answered,
+            } => self.push(
+                answered,
+                What::Answer {
+                    client: c,
+                    id: request.id,
+                    response: error.reply().classify(request.intent.kind()),
+                },
+            ),
+            Timing::Answered { .. } | Timing::Failed { .. } => {}
+        }
+        if let Some(at) = timing.applied() {
+            self.push(
+                at,
+                What::Apply {
+                    client: c,
+                    request,
+                    timing,
                 },
             );
         }
+    }
+
+    fn apply(&mut self, c: usize, request: Request, timing: Timing) {
+        let before = self.s3.object(BUCKET, KEY).cloned();
+        let served = self.s3.respond(BUCKET, KEY, &request.intent);
+        let after = self.s3.object(BUCKET, KEY).cloned();
+        self.check_foreign_write(c, &request, before.as_ref(), after.as_ref());
+        let (at, response) = match timing {
+            Timing::Answered { answered, .. } => (answered, served),
+            Timing::Failed {
+                error, answered, ..
+            } => (answered, error.reply().classify(request.intent.kind())),
+            Timing::TimedOut { .. } => return,
+        };
+        self.push(
+            at,
+            What::Answer {
+                client: c,
+                id: request.id,
+                response,
+            },
+        );
     }
 
     // ---- the clients' drivers and plans ----------------------------------------------------
