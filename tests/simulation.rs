@@ -6,9 +6,9 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use sets3lock::Wait;
 use sets3lock_mock::{
     ClientPlan, End, Fault, MissingKeyIfMatch, Round, Semantics, Sim, SimConfig, Violation,
-    WaitPlan,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -31,9 +31,9 @@ fn round() -> impl Strategy<Value = Round> {
     (
         ms(0..3000),
         prop_oneof![
-            3 => Just(WaitPlan::Forever),
-            1 => Just(WaitPlan::No),
-            1 => ms(0..20_000).prop_map(WaitPlan::For),
+            3 => Just(Wait::Forever),
+            1 => Just(Wait::No),
+            1 => ms(0..20_000).prop_map(Wait::Timeout),
         ],
         // Holds shorter than the lease, and holds of several leases (renewal racing takeover).
         prop_oneof![3 => ms(0..6000), 1 => ms(6000..40_000)],

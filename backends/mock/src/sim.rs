@@ -78,7 +78,7 @@ pub struct Round {
     /// Pause before acquiring (after the previous round ended).
     pub start_after: Duration,
     /// How long to wait for the lock.
-    pub wait: WaitPlan,
+    pub wait: Wait,
     /// How long to hold it once acquired (by the client's clock).
     pub hold: Duration,
     /// Freeze the whole client right after acquiring, for this long: a GC pause or a
@@ -86,17 +86,6 @@ pub struct Round {
     pub pause: Option<Duration>,
     /// How the hold ends.
     pub end: End,
-}
-
-/// How long a round waits for the lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitPlan {
-    /// Try once.
-    No,
-    /// Wait as long as it takes.
-    Forever,
-    /// Wait at most this long.
-    For(Duration),
 }
 
 /// How a hold ends.
@@ -265,9 +254,10 @@ impl Ord for Entry {
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock_mock::{ClientPlan, End, Round, Sim, SimConfig, WaitPlan};
+/// use sets3lock::Wait;
+/// use sets3lock_mock::{ClientPlan, End, Round, Sim, SimConfig};
 ///
-/// let round = Round { start_after: Duration::ZERO, wait: WaitPlan::Forever,
+/// let round = Round { start_after: Duration::ZERO, wait: Wait::Forever,
 ///     hold: Duration::from_secs(1), pause: None, end: End::Release };
 /// let plans = (0..3).map(|i| ClientPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
 ///     rounds: vec![round.clone(); 2] }).collect();
@@ -582,7 +572,7 @@ impl Sim {
     fn end_round(&mut self, c: usize) {
         let client = &mut self.clients[c];
         let round = &client.plan.rounds[client.round];
-        if round.wait == WaitPlan::Forever && !client.acquired_this_round {
+        if round.wait == Wait::Forever && !client.acquired_this_round {
             self.report.violations.push(Violation::Stuck {
                 client: c,
                 round: client.round,
@@ -625,12 +615,7 @@ impl Sim {
                         What::Step { client: c, gen },
                     );
                 }
-                let round = &client.plan.rounds[client.round];
-                let wait = match round.wait {
-                    WaitPlan::No => Wait::No,
-                    WaitPlan::Forever => Wait::Forever,
-                    WaitPlan::For(d) => Wait::Timeout(d),
-                };
+                let wait = client.plan.rounds[client.round].wait;
                 let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
                 if client.lock.acquire(now, unix_ms, wait).is_ok() {
                     client.stage = Stage::Acquiring;
