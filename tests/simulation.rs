@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use sets3lock::Wait;
 use sets3lock_mock::{
-    ClientPlan, End, Fault, MissingKeyIfMatch, Round, Semantics, Sim, SimConfig, Violation,
+    Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Semantics, Sim, SimConfig, Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -38,24 +38,24 @@ fn round() -> impl Strategy<Value = Round> {
         // Holds shorter than the lease, and holds of several leases (renewal racing takeover).
         prop_oneof![3 => ms(0..6000), 1 => ms(6000..40_000)],
         prop_oneof![4 => Just(None), 1 => ms(0..15_000).prop_map(Some)],
-        prop_oneof![4 => Just(End::Release), 1 => Just(End::Crash)],
+        prop_oneof![4 => Just(Exit::Release), 1 => Just(Exit::Crash)],
     )
-        .prop_map(|(start_after, wait, hold, pause, end)| Round {
+        .prop_map(|(start_after, wait, hold, pause, exit)| Round {
             start_after,
             wait,
             hold,
             pause,
-            end,
+            exit,
         })
 }
 
-fn plan() -> impl Strategy<Value = ClientPlan> {
+fn plan() -> impl Strategy<Value = ProcessPlan> {
     (
         -DRIFT_BOUND_PPM..=DRIFT_BOUND_PPM,
         0u64..1_000_000,
         proptest::collection::vec(round(), 1..4),
     )
-        .prop_map(|(drift_ppm, offset, rounds)| ClientPlan {
+        .prop_map(|(drift_ppm, offset, rounds)| ProcessPlan {
             drift_ppm,
             clock_offset: Duration::from_secs(offset),
             rounds,
@@ -64,7 +64,7 @@ fn plan() -> impl Strategy<Value = ClientPlan> {
 
 #[derive(Clone, Debug)]
 struct Schedule {
-    plans: Vec<ClientPlan>,
+    plans: Vec<ProcessPlan>,
     faults: Vec<Fault>,
     seed: u64,
     seaweed: bool,

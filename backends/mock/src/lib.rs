@@ -20,4 +20,4 @@ mod sim;
 pub use bucket::{etag_of, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
 pub use clock::DriftClock;
 pub use fault::Fault;
-pub use sim::{ClientPlan, End, Report, Round, Sim, SimConfig, Tamper, Violation};
+pub use sim::{Exit, ProcessPlan, Report, Round, Sim, SimConfig, Tamper, Violation};

@@ -1,4 +1,4 @@
-//! A deterministic simulation: several clients of the core, one mock bucket, one timeline.
+//! A deterministic simulation: several processes using the core, one mock bucket, one timeline.
 
 use crate::fault::Timing;
 use crate::{DriftClock, Fault, MockS3, Semantics};
@@ -17,12 +17,12 @@ const KEY: &str = "lock";
 /// stops once this many are recorded.
 const MAX_VIOLATIONS: usize = 64;
 
-/// Settings shared by every client of one simulation.
+/// Settings shared by every process of one simulation.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
-    /// The core's settings (lease, drift bound, pacing). Every client uses them.
+    /// The core's settings (lease, drift bound, pacing). Every process uses them.
     pub lock: Config,
-    /// How long a client's driver waits for a reply before answering "timeout".
+    /// How long a process's driver waits for a reply before answering "timeout".
     pub request_timeout: Duration,
     /// Latency each way once the fault list is used up.
     pub latency: Duration,
@@ -60,9 +60,9 @@ impl Default for SimConfig {
     }
 }
 
-/// What one client does, round after round.
+/// What one process does, round after round.
 #[derive(Clone, Debug)]
-pub struct ClientPlan {
+pub struct ProcessPlan {
     /// Its clock's rate error in parts per million (keep within the configured drift bound
     /// for the safety property to be promised).
     pub drift_ppm: i32,
@@ -79,25 +79,25 @@ pub struct Round {
     pub start_after: Duration,
     /// How long to wait for the lock.
     pub wait: Wait,
-    /// How long to hold it once acquired (by the client's clock).
+    /// How long to hold it once acquired (by the process's clock).
     pub hold: Duration,
-    /// Freeze the whole client right after acquiring, for this long: a GC pause or a
+    /// Freeze the whole process right after acquiring, for this long: a GC pause or a
     /// suspended VM. Its lock must expire on its own clock meanwhile.
     pub pause: Option<Duration>,
     /// How the hold ends.
-    pub end: End,
+    pub exit: Exit,
 }
 
-/// How a hold ends.
+/// How a hold ends: the exit section, in the words of the mutual-exclusion literature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
+pub enum Exit {
     /// Release the lock.
     Release,
-    /// The process dies: nothing more from this client (requests in flight still land).
+    /// The process dies: nothing more from it (requests in flight still land).
     Crash,
 }
 
-/// Something done to the bucket behind the clients' backs.
+/// Something done to the bucket behind the processes' backs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tamper {
     /// Delete the lock object.
@@ -109,34 +109,34 @@ pub enum Tamper {
 /// A broken safety property, with when and who.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
-    /// Property 1: two clients considered themselves holding a valid lock at once.
+    /// Property 1: two processes considered themselves holding a valid lock at once.
     TwoHolders {
         /// Real time.
         at: Duration,
-        /// The clients.
-        clients: (usize, usize),
+        /// The processes.
+        processes: (usize, usize),
     },
     /// Property 2: a renewal, release or cleanup replaced or removed another owner's object.
     ForeignWrite {
         /// Real time.
         at: Duration,
-        /// The client.
-        client: usize,
+        /// The process.
+        process: usize,
         /// What it was doing.
         purpose: Purpose,
     },
-    /// Property 3: a client reported "acquired" while its write was not the current object.
+    /// Property 3: a process reported "acquired" while its write was not the current object.
     AcquiredWithoutOwnWrite {
         /// Real time.
         at: Duration,
-        /// The client.
-        client: usize,
+        /// The process.
+        process: usize,
     },
-    /// Liveness: a client's plan did not finish by the horizon (it waited forever, or on its
+    /// Liveness: a process's plan did not finish by the horizon (it waited forever, or on its
     /// own lock), or a round that waits forever ended without the lock.
     Stuck {
-        /// The client.
-        client: usize,
+        /// The process.
+        process: usize,
         /// The round it was in.
         round: usize,
     },
@@ -147,7 +147,7 @@ pub enum Violation {
 pub struct Report {
     /// Broken properties, in order (at most 64: the run stops there).
     pub violations: Vec<Violation>,
-    /// Every event each client's core emitted, with the real time.
+    /// Every event each process's core emitted, with the real time.
     pub events: Vec<(Duration, usize, Event)>,
     /// Requests sent, by purpose.
     pub requests: Vec<(Duration, usize, Purpose)>,
@@ -161,17 +161,17 @@ impl Report {
         let mut lines: Vec<(Duration, usize, String)> = self
             .events
             .iter()
-            .map(|(t, c, e)| (*t, *c, format!("{e:?}")))
+            .map(|(t, p, e)| (*t, *p, format!("{e:?}")))
             .chain(
                 self.requests
                     .iter()
-                    .map(|(t, c, p)| (*t, *c, format!("sends {p}"))),
+                    .map(|(t, p, purpose)| (*t, *p, format!("sends {purpose}"))),
             )
             .collect();
         lines.sort_by_key(|(t, _, _)| *t);
         lines
             .into_iter()
-            .map(|(t, c, what)| format!("{:>10.3}s client {c}: {what}\n", t.as_secs_f64()))
+            .map(|(t, p, what)| format!("{:>10.3}s process {p}: {what}\n", t.as_secs_f64()))
             .collect()
     }
 
@@ -191,10 +191,10 @@ enum Stage {
     Crashed,
 }
 
-struct Client {
+struct Process {
     lock: Lock,
     clock: DriftClock,
-    plan: ClientPlan,
+    plan: ProcessPlan,
     round: usize,
     stage: Stage,
     acquired_this_round: bool,
@@ -206,21 +206,21 @@ struct Client {
 
 enum What {
     Apply {
-        client: usize,
+        process: usize,
         request: Request,
         timing: Timing,
     },
     Answer {
-        client: usize,
+        process: usize,
         id: RequestId,
         response: Response,
     },
     Timer {
-        client: usize,
+        process: usize,
         gen: u64,
     },
     Step {
-        client: usize,
+        process: usize,
         gen: u64,
     },
     Tamper(Tamper),
@@ -250,16 +250,16 @@ impl Ord for Entry {
     }
 }
 
-/// N clients of the core against one [`MockS3`] on a virtual timeline.
+/// N processes, each driving a core, against one [`MockS3`] on a virtual timeline.
 ///
 /// ```
 /// use core::time::Duration;
 /// use sets3lock::Wait;
-/// use sets3lock_mock::{ClientPlan, End, Round, Sim, SimConfig};
+/// use sets3lock_mock::{Exit, ProcessPlan, Round, Sim, SimConfig};
 ///
 /// let round = Round { start_after: Duration::ZERO, wait: Wait::Forever,
-///     hold: Duration::from_secs(1), pause: None, end: End::Release };
-/// let plans = (0..3).map(|i| ClientPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
+///     hold: Duration::from_secs(1), pause: None, exit: Exit::Release };
+/// let plans = (0..3).map(|i| ProcessPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
 ///     rounds: vec![round.clone(); 2] }).collect();
 /// let report = Sim::new(SimConfig::default(), plans, vec![], 1).run();
 /// assert!(report.violations.is_empty(), "{:?}", report.violations);
@@ -268,7 +268,7 @@ impl Ord for Entry {
 pub struct Sim {
     cfg: SimConfig,
     s3: MockS3,
-    clients: Vec<Client>,
+    processes: Vec<Process>,
     faults: Vec<Fault>,
     next_fault: usize,
     queue: BinaryHeap<Entry>,
@@ -279,12 +279,12 @@ pub struct Sim {
 
 impl Sim {
     /// A simulation of `plans` against an empty lock key, with `faults` applied to the
-    /// requests in the order they are sent. `seed` seeds the clients' cores (owner ids,
+    /// requests in the order they are sent. `seed` seeds the processes' cores (owner ids,
     /// jitter).
-    pub fn new(cfg: SimConfig, plans: Vec<ClientPlan>, faults: Vec<Fault>, seed: u64) -> Sim {
+    pub fn new(cfg: SimConfig, plans: Vec<ProcessPlan>, faults: Vec<Fault>, seed: u64) -> Sim {
         let mut s3 = MockS3::with_semantics(cfg.semantics);
         s3.create_bucket(BUCKET);
-        let clients = plans
+        let processes = plans
             .into_iter()
             .enumerate()
             .map(|(i, plan)| {
@@ -293,7 +293,7 @@ impl Sim {
                 core_seed[8..16].copy_from_slice(&(i as u64).to_le_bytes());
                 let lock = Lock::new(cfg.lock.clone(), core_seed)
                     .unwrap_or_else(|e| panic!("invalid simulation config: {e}"));
-                Client {
+                Process {
                     lock,
                     clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
                     plan,
@@ -310,7 +310,7 @@ impl Sim {
         let mut sim = Sim {
             cfg,
             s3,
-            clients,
+            processes,
             faults,
             next_fault: 0,
             queue: BinaryHeap::new(),
@@ -318,8 +318,8 @@ impl Sim {
             now: Duration::ZERO,
             report: Report::default(),
         };
-        for c in 0..sim.clients.len() {
-            sim.start_round_later(c);
+        for p in 0..sim.processes.len() {
+            sim.start_round_later(p);
         }
         sim
     }
@@ -342,18 +342,18 @@ impl Sim {
                 break;
             }
             self.now = entry.at;
-            self.process(entry.what);
+            self.handle(entry.what);
             self.check_holders();
             if self.report.violations.len() >= MAX_VIOLATIONS {
                 self.report.end = self.now;
                 return self.report;
             }
         }
-        for (i, c) in self.clients.iter().enumerate() {
-            if !matches!(c.stage, Stage::Finished | Stage::Crashed) {
+        for (i, p) in self.processes.iter().enumerate() {
+            if !matches!(p.stage, Stage::Finished | Stage::Crashed) {
                 self.report.violations.push(Violation::Stuck {
-                    client: i,
-                    round: c.round,
+                    process: i,
+                    round: p.round,
                 });
             }
         }
@@ -370,21 +370,21 @@ impl Sim {
         });
     }
 
-    fn client_of(what: &What) -> Option<usize> {
+    fn process_of(what: &What) -> Option<usize> {
         match what {
-            What::Answer { client, .. }
-            | What::Timer { client, .. }
-            | What::Step { client, .. } => Some(*client),
+            What::Answer { process, .. }
+            | What::Timer { process, .. }
+            | What::Step { process, .. } => Some(*process),
             What::Apply { .. } | What::Tamper(_) => None,
         }
     }
 
-    fn process(&mut self, what: What) {
-        if let Some(c) = Sim::client_of(&what) {
-            if self.clients[c].stage == Stage::Crashed {
+    fn handle(&mut self, what: What) {
+        if let Some(p) = Sim::process_of(&what) {
+            if self.processes[p].stage == Stage::Crashed {
                 return;
             }
-            let until = self.clients[c].paused_until;
+            let until = self.processes[p].paused_until;
             if until > self.now {
                 // A frozen process handles nothing; everything waits for it to thaw.
                 return self.push(until, what);
@@ -392,29 +392,31 @@ impl Sim {
         }
         match what {
             What::Apply {
-                client,
+                process,
                 request,
                 timing,
-            } => self.apply(client, request, timing),
+            } => self.apply(process, request, timing),
             What::Answer {
-                client,
+                process,
                 id,
                 response,
             } => {
-                let now = self.local(client);
-                self.clients[client].lock.handle_response(id, response, now);
-                self.pump(client);
+                let now = self.local(process);
+                self.processes[process]
+                    .lock
+                    .handle_response(id, response, now);
+                self.pump(process);
             }
-            What::Timer { client, gen } => {
-                if gen == self.clients[client].timer_gen {
-                    let now = self.local(client);
-                    self.clients[client].lock.handle_timeout(now);
-                    self.pump(client);
+            What::Timer { process, gen } => {
+                if gen == self.processes[process].timer_gen {
+                    let now = self.local(process);
+                    self.processes[process].lock.handle_timeout(now);
+                    self.pump(process);
                 }
             }
-            What::Step { client, gen } => {
-                if gen == self.clients[client].step_gen {
-                    self.step(client);
+            What::Step { process, gen } => {
+                if gen == self.processes[process].step_gen {
+                    self.step(process);
                 }
             }
             What::Tamper(t) => match t {
@@ -424,17 +426,17 @@ impl Sim {
         }
     }
 
-    fn local(&self, c: usize) -> Instant {
-        self.clients[c].clock.local(self.now)
+    fn local(&self, p: usize) -> Instant {
+        self.processes[p].clock.local(self.now)
     }
 
     // ---- the network -----------------------------------------------------------------------
 
-    fn send(&mut self, c: usize, request: Request) {
-        self.report.requests.push((self.now, c, request.purpose));
+    fn send(&mut self, p: usize, request: Request) {
+        self.report.requests.push((self.now, p, request.purpose));
         if let Some(body) = request.intent.body() {
             if let Holder::Sets3lock(r) = Holder::decode(body) {
-                self.clients[c].owners.insert(r.owner);
+                self.processes[p].owners.insert(r.owner);
             }
         }
         let fault = self
@@ -453,7 +455,7 @@ impl Sim {
             Timing::TimedOut { gives_up, .. } => self.push(
                 gives_up,
                 What::Answer {
-                    client: c,
+                    process: p,
                     id: request.id,
                     response: Response::Ambiguous(Ambiguity::Timeout),
                 },
@@ -465,7 +467,7 @@ impl Sim {
             } => self.push(
                 answered,
                 What::Answer {
-                    client: c,
+                    process: p,
                     id: request.id,
                     response: error.reply().classify(request.intent.kind()),
                 },
@@ -476,7 +478,7 @@ impl Sim {
             self.push(
                 at,
                 What::Apply {
-                    client: c,
+                    process: p,
                     request,
                     timing,
                 },
@@ -484,11 +486,11 @@ impl Sim {
         }
     }
 
-    fn apply(&mut self, c: usize, request: Request, timing: Timing) {
+    fn apply(&mut self, p: usize, request: Request, timing: Timing) {
         let before = self.s3.object(BUCKET, KEY).cloned();
         let served = self.s3.respond(BUCKET, KEY, &request.intent);
         let after = self.s3.object(BUCKET, KEY).cloned();
-        self.check_foreign_write(c, &request, before.as_ref(), after.as_ref());
+        self.check_foreign_write(p, &request, before.as_ref(), after.as_ref());
         let (at, response) = match timing {
             Timing::Answered { answered, .. } => (answered, served),
             Timing::Failed {
@@ -499,42 +501,42 @@ impl Sim {
         self.push(
             at,
             What::Answer {
-                client: c,
+                process: p,
                 id: request.id,
                 response,
             },
         );
     }
 
-    // ---- the clients' drivers and plans ----------------------------------------------------
+    // ---- the processes' drivers and plans ----------------------------------------------------
 
     /// Sends what the core wants sent, handles its events, arms its timer.
-    fn pump(&mut self, c: usize) {
+    fn pump(&mut self, p: usize) {
         loop {
             let mut busy = false;
-            while let Some(request) = self.clients[c].lock.poll_request() {
+            while let Some(request) = self.processes[p].lock.poll_request() {
                 busy = true;
-                self.send(c, request);
+                self.send(p, request);
             }
-            while let Some(event) = self.clients[c].lock.poll_event() {
+            while let Some(event) = self.processes[p].lock.poll_event() {
                 busy = true;
-                self.on_event(c, event);
+                self.on_event(p, event);
             }
             if !busy {
                 break;
             }
         }
-        let client = &mut self.clients[c];
-        client.timer_gen += 1;
-        if let Some(t) = client.lock.poll_timeout() {
-            let at = client.clock.real_at(t).max(self.now);
-            let gen = client.timer_gen;
-            self.push(at, What::Timer { client: c, gen });
+        let process = &mut self.processes[p];
+        process.timer_gen += 1;
+        if let Some(t) = process.lock.poll_timeout() {
+            let at = process.clock.real_at(t).max(self.now);
+            let gen = process.timer_gen;
+            self.push(at, What::Timer { process: p, gen });
         }
     }
 
-    fn on_event(&mut self, c: usize, event: Event) {
-        self.report.events.push((self.now, c, event.clone()));
+    fn on_event(&mut self, p: usize, event: Event) {
+        self.report.events.push((self.now, p, event.clone()));
         match event {
             Event::Acquired { etag, owner, .. } => {
                 let current = self.s3.object(BUCKET, KEY);
@@ -546,91 +548,91 @@ impl Sim {
                         .violations
                         .push(Violation::AcquiredWithoutOwnWrite {
                             at: self.now,
-                            client: c,
+                            process: p,
                         });
                 }
-                let client = &mut self.clients[c];
-                client.stage = Stage::Holding;
-                client.acquired_this_round = true;
-                let round = &client.plan.rounds[client.round];
-                if let Some(p) = round.pause {
-                    client.paused_until = self.now + p;
+                let process = &mut self.processes[p];
+                process.stage = Stage::Holding;
+                process.acquired_this_round = true;
+                let round = &process.plan.rounds[process.round];
+                if let Some(pause) = round.pause {
+                    process.paused_until = self.now + pause;
                 }
-                let end_local = client.clock.local(self.now) + round.hold;
-                let at = client.clock.real_at(end_local).max(client.paused_until);
-                client.step_gen += 1;
-                let gen = client.step_gen;
-                self.push(at, What::Step { client: c, gen });
+                let end_local = process.clock.local(self.now) + round.hold;
+                let at = process.clock.real_at(end_local).max(process.paused_until);
+                process.step_gen += 1;
+                let gen = process.step_gen;
+                self.push(at, What::Step { process: p, gen });
             }
-            Event::NotAcquired { .. } | Event::Cancelled => self.end_round(c),
-            Event::Failed { .. } if self.clients[c].stage != Stage::Holding => self.end_round(c),
-            Event::Lost { .. } | Event::Expired | Event::Released { .. } => self.end_round(c),
+            Event::NotAcquired { .. } | Event::Cancelled => self.end_round(p),
+            Event::Failed { .. } if self.processes[p].stage != Stage::Holding => self.end_round(p),
+            Event::Lost { .. } | Event::Expired | Event::Released { .. } => self.end_round(p),
             _ => {}
         }
     }
 
-    fn end_round(&mut self, c: usize) {
-        let client = &mut self.clients[c];
-        let round = &client.plan.rounds[client.round];
-        if round.wait == Wait::Forever && !client.acquired_this_round {
+    fn end_round(&mut self, p: usize) {
+        let process = &mut self.processes[p];
+        let round = &process.plan.rounds[process.round];
+        if round.wait == Wait::Forever && !process.acquired_this_round {
             self.report.violations.push(Violation::Stuck {
-                client: c,
-                round: client.round,
+                process: p,
+                round: process.round,
             });
         }
-        client.round += 1;
-        client.acquired_this_round = false;
-        client.step_gen += 1;
-        if client.round >= client.plan.rounds.len() {
-            client.stage = Stage::Finished;
+        process.round += 1;
+        process.acquired_this_round = false;
+        process.step_gen += 1;
+        if process.round >= process.plan.rounds.len() {
+            process.stage = Stage::Finished;
         } else {
-            client.stage = Stage::BeforeRound;
-            self.start_round_later(c);
+            process.stage = Stage::BeforeRound;
+            self.start_round_later(p);
         }
     }
 
-    fn start_round_later(&mut self, c: usize) {
-        let client = &mut self.clients[c];
-        let Some(round) = client.plan.rounds.get(client.round) else {
-            client.stage = Stage::Finished;
+    fn start_round_later(&mut self, p: usize) {
+        let process = &mut self.processes[p];
+        let Some(round) = process.plan.rounds.get(process.round) else {
+            process.stage = Stage::Finished;
             return;
         };
-        client.step_gen += 1;
-        let gen = client.step_gen;
+        process.step_gen += 1;
+        let gen = process.step_gen;
         let at = self.now + round.start_after;
-        self.push(at, What::Step { client: c, gen });
+        self.push(at, What::Step { process: p, gen });
     }
 
-    fn step(&mut self, c: usize) {
-        let now = self.local(c);
-        let client = &mut self.clients[c];
-        match client.stage {
+    fn step(&mut self, p: usize) {
+        let now = self.local(p);
+        let process = &mut self.processes[p];
+        match process.stage {
             Stage::BeforeRound => {
-                if !client.lock.is_idle() {
+                if !process.lock.is_idle() {
                     // Still cleaning up after the last round: try again shortly.
-                    client.step_gen += 1;
-                    let gen = client.step_gen;
+                    process.step_gen += 1;
+                    let gen = process.step_gen;
                     return self.push(
                         self.now + Duration::from_millis(10),
-                        What::Step { client: c, gen },
+                        What::Step { process: p, gen },
                     );
                 }
-                let wait = client.plan.rounds[client.round].wait;
+                let wait = process.plan.rounds[process.round].wait;
                 let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
-                if client.lock.acquire(now, unix_ms, wait).is_ok() {
-                    client.stage = Stage::Acquiring;
+                if process.lock.acquire(now, unix_ms, wait).is_ok() {
+                    process.stage = Stage::Acquiring;
                 }
-                self.pump(c);
+                self.pump(p);
             }
-            Stage::Holding => match client.plan.rounds[client.round].end {
-                End::Release => {
-                    if client.lock.release(now).is_ok() {
-                        client.stage = Stage::Releasing;
+            Stage::Holding => match process.plan.rounds[process.round].exit {
+                Exit::Release => {
+                    if process.lock.release(now).is_ok() {
+                        process.stage = Stage::Releasing;
                     }
-                    self.pump(c);
+                    self.pump(p);
                 }
-                End::Crash => {
-                    client.stage = Stage::Crashed;
+                Exit::Crash => {
+                    process.stage = Stage::Crashed;
                 }
             },
             _ => {}
@@ -643,12 +645,12 @@ impl Sim {
     /// overlap in time overlap at the later one's start.
     fn check_holders(&mut self) {
         let mut holder = None;
-        for (i, c) in self.clients.iter().enumerate() {
-            if c.stage != Stage::Crashed && c.lock.is_held(c.clock.local(self.now)) {
+        for (i, p) in self.processes.iter().enumerate() {
+            if p.stage != Stage::Crashed && p.lock.is_held(p.clock.local(self.now)) {
                 if let Some(j) = holder {
                     self.report.violations.push(Violation::TwoHolders {
                         at: self.now,
-                        clients: (j, i),
+                        processes: (j, i),
                     });
                     return;
                 }
@@ -659,10 +661,10 @@ impl Sim {
 
     /// Property 2, checked on what the server actually did with each request: when a
     /// renewal, release or cleanup changed or removed the object, the object it replaced must
-    /// have been written by the same client (for a renewal: by the same owner).
+    /// have been written by the same process (for a renewal: by the same owner).
     fn check_foreign_write(
         &mut self,
-        c: usize,
+        p: usize,
         request: &Request,
         before: Option<&crate::Object>,
         after: Option<&crate::Object>,
@@ -682,7 +684,7 @@ impl Sim {
                 replaced.is_some() && replaced == me
             }
             Purpose::Release | Purpose::Cleanup => {
-                replaced.is_some_and(|o| self.clients[c].owners.contains(&o))
+                replaced.is_some_and(|o| self.processes[p].owners.contains(&o))
             }
             // A purpose this check does not know yet may not replace anything.
             _ => false,
@@ -690,7 +692,7 @@ impl Sim {
         if !allowed {
             self.report.violations.push(Violation::ForeignWrite {
                 at: self.now,
-                client: c,
+                process: p,
                 purpose: request.purpose,
             });
         }
