@@ -85,7 +85,9 @@ impl Schedule {
                 ..Semantics::default()
             };
         }
-        Sim::new(cfg, self.plans.clone(), self.faults.clone(), self.seed).run()
+        Sim::new(cfg, self.plans.clone(), self.faults.clone(), self.seed)
+            .expect("the default config is valid")
+            .run()
     }
 }
 
@@ -260,7 +262,9 @@ fn a_store_that_ignores_conditions_breaks_the_properties() {
             .unwrap_or_else(|e| panic!("{e}"));
         let mut cfg = SimConfig::default();
         cfg.semantics.honor_conditions = false;
-        let report = Sim::new(cfg, s.plans, s.faults, s.seed).run();
+        let report = Sim::new(cfg, s.plans, s.faults, s.seed)
+            .expect("the default config is valid")
+            .run();
         two_holders += report
             .violations
             .iter()
