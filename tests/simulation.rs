@@ -1,5 +1,5 @@
-//! The proof: random schedules of several clients, faults and clock drift, checked against
-//! the safety and liveness properties of DESIGN.md §3.
+//! The proof: random schedules of several processes, faults and clock drift, checked against
+//! the safety and liveness properties of docs/PROTOCOL.md ("Properties").
 //!
 //! `SIM_CASES` sets the number of schedules per property (default 2000).
 

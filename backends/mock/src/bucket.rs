@@ -1,4 +1,5 @@
-//! An in-memory S3 with the exact conditional semantics of DESIGN.md §2.
+//! An in-memory S3 that answers conditional requests as S3 does: the replies of the table in
+//! docs/PROTOCOL.md ("Reply table"), and the variants real servers show.
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -6,13 +7,24 @@ use md5::{Digest, Md5};
 use sets3lock::{classify, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
-/// How the mock answers where real servers differ.
+/// How the mock answers where real servers differ. The default is AWS's.
 ///
 /// ```
-/// use sets3lock_mock::{MissingKeyIfMatch, Semantics};
-/// let aws = Semantics::default();
-/// assert_eq!(aws.missing_key_if_match, MissingKeyIfMatch::NotFound);
-/// assert!(aws.honor_conditions);
+/// use sets3lock::{ETag, Intent, Response};
+/// use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
+///
+/// // Renewing a lock whose object is gone: AWS says 404, SeaweedFS 412.
+/// let renew = Intent::PutIfMatch { etag: ETag::parse("abc")?, body: "mine".into() };
+/// let seaweed = Semantics {
+///     missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
+///     ..Semantics::default()
+/// };
+/// for (semantics, meaning) in [(Semantics::default(), Response::Absent), (seaweed, Response::Mismatch)] {
+///     let mut s3 = MockS3::with_semantics(semantics);
+///     s3.create_bucket("b");
+///     assert_eq!(s3.respond("b", "k", &renew), meaning);
+/// }
+/// # Ok::<(), sets3lock::InvalidETag>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Semantics {
@@ -45,21 +57,16 @@ pub enum MissingKeyIfMatch {
 /// An HTTP reply from the mock, in the shape [`sets3lock::classify`] takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
-    /// The status.
+    /// The status S3 gives this outcome.
     pub status: StatusCode,
-    /// The headers (`ETag` on success).
+    /// `ETag` on success, `Content-Type` on errors.
     pub headers: HeaderMap,
-    /// The body: the object for a GET, an S3 error document for errors.
+    /// The object for a GET, an S3 error document for errors, empty otherwise.
     pub body: Bytes,
 }
 
 impl Reply {
-    /// A reply without an error document: `ETag` header when given.
-    ///
-    /// ```
-    /// let r = sets3lock_mock::Reply::ok(http::StatusCode::NO_CONTENT, None, bytes::Bytes::new());
-    /// assert!(r.headers.is_empty());
-    /// ```
+    /// A reply without an error document, with an `ETag` header when given one.
     pub fn ok(status: StatusCode, etag: Option<&ETag>, body: Bytes) -> Reply {
         let mut headers = HeaderMap::new();
         if let Some(e) = etag {
@@ -74,12 +81,8 @@ impl Reply {
         }
     }
 
-    /// An S3 error document with this status and code.
-    ///
-    /// ```
-    /// let r = sets3lock_mock::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
-    /// assert!(std::str::from_utf8(&r.body).unwrap().contains("<Code>SlowDown</Code>"));
-    /// ```
+    /// An S3 error document with this status and code (`SlowDown`, `NoSuchKey`, ...), and
+    /// AWS's message for the code.
     pub fn error(status: StatusCode, code: &str) -> Reply {
         let body = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{}</Message><RequestId>mock</RequestId></Error>",
@@ -140,9 +143,9 @@ pub fn etag_of(body: &[u8]) -> ETag {
 /// An object as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Object {
-    /// Its ETag (MD5 of the body).
+    /// The MD5 of the body, as S3 gives a single-part PUT.
     pub etag: ETag,
-    /// Its body.
+    /// The bytes stored.
     pub body: Bytes,
 }
 
@@ -178,16 +181,7 @@ impl MockS3 {
         MockS3::default()
     }
 
-    /// An empty store with the given semantics.
-    ///
-    /// ```
-    /// use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
-    /// let seaweed = MockS3::with_semantics(Semantics {
-    ///     missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
-    ///     ..Semantics::default()
-    /// });
-    /// assert_eq!(seaweed.semantics().missing_key_if_match, MissingKeyIfMatch::PreconditionFailed);
-    /// ```
+    /// An empty store that answers as `semantics` says (see [`Semantics`]).
     pub fn with_semantics(semantics: Semantics) -> MockS3 {
         MockS3 {
             buckets: BTreeMap::new(),
@@ -200,14 +194,7 @@ impl MockS3 {
         self.semantics
     }
 
-    /// Whether the bucket exists.
-    ///
-    /// ```
-    /// let mut s3 = sets3lock_mock::MockS3::new();
-    /// assert!(!s3.has_bucket("b"));
-    /// s3.create_bucket("b");
-    /// assert!(s3.has_bucket("b"));
-    /// ```
+    /// Whether the bucket exists: requests to one that does not get `404 NoSuchBucket`.
     pub fn has_bucket(&self, bucket: &str) -> bool {
         self.buckets.contains_key(bucket)
     }
@@ -217,25 +204,24 @@ impl MockS3 {
         self.buckets.entry(bucket.to_owned()).or_default();
     }
 
-    /// The current object at `bucket/key`.
-    ///
-    /// ```
-    /// let s3 = sets3lock_mock::MockS3::new();
-    /// assert!(s3.object("b", "k").is_none());
-    /// ```
+    /// The current object at `bucket/key`, if any.
     pub fn object(&self, bucket: &str, key: &str) -> Option<&Object> {
         self.buckets.get(bucket)?.get(key)
     }
 
-    /// Deletes or overwrites behind everyone's back (an operator, a lifecycle rule).
+    /// Deletes (`None`) or overwrites the object behind everyone's back, as an operator or a
+    /// lifecycle rule would; creates the bucket if needed.
     ///
     /// ```
+    /// use sets3lock::{Intent, Response};
     /// let mut s3 = sets3lock_mock::MockS3::new();
     /// s3.create_bucket("b");
-    /// s3.force("b", "k", Some("x".into()));
-    /// assert!(s3.object("b", "k").is_some());
-    /// s3.force("b", "k", None);
-    /// assert!(s3.object("b", "k").is_none());
+    /// let create = Intent::PutIfNoneMatch { body: "mine".into() };
+    /// let Response::Written { etag } = s3.respond("b", "k", &create) else { unreachable!() };
+    /// s3.force("b", "k", Some("an operator's".into()));
+    /// // The holder's next renewal finds out.
+    /// let renew = Intent::PutIfMatch { etag, body: "mine".into() };
+    /// assert_eq!(s3.respond("b", "k", &renew), Response::Mismatch);
     /// ```
     pub fn force(&mut self, bucket: &str, key: &str, body: Option<Bytes>) {
         let objects = self.buckets.entry(bucket.to_owned()).or_default();

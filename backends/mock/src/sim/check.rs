@@ -11,31 +11,31 @@ use std::collections::BTreeSet;
 pub enum Violation {
     /// Property 1: two processes considered themselves holding a valid lock at once.
     TwoHolders {
-        /// Real time.
+        /// When, in real time.
         at: Duration,
-        /// The processes.
+        /// Which two (indices into the plans).
         processes: (usize, usize),
     },
     /// Property 2: a renewal, release or cleanup replaced or removed another owner's object.
     ForeignWrite {
-        /// Real time.
+        /// When, in real time.
         at: Duration,
-        /// The process.
+        /// Which process (an index into the plans).
         process: usize,
-        /// What it was doing.
+        /// What the request was for.
         purpose: Purpose,
     },
     /// Property 3: a process reported "acquired" while its write was not the current object.
     AcquiredWithoutOwnWrite {
-        /// Real time.
+        /// When, in real time.
         at: Duration,
-        /// The process.
+        /// Which process (an index into the plans).
         process: usize,
     },
     /// Liveness: a process's plan did not finish by the horizon (it waited forever, or on its
     /// own lock), or a round that waits forever ended without the lock.
     Stuck {
-        /// The process.
+        /// Which process (an index into the plans).
         process: usize,
         /// The round it was in.
         round: usize,
