@@ -313,6 +313,7 @@ mod tests {
             etag: ETag::parse("e1").expect("etag"),
             valid_until: valid_for.map(|d| Instant::ZERO + d),
             took_over: None,
+            token: None,
         }
     }
 
