@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use sets3lock::Wait;
 use sets3lock_mock::{
-    Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Semantics, Sim, SimConfig, Violation,
+    ConditionalDelete, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig,
+    Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -49,17 +50,32 @@ fn round() -> impl Strategy<Value = Round> {
         })
 }
 
+/// A process's plan; in a schedule of mixed modes, `fenced` says how it is configured.
 fn plan() -> impl Strategy<Value = ProcessPlan> {
     (
         -DRIFT_BOUND_PPM..=DRIFT_BOUND_PPM,
         0u64..1_000_000,
         proptest::collection::vec(round(), 1..4),
+        any::<bool>(),
     )
-        .prop_map(|(drift_ppm, offset, rounds)| ProcessPlan {
+        .prop_map(|(drift_ppm, offset, rounds, fenced)| ProcessPlan {
             drift_ppm,
             clock_offset: Duration::from_secs(offset),
             rounds,
+            fenced: Some(fenced),
         })
+}
+
+/// How the processes of a schedule are configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Every process in presence mode (the key is deleted on release).
+    Presence,
+    /// Every process in fenced mode: the schedule may run on a store whose `DELETE If-Match`
+    /// ignores its condition or answers 501, since fenced mode sends no DELETE.
+    Fenced(ConditionalDelete),
+    /// Each process as its plan says: the key decides its mode.
+    Mixed,
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +84,7 @@ struct Schedule {
     faults: Vec<Fault>,
     seed: u64,
     seaweed: bool,
+    mode: Mode,
 }
 
 impl Schedule {
@@ -80,12 +97,21 @@ impl Schedule {
         let mut cfg = SimConfig::default();
         cfg.lock.max_drift_ppm = DRIFT_BOUND_PPM as u32;
         if self.seaweed {
-            cfg.semantics = Semantics {
-                missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
-                ..Semantics::default()
-            };
+            cfg.semantics.missing_key_if_match = MissingKeyIfMatch::PreconditionFailed;
         }
-        Sim::new(cfg, self.plans.clone(), self.faults.clone(), self.seed)
+        let mut plans = self.plans.clone();
+        match self.mode {
+            Mode::Presence | Mode::Fenced(_) => {
+                for p in &mut plans {
+                    p.fenced = Some(matches!(self.mode, Mode::Fenced(_)));
+                }
+            }
+            Mode::Mixed => {}
+        }
+        if let Mode::Fenced(conditional_delete) = self.mode {
+            cfg.semantics.conditional_delete = conditional_delete;
+        }
+        Sim::new(cfg, plans, self.faults.clone(), self.seed)
             .expect("the default config is valid")
             .run()
     }
@@ -97,12 +123,20 @@ fn schedule() -> impl Strategy<Value = Schedule> {
         proptest::collection::vec(fault(), 0..60),
         any::<u64>(),
         any::<bool>(),
+        prop_oneof![
+            2 => Just(Mode::Presence),
+            1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
+            1 => Just(Mode::Fenced(ConditionalDelete::IgnoresIfMatch)),
+            1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
+            1 => Just(Mode::Mixed),
+        ],
     )
-        .prop_map(|(plans, faults, seed, seaweed)| Schedule {
+        .prop_map(|(plans, faults, seed, seaweed, mode)| Schedule {
             plans,
             faults,
             seed,
             seaweed,
+            mode,
         })
 }
 
@@ -163,6 +197,25 @@ fn property_2_no_renewal_or_release_touches_another_owners_object() {
 fn property_3_acquired_only_with_own_write_current() {
     check("acquired means our write", |v| {
         matches!(v, Violation::AcquiredWithoutOwnWrite { .. })
+    });
+}
+
+#[test]
+fn fenced_tokens_strictly_increase_over_grants_and_never_change_within_one() {
+    check("fencing tokens", |v| {
+        matches!(
+            v,
+            Violation::TokenNotIncreasing { .. }
+                | Violation::TokenChanged { .. }
+                | Violation::FencedObjectDeleted { .. }
+        )
+    });
+}
+
+#[test]
+fn a_fenced_resource_never_accepts_an_older_grants_write_after_a_newer_ones() {
+    check("mutual exclusion at the resource", |v| {
+        matches!(v, Violation::StaleWriteAccepted { .. })
     });
 }
 
@@ -232,6 +285,36 @@ fn schedules_reach_every_path() {
                 .count(),
         );
         add("requests", r.requests.len());
+        add(
+            "fenced grants",
+            r.count(|e| matches!(e, Event::Acquired { token: Some(_), .. })),
+        );
+        add(
+            "fenced takeovers",
+            r.count(|e| {
+                matches!(
+                    e,
+                    Event::Acquired {
+                        token: Some(_),
+                        took_over: Some(_),
+                        ..
+                    }
+                )
+            }),
+        );
+        add(
+            "freed",
+            r.count(|e| {
+                matches!(
+                    e,
+                    Event::Released {
+                        outcome: sets3lock::ReleaseOutcome::Freed
+                    }
+                )
+            }),
+        );
+        add("resource writes accepted", r.resource_writes.0);
+        add("stale resource writes refused", r.resource_writes.1);
     }
     eprintln!("{totals:#?}");
     for key in [
@@ -243,6 +326,11 @@ fn schedules_reach_every_path() {
         "released",
         "resolve requests",
         "cleanup requests",
+        "fenced grants",
+        "fenced takeovers",
+        "freed",
+        "resource writes accepted",
+        "stale resource writes refused",
     ] {
         assert!(totals[key] > 0, "no schedule reached {key}: {totals:?}");
     }
@@ -282,6 +370,49 @@ fn a_store_that_ignores_conditions_breaks_the_properties() {
         foreign_writes > 10,
         "only {foreign_writes} of 200 schedules showed a foreign write"
     );
+}
+
+/// Presence mode needs a `DELETE If-Match` that honours its condition. On a store that
+/// ignores it (MinIO CE), an expired holder's release deletes the next holder's lock: the
+/// same schedules, all in presence mode, show foreign deletes and two holders. In fenced mode
+/// they hold every property (the schedules above include that store).
+#[test]
+fn presence_mode_on_a_store_whose_delete_ignores_if_match_breaks_the_properties() {
+    let mut runner = TestRunner::deterministic();
+    let (mut foreign_writes, mut two_holders) = (0, 0);
+    for _ in 0..300 {
+        let mut s = schedule()
+            .new_tree(&mut runner)
+            .map(|t| proptest::strategy::ValueTree::current(&t))
+            .unwrap_or_else(|e| panic!("{e}"));
+        s.mode = Mode::Presence;
+        let mut cfg = SimConfig::default();
+        cfg.semantics.conditional_delete = ConditionalDelete::IgnoresIfMatch;
+        let plans = s
+            .plans
+            .into_iter()
+            .map(|p| ProcessPlan {
+                fenced: Some(false),
+                ..p
+            })
+            .collect();
+        let report = Sim::new(cfg, plans, s.faults, s.seed)
+            .expect("the default config is valid")
+            .run();
+        foreign_writes += report
+            .violations
+            .iter()
+            .any(|v| matches!(v, Violation::ForeignWrite { .. })) as u32;
+        two_holders += report
+            .violations
+            .iter()
+            .any(|v| matches!(v, Violation::TwoHolders { .. })) as u32;
+    }
+    assert!(
+        foreign_writes > 10,
+        "only {foreign_writes} of 300 schedules showed a foreign delete"
+    );
+    eprintln!("{foreign_writes} of 300 with a foreign delete, {two_holders} with two holders");
 }
 
 /// Every property on every schedule, for long runs:

@@ -34,6 +34,9 @@ pub struct Semantics {
     /// `If-None-Match: *` PUT overwrites, a wrong `If-Match` DELETE deletes. Tests use it to
     /// show what that breaks.
     pub honor_conditions: bool,
+    /// What `DELETE If-Match` does: AWS (since 2025-09-16), Ceph and SeaweedFS honour it,
+    /// MinIO CE ignores the condition, LocalStack (and AWS before) refuse it with 501.
+    pub conditional_delete: ConditionalDelete,
 }
 
 impl Default for Semantics {
@@ -41,8 +44,39 @@ impl Default for Semantics {
         Semantics {
             missing_key_if_match: MissingKeyIfMatch::NotFound,
             honor_conditions: true,
+            conditional_delete: ConditionalDelete::Honored,
         }
     }
+}
+
+/// How a store treats `DELETE If-Match`: the part of S3's conditional API that stores get
+/// wrong. Fenced mode sends no DELETE, so it is safe on all three.
+///
+/// ```
+/// use sets3lock::{ETag, Intent, Response};
+/// use sets3lock_mock::{ConditionalDelete, MockS3, Semantics};
+///
+/// let wrong = Intent::DeleteIfMatch { etag: ETag::parse("not-the-etag")? };
+/// for (conditional_delete, answer) in [
+///     (ConditionalDelete::Honored, "mismatch"),
+///     (ConditionalDelete::IgnoresIfMatch, "deleted"),
+///     (ConditionalDelete::NotImplemented, "refused"),
+/// ] {
+///     let mut s3 = MockS3::with_semantics(Semantics { conditional_delete, ..Semantics::default() });
+///     s3.create_bucket("b");
+///     s3.respond("b", "k", &Intent::PutIfNoneMatch { body: "held".into() });
+///     assert_eq!(s3.respond("b", "k", &wrong).name(), answer);
+/// }
+/// # Ok::<(), sets3lock::InvalidETag>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionalDelete {
+    /// Deletes only the version named (AWS, Ceph, SeaweedFS).
+    Honored,
+    /// Deletes whatever is there, like a plain DELETE (MinIO CE, RustFS).
+    IgnoresIfMatch,
+    /// Refuses the request: `501 NotImplemented` (LocalStack; AWS before 2025-09-16).
+    NotImplemented,
 }
 
 /// The answer to an `If-Match` request on a missing key.
@@ -284,6 +318,17 @@ impl MockS3 {
                 }
                 _ => put(objects, key, body),
             },
+            Intent::DeleteIfMatch { .. }
+                if semantics.conditional_delete == ConditionalDelete::NotImplemented =>
+            {
+                Reply::error(StatusCode::NOT_IMPLEMENTED, "NotImplemented")
+            }
+            Intent::DeleteIfMatch { .. }
+                if semantics.conditional_delete == ConditionalDelete::IgnoresIfMatch =>
+            {
+                objects.remove(key);
+                Reply::ok(StatusCode::NO_CONTENT, None, Bytes::new())
+            }
             Intent::DeleteIfMatch { etag } => match current {
                 None if honor => missing_if_match(),
                 Some(o) if honor && &o.etag != etag => {

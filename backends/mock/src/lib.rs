@@ -3,7 +3,8 @@
 //! - [`MockS3`]: buckets of objects with S3's exact conditional semantics (ETag = MD5 of the
 //!   body; 412, 404, 409 as S3 gives them), switchable to the variants real servers show
 //!   ([`Semantics`]): 412 instead of 404 for `If-Match` on a missing key (SeaweedFS), or
-//!   condition headers ignored altogether (Garage, s3rver). [`MockS3::respond`] applies a
+//!   condition headers ignored altogether (Garage, s3rver), or a `DELETE If-Match` that
+//!   ignores its condition (MinIO CE) or is refused with 501 (LocalStack). [`MockS3::respond`] applies a
 //!   request and classifies the reply as every driver does.
 //! - [`DriftClock`]: per-process clocks whose rates drift from real time.
 //! - [`Fault`]: lost requests, lost replies, late application, 409s, 5xx.
@@ -18,7 +19,7 @@ mod clock;
 mod fault;
 mod sim;
 
-pub use bucket::{etag_of, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
+pub use bucket::{etag_of, ConditionalDelete, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
 pub use clock::DriftClock;
 pub use fault::Fault;
 pub use sim::{Exit, ProcessPlan, Report, Round, Sim, SimConfig, Tamper, Violation};

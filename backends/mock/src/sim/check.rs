@@ -3,7 +3,7 @@
 
 use crate::Object;
 use core::time::Duration;
-use sets3lock::{ETag, Holder, OwnerId, Purpose, Request, Wait};
+use sets3lock::{ETag, Holder, LockState, OwnerId, Purpose, Request, Wait};
 use std::collections::BTreeSet;
 
 /// A broken property, with when and who.
@@ -30,6 +30,44 @@ pub enum Violation {
         /// When, in real time.
         at: Duration,
         /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// Fenced mode: a grant wrote a token not larger than an earlier grant's.
+    TokenNotIncreasing {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// The token written.
+        token: u64,
+        /// The largest token granted before.
+        previous: u64,
+    },
+    /// Fenced mode: a renewal, release or cleanup wrote another token than the one of the
+    /// record it replaced (its own grant's).
+    TokenChanged {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// What the request was for.
+        purpose: Purpose,
+    },
+    /// Fenced mode: a fenced object was deleted (the protocol never deletes one).
+    FencedObjectDeleted {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// What the request was for.
+        purpose: Purpose,
+    },
+    /// Fenced mode, at the resource: a write from an older grant was accepted after one from
+    /// a newer grant (mutual exclusion at the resource, frozen holders included).
+    StaleWriteAccepted {
+        /// When, in real time.
+        at: Duration,
+        /// Which process wrote (an index into the plans).
         process: usize,
     },
     /// Liveness: a process's plan did not finish by the horizon (it waited forever, or on its
@@ -110,6 +148,98 @@ pub(super) fn acquired_without_own_write(
     let ours =
         current.is_some_and(|o| &o.etag == etag && Holder::decode(&o.body).owner() == Some(owner));
     (!ours).then_some(Violation::AcquiredWithoutOwnWrite { at, process })
+}
+
+/// Fenced mode's token rules, on what the server did with `request` from process `process`
+/// (the object was `before` and is now `after`; `highest` is the largest token granted so
+/// far): a grant (an acquisition or a takeover that wrote a `held` fenced record) writes a
+/// token larger than every earlier grant's; a renewal, release or cleanup keeps the token of
+/// the record it replaces; nothing deletes a fenced object. Returns the violation, if any, and
+/// the owner and token of a grant the write made.
+pub(super) fn tokens(
+    at: Duration,
+    process: usize,
+    request: &Request,
+    before: Option<&Object>,
+    after: Option<&Object>,
+    highest: Option<u64>,
+) -> (Option<Violation>, Option<(OwnerId, u64)>) {
+    let old = before.map(|b| Holder::decode(&b.body));
+    let Some(after) = after else {
+        let deleted_fenced = old.as_ref().is_some_and(|h| h.fence().is_some());
+        let violation = deleted_fenced.then_some(Violation::FencedObjectDeleted {
+            at,
+            process,
+            purpose: request.purpose,
+        });
+        return (violation, None);
+    };
+    if before == Some(after) {
+        return (None, None);
+    }
+    let new = Holder::decode(&after.body);
+    let (Some(fence), Some(owner)) = (new.fence(), new.owner()) else {
+        return (None, None);
+    };
+    match request.purpose {
+        Purpose::Acquire | Purpose::Takeover if fence.state == LockState::Held => {
+            let violation = highest
+                .filter(|&previous| fence.token <= previous)
+                .map(|previous| Violation::TokenNotIncreasing {
+                    at,
+                    process,
+                    token: fence.token,
+                    previous,
+                });
+            (violation, Some((owner, fence.token)))
+        }
+        _ => {
+            let kept = old.and_then(|h| h.fence()).map(|f| f.token) == Some(fence.token);
+            let violation = (!kept).then_some(Violation::TokenChanged {
+                at,
+                process,
+                purpose: request.purpose,
+            });
+            (violation, None)
+        }
+    }
+}
+
+/// A resource fenced by the token: it accepts a write only with a token at least the highest
+/// it has accepted. Holders write to it while they believe they hold the lock, frozen ones
+/// included; the property is that it never accepts a write from an older grant after one from
+/// a newer grant.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Resource {
+    highest: Option<u64>,
+    newest_grant: Option<usize>,
+    /// Writes accepted and refused so far.
+    pub(super) accepted: usize,
+    pub(super) refused: usize,
+}
+
+impl Resource {
+    /// Process `process` writes with `token`, from grant number `grant` (grants numbered in
+    /// the real-time order of their granting writes).
+    pub(super) fn write(
+        &mut self,
+        at: Duration,
+        process: usize,
+        token: u64,
+        grant: usize,
+    ) -> Option<Violation> {
+        if self.highest.is_some_and(|h| token < h) {
+            self.refused += 1;
+            return None;
+        }
+        self.accepted += 1;
+        self.highest = Some(self.highest.map_or(token, |h| h.max(token)));
+        if self.newest_grant.is_some_and(|g| grant < g) {
+            return Some(Violation::StaleWriteAccepted { at, process });
+        }
+        self.newest_grant = Some(self.newest_grant.map_or(grant, |g| g.max(grant)));
+        None
+    }
 }
 
 /// Liveness, when a round ends: a round that waits forever ends only with the lock.
@@ -262,6 +392,108 @@ mod tests {
         assert_eq!(check(None, &mine.etag, 1), broken);
         assert_eq!(check(Some(&mine), &object(2).etag, 1), broken);
         assert_eq!(check(Some(&mine), &mine.etag, 2), broken);
+    }
+
+    fn fenced(of: u128, state: LockState, token: u64) -> Object {
+        let body = Record {
+            owner: owner(of),
+            seq: token,
+            lease: Duration::from_secs(10),
+            host: "sim".into(),
+            pid: 1,
+            acquired_unix_ms: 0,
+            written_unix_ms: 0,
+            fence: Some(sets3lock::Fence { state, token }),
+        }
+        .encode();
+        Object {
+            etag: etag_of(&body),
+            body,
+        }
+    }
+
+    fn put(purpose: Purpose, over: &Object, new: &Object) -> Request {
+        request(
+            purpose,
+            Intent::PutIfMatch {
+                etag: over.etag.clone(),
+                body: new.body.clone(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_grant_must_write_a_larger_token_than_every_earlier_grant() {
+        use LockState::{Free, Held};
+        let free = fenced(1, Free, 4);
+        let grant = fenced(2, Held, 5);
+        let req = put(Purpose::Acquire, &free, &grant);
+        assert_eq!(
+            tokens(AT, 0, &req, Some(&free), Some(&grant), Some(4)),
+            (None, Some((owner(2), 5)))
+        );
+        assert_eq!(
+            tokens(AT, 0, &req, Some(&free), Some(&grant), Some(5)).0,
+            Some(Violation::TokenNotIncreasing {
+                at: AT,
+                process: 0,
+                token: 5,
+                previous: 5
+            })
+        );
+        // The first grant of a key may write any token.
+        assert_eq!(tokens(AT, 0, &req, None, Some(&grant), None).0, None);
+    }
+
+    #[test]
+    fn renewals_releases_and_cleanups_keep_the_token_and_nothing_deletes_a_fenced_object() {
+        use LockState::{Free, Held};
+        let held = fenced(1, Held, 3);
+        for (purpose, new, ok) in [
+            (Purpose::Renew, fenced(1, Held, 3), true),
+            (Purpose::Renew, fenced(1, Held, 4), false),
+            (Purpose::Release, fenced(1, Free, 3), true),
+            (Purpose::Cleanup, fenced(1, Free, 2), false),
+        ] {
+            let req = put(purpose, &held, &new);
+            let (violation, grant) = tokens(AT, 1, &req, Some(&held), Some(&new), Some(3));
+            assert_eq!(violation.is_none(), ok, "{purpose}: {violation:?}");
+            assert_eq!(grant, None);
+        }
+        let release = request(Purpose::Release, delete(&held));
+        assert_eq!(
+            tokens(AT, 1, &release, Some(&held), None, Some(3)).0,
+            Some(Violation::FencedObjectDeleted {
+                at: AT,
+                process: 1,
+                purpose: Purpose::Release
+            })
+        );
+        // Presence-mode records carry no token: nothing to check.
+        let presence = request(Purpose::Release, delete(&object(1)));
+        assert_eq!(
+            tokens(AT, 1, &presence, Some(&object(1)), None, None),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn the_fenced_resource_refuses_lower_tokens_and_flags_an_older_grant_accepted_late() {
+        let mut r = Resource::default();
+        assert_eq!(r.write(AT, 0, 1, 0), None);
+        assert_eq!(r.write(AT, 1, 2, 1), None);
+        // The first grant's holder wakes from a pause and writes with its old token: refused.
+        assert_eq!(r.write(AT, 0, 1, 0), None);
+        assert_eq!((r.accepted, r.refused), (2, 1));
+        // Two grants with the same token (a broken protocol): the older one's late write gets
+        // through, and that is the violation.
+        let mut r = Resource::default();
+        assert_eq!(r.write(AT, 0, 7, 0), None);
+        assert_eq!(r.write(AT, 1, 7, 1), None);
+        assert_eq!(
+            r.write(AT, 0, 7, 0),
+            Some(Violation::StaleWriteAccepted { at: AT, process: 0 })
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::{Fault, MockS3};
 use core::time::Duration;
 use process::{Process, Stage};
 use sets3lock::{Ambiguity, ConfigError, ETag, Event, Holder, Instant, OwnerId, Request, Response};
+use std::collections::BTreeMap;
 use timeline::{Timeline, What};
 
 const BUCKET: &str = "sim-bucket";
@@ -46,7 +47,7 @@ const IDLE_RECHECK: Duration = Duration::from_millis(10);
 /// let round = Round { start_after: Duration::ZERO, wait: Wait::Forever,
 ///     hold: Duration::from_secs(1), pause: None, exit: Exit::Release };
 /// let plans = (0..3).map(|i| ProcessPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
-///     rounds: vec![round.clone(); 2] }).collect();
+///     rounds: vec![round.clone(); 2], fenced: None }).collect();
 /// let report = Sim::new(SimConfig::default(), plans, vec![], 1)?.run();
 /// assert!(report.violations.is_empty(), "{:?}", report.violations);
 /// assert_eq!(report.count(|e| matches!(e, Event::Acquired { .. })), 6);
@@ -60,6 +61,12 @@ pub struct Sim {
     timeline: Timeline,
     now: Duration,
     report: Report,
+    /// Fenced mode: each grant's number, in the real-time order of the granting writes, by
+    /// owner id; and the largest token granted.
+    grants: BTreeMap<OwnerId, usize>,
+    highest_token: Option<u64>,
+    /// A resource fenced by the token, written by every holder in fenced mode.
+    resource: check::Resource,
 }
 
 impl Sim {
@@ -87,6 +94,9 @@ impl Sim {
             timeline: Timeline::default(),
             now: Duration::ZERO,
             report: Report::default(),
+            grants: BTreeMap::new(),
+            highest_token: None,
+            resource: check::Resource::default(),
         };
         for p in 0..sim.processes.len() {
             sim.start_round_later(p);
@@ -117,8 +127,7 @@ impl Sim {
             let violation = check::two_holders(at, claims);
             self.record(violation);
             if self.report.violations.len() >= MAX_VIOLATIONS {
-                self.report.end = self.now;
-                return self.report;
+                return self.finish();
             }
         }
         for i in 0..self.processes.len() {
@@ -127,7 +136,12 @@ impl Sim {
             let violation = check::unfinished(i, p.round, done);
             self.record(violation);
         }
+        self.finish()
+    }
+
+    fn finish(mut self) -> Report {
         self.report.end = self.now;
+        self.report.resource_writes = (self.resource.accepted, self.resource.refused);
         self.report
     }
 
@@ -175,6 +189,11 @@ impl Sim {
                     self.step(process);
                 }
             }
+            What::Act {
+                process,
+                owner,
+                token,
+            } => self.act(process, owner, token),
             What::Tamper(Tamper::Delete) => self.s3.force(BUCKET, KEY, None),
             What::Tamper(Tamper::Overwrite(body)) => self.s3.force(BUCKET, KEY, Some(body)),
         }
@@ -240,7 +259,7 @@ impl Sim {
         let before = self.s3.object(BUCKET, KEY).cloned();
         let served = self.s3.respond(BUCKET, KEY, &request.intent);
         let after = self.s3.object(BUCKET, KEY);
-        let violation = check::foreign_write(
+        let foreign = check::foreign_write(
             self.now,
             p,
             &request,
@@ -248,7 +267,21 @@ impl Sim {
             before.as_ref(),
             after,
         );
-        self.record(violation);
+        let (tokens, grant) = check::tokens(
+            self.now,
+            p,
+            &request,
+            before.as_ref(),
+            after,
+            self.highest_token,
+        );
+        self.record(foreign);
+        self.record(tokens);
+        if let Some((owner, token)) = grant {
+            self.highest_token = Some(self.highest_token.map_or(token, |h| h.max(token)));
+            let number = self.grants.len();
+            self.grants.insert(owner, number);
+        }
         let (at, response) = match timing {
             Timing::Answered { answered, .. } => (answered, served),
             Timing::Failed {
@@ -299,29 +332,52 @@ impl Sim {
             return;
         }
         match event {
-            Event::Acquired { etag, owner, .. } => self.hold(p, &etag, owner),
+            Event::Acquired {
+                etag, owner, token, ..
+            } => self.hold(p, &etag, owner, token),
             // The acquisition, the hold or the release ended: so does the round.
             _ => self.end_round(p),
         }
     }
 
     /// Process `p` acquired: hold for the round's time (by its clock), frozen first if the
-    /// plan says so.
-    fn hold(&mut self, p: usize, etag: &ETag, owner: OwnerId) {
+    /// plan says so. With a token it writes to the fenced resource at once, and again when
+    /// it thaws from the pause, still believing it holds the lock (it checked before).
+    fn hold(&mut self, p: usize, etag: &ETag, owner: OwnerId, token: Option<u64>) {
         let current = self.s3.object(BUCKET, KEY);
         let violation = check::acquired_without_own_write(self.now, p, current, etag, owner);
         self.record(violation);
+        if let Some(token) = token {
+            self.act(p, owner, token);
+        }
         let process = &mut self.processes[p];
         process.stage = Stage::Holding;
         process.acquired_this_round = true;
+        process.hold = token.map(|t| (owner, t));
         let (pause, hold) = (process.round().pause, process.round().hold);
         if let Some(pause) = pause {
             process.paused_until = self.now + pause;
+            if let Some(token) = token {
+                let thawed = What::Act {
+                    process: p,
+                    owner,
+                    token,
+                };
+                self.timeline.push(process.paused_until, thawed);
+            }
         }
         let exit_local = process.clock.local(self.now) + hold;
         let at = process.clock.real_at(exit_local).max(process.paused_until);
         let gen = process.next_step_gen();
         self.timeline.push(at, What::Step { process: p, gen });
+    }
+
+    /// Process `p` writes to the fenced resource with the token of its grant.
+    fn act(&mut self, p: usize, owner: OwnerId, token: u64) {
+        if let Some(&grant) = self.grants.get(&owner) {
+            let violation = self.resource.write(self.now, p, token, grant);
+            self.record(violation);
+        }
     }
 
     fn end_round(&mut self, p: usize) {
@@ -374,6 +430,12 @@ impl Sim {
             }
             Stage::Holding => match process.round().exit {
                 Exit::Release => {
+                    // A last write to the resource while it believes it holds the lock.
+                    if let (Some((owner, token)), true) = (process.hold, process.lock.is_held(now))
+                    {
+                        self.act(p, owner, token);
+                    }
+                    let process = &mut self.processes[p];
                     if process.lock.release(now).is_ok() {
                         process.stage = Stage::Releasing;
                     }

@@ -56,6 +56,8 @@ pub struct ProcessPlan {
     pub clock_offset: Duration,
     /// Its rounds, in order.
     pub rounds: Vec<Round>,
+    /// Overrides `SimConfig::lock.fenced` for this process (mixed configurations on a key).
+    pub fenced: Option<bool>,
 }
 
 /// One acquire / hold / exit cycle.

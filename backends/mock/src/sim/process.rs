@@ -31,6 +31,8 @@ pub(super) struct Process {
     pub(super) round: usize,
     pub(super) stage: Stage,
     pub(super) acquired_this_round: bool,
+    /// The current hold's owner id and token, when it is fenced.
+    pub(super) hold: Option<(OwnerId, u64)>,
     /// Real time until which the process is frozen.
     pub(super) paused_until: Duration,
     /// Every owner id its core has written: the objects its release and cleanup may remove.
@@ -54,12 +56,19 @@ impl Process {
         core_seed[..8].copy_from_slice(&seed.to_le_bytes());
         core_seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
         Ok(Process {
-            lock: Lock::new(config.clone(), core_seed)?,
+            lock: Lock::new(
+                Config {
+                    fenced: plan.fenced.unwrap_or(config.fenced),
+                    ..config.clone()
+                },
+                core_seed,
+            )?,
             clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
             plan,
             round: 0,
             stage: Stage::BeforeRound,
             acquired_this_round: false,
+            hold: None,
             paused_until: Duration::ZERO,
             owners: BTreeSet::new(),
             timer_gen: 0,

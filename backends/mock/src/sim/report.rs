@@ -15,6 +15,8 @@ pub struct Report {
     pub requests: Vec<(Duration, usize, Purpose)>,
     /// Real time at the end.
     pub end: Duration,
+    /// Writes to the fenced resource (fenced mode): accepted, refused for a stale token.
+    pub resource_writes: (usize, usize),
 }
 
 impl Report {

@@ -4,7 +4,7 @@ use super::Tamper;
 use crate::fault::Timing;
 use core::cmp::Ordering;
 use core::time::Duration;
-use sets3lock::{Request, RequestId, Response};
+use sets3lock::{OwnerId, Request, RequestId, Response};
 use std::collections::BinaryHeap;
 
 /// Something that happens at a moment of real time.
@@ -25,6 +25,12 @@ pub(super) enum What {
     Timer { process: usize, gen: u64 },
     /// A process takes the next step of its plan, unless rescheduled since (`gen`).
     Step { process: usize, gen: u64 },
+    /// A holder writes to the fenced resource with its token.
+    Act {
+        process: usize,
+        owner: OwnerId,
+        token: u64,
+    },
     /// Someone changes the bucket behind the processes' backs.
     Tamper(Tamper),
 }
@@ -36,7 +42,8 @@ impl What {
         match self {
             What::Answer { process, .. }
             | What::Timer { process, .. }
-            | What::Step { process, .. } => Some(*process),
+            | What::Step { process, .. }
+            | What::Act { process, .. } => Some(*process),
             What::Apply { .. } | What::Tamper(_) => None,
         }
     }
