@@ -1,14 +1,14 @@
-//! The proof: random schedules of several clients, faults and clock drift, checked against
-//! the safety and liveness properties of DESIGN.md §3.
+//! The proof: random schedules of several processes, faults and clock drift, checked against
+//! the safety and liveness properties of docs/PROTOCOL.md ("Properties").
 //!
 //! `SIM_CASES` sets the number of schedules per property (default 2000).
 
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use sets3lock::Wait;
 use sets3lock_mock::{
-    ClientPlan, End, Fault, MissingKeyIfMatch, Round, Semantics, Sim, SimConfig, Violation,
-    WaitPlan,
+    Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Semantics, Sim, SimConfig, Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -31,31 +31,31 @@ fn round() -> impl Strategy<Value = Round> {
     (
         ms(0..3000),
         prop_oneof![
-            3 => Just(WaitPlan::Forever),
-            1 => Just(WaitPlan::No),
-            1 => ms(0..20_000).prop_map(WaitPlan::For),
+            3 => Just(Wait::Forever),
+            1 => Just(Wait::No),
+            1 => ms(0..20_000).prop_map(Wait::Timeout),
         ],
         // Holds shorter than the lease, and holds of several leases (renewal racing takeover).
         prop_oneof![3 => ms(0..6000), 1 => ms(6000..40_000)],
         prop_oneof![4 => Just(None), 1 => ms(0..15_000).prop_map(Some)],
-        prop_oneof![4 => Just(End::Release), 1 => Just(End::Crash)],
+        prop_oneof![4 => Just(Exit::Release), 1 => Just(Exit::Crash)],
     )
-        .prop_map(|(start_after, wait, hold, pause, end)| Round {
+        .prop_map(|(start_after, wait, hold, pause, exit)| Round {
             start_after,
             wait,
             hold,
             pause,
-            end,
+            exit,
         })
 }
 
-fn plan() -> impl Strategy<Value = ClientPlan> {
+fn plan() -> impl Strategy<Value = ProcessPlan> {
     (
         -DRIFT_BOUND_PPM..=DRIFT_BOUND_PPM,
         0u64..1_000_000,
         proptest::collection::vec(round(), 1..4),
     )
-        .prop_map(|(drift_ppm, offset, rounds)| ClientPlan {
+        .prop_map(|(drift_ppm, offset, rounds)| ProcessPlan {
             drift_ppm,
             clock_offset: Duration::from_secs(offset),
             rounds,
@@ -64,7 +64,7 @@ fn plan() -> impl Strategy<Value = ClientPlan> {
 
 #[derive(Clone, Debug)]
 struct Schedule {
-    plans: Vec<ClientPlan>,
+    plans: Vec<ProcessPlan>,
     faults: Vec<Fault>,
     seed: u64,
     seaweed: bool,
@@ -85,7 +85,9 @@ impl Schedule {
                 ..Semantics::default()
             };
         }
-        Sim::new(cfg, self.plans.clone(), self.faults.clone(), self.seed).run()
+        Sim::new(cfg, self.plans.clone(), self.faults.clone(), self.seed)
+            .expect("the default config is valid")
+            .run()
     }
 }
 
@@ -260,7 +262,9 @@ fn a_store_that_ignores_conditions_breaks_the_properties() {
             .unwrap_or_else(|e| panic!("{e}"));
         let mut cfg = SimConfig::default();
         cfg.semantics.honor_conditions = false;
-        let report = Sim::new(cfg, s.plans, s.faults, s.seed).run();
+        let report = Sim::new(cfg, s.plans, s.faults, s.seed)
+            .expect("the default config is valid")
+            .run();
         two_holders += report
             .violations
             .iter()

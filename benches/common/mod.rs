@@ -1,7 +1,7 @@
 //! The cycles both benchmark binaries measure.
 #![allow(dead_code)] // each bench binary uses part of it
 
-use sets3lock::{classify, Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
+use sets3lock::{Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
 use sets3lock_mock::MockS3;
 use std::time::Duration;
 
@@ -10,8 +10,7 @@ pub(crate) const K: &str = "lock";
 
 pub(crate) fn roundtrip(lock: &mut Lock, s3: &mut MockS3, now: Instant) {
     while let Some(req) = lock.poll_request() {
-        let reply = s3.execute(B, K, &req.intent);
-        let response = classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+        let response = s3.respond(B, K, &req.intent);
         lock.handle_response(req.id, response, now);
     }
 }
@@ -41,13 +40,9 @@ pub(crate) fn mock_cycle(s3: &mut MockS3, seq: u64) -> bool {
     }
     .encode();
     let put = Intent::PutIfNoneMatch { body };
-    let reply = s3.execute(B, K, &put);
-    let Response::Written { etag } =
-        classify(put.kind(), reply.status, &reply.headers, &reply.body)
-    else {
+    let Response::Written { etag } = s3.respond(B, K, &put) else {
         return false;
     };
     let del = Intent::DeleteIfMatch { etag };
-    let reply = s3.execute(B, K, &del);
-    classify(del.kind(), reply.status, &reply.headers, &reply.body) == Response::Deleted
+    s3.respond(B, K, &del) == Response::Deleted
 }

@@ -1,18 +1,30 @@
-//! An in-memory S3 with the exact conditional semantics of DESIGN.md §2.
+//! An in-memory S3 that answers conditional requests as S3 does: the replies of the table in
+//! docs/PROTOCOL.md ("Reply table"), and the variants real servers show.
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
-use sets3lock::{ETag, Intent};
+use sets3lock::{classify, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
-/// How the mock answers where real servers differ.
+/// How the mock answers where real servers differ. The default is AWS's.
 ///
 /// ```
-/// use sets3lock_mock::{MissingKeyIfMatch, Semantics};
-/// let aws = Semantics::default();
-/// assert_eq!(aws.missing_key_if_match, MissingKeyIfMatch::NotFound);
-/// assert!(aws.honor_conditions);
+/// use sets3lock::{ETag, Intent, Response};
+/// use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
+///
+/// // Renewing a lock whose object is gone: AWS says 404, SeaweedFS 412.
+/// let renew = Intent::PutIfMatch { etag: ETag::parse("abc")?, body: "mine".into() };
+/// let seaweed = Semantics {
+///     missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
+///     ..Semantics::default()
+/// };
+/// for (semantics, meaning) in [(Semantics::default(), Response::Absent), (seaweed, Response::Mismatch)] {
+///     let mut s3 = MockS3::with_semantics(semantics);
+///     s3.create_bucket("b");
+///     assert_eq!(s3.respond("b", "k", &renew), meaning);
+/// }
+/// # Ok::<(), sets3lock::InvalidETag>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Semantics {
@@ -45,21 +57,16 @@ pub enum MissingKeyIfMatch {
 /// An HTTP reply from the mock, in the shape [`sets3lock::classify`] takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
-    /// The status.
+    /// The status S3 gives this outcome.
     pub status: StatusCode,
-    /// The headers (`ETag` on success).
+    /// `ETag` on success, `Content-Type` on errors.
     pub headers: HeaderMap,
-    /// The body: the object for a GET, an S3 error document for errors.
+    /// The object for a GET, an S3 error document for errors, empty otherwise.
     pub body: Bytes,
 }
 
 impl Reply {
-    /// A reply without an error document: `ETag` header when given.
-    ///
-    /// ```
-    /// let r = sets3lock_mock::Reply::ok(http::StatusCode::NO_CONTENT, None, bytes::Bytes::new());
-    /// assert!(r.headers.is_empty());
-    /// ```
+    /// A reply without an error document, with an `ETag` header when given one.
     pub fn ok(status: StatusCode, etag: Option<&ETag>, body: Bytes) -> Reply {
         let mut headers = HeaderMap::new();
         if let Some(e) = etag {
@@ -74,12 +81,8 @@ impl Reply {
         }
     }
 
-    /// An S3 error document with this status and code.
-    ///
-    /// ```
-    /// let r = sets3lock_mock::Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
-    /// assert!(std::str::from_utf8(&r.body).unwrap().contains("<Code>SlowDown</Code>"));
-    /// ```
+    /// An S3 error document with this status and code (`SlowDown`, `NoSuchKey`, ...), and
+    /// AWS's message for the code.
     pub fn error(status: StatusCode, code: &str) -> Reply {
         let body = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{}</Message><RequestId>mock</RequestId></Error>",
@@ -95,6 +98,19 @@ impl Reply {
             headers,
             body: Bytes::from(body),
         }
+    }
+
+    /// What this reply means to the core, for a request of `kind`: [`sets3lock::classify`],
+    /// the table every driver uses.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use sets3lock::{IntentKind, Response};
+    /// let slow = sets3lock_mock::Reply::error(StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
+    /// assert!(matches!(slow.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
+    /// ```
+    pub fn classify(&self, kind: IntentKind) -> Response {
+        classify(kind, self.status, &self.headers, &self.body)
     }
 }
 
@@ -127,25 +143,31 @@ pub fn etag_of(body: &[u8]) -> ETag {
 /// An object as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Object {
-    /// Its ETag (MD5 of the body).
+    /// The MD5 of the body, as S3 gives a single-part PUT.
     pub etag: ETag,
-    /// Its body.
+    /// The bytes stored.
     pub body: Bytes,
 }
 
-/// An in-memory S3: buckets of objects, each request applied atomically.
+/// An in-memory S3: buckets of objects, each request applied atomically. With
+/// [`respond`](MockS3::respond) it is all a driver of the core needs:
 ///
 /// ```
-/// use sets3lock::{classify, Intent, Response};
+/// use sets3lock::{Config, Event, Instant, Lock, Wait};
 /// use sets3lock_mock::MockS3;
 ///
 /// let mut s3 = MockS3::new();
 /// s3.create_bucket("locks");
-/// let put = Intent::PutIfNoneMatch { body: "a".into() };
-/// let r = s3.execute("locks", "job", &put);
-/// assert!(matches!(classify(put.kind(), r.status, &r.headers, &r.body), Response::Written { .. }));
-/// let r = s3.execute("locks", "job", &put);
-/// assert_eq!(classify(put.kind(), r.status, &r.headers, &r.body), Response::Exists);
+/// let mut lock = Lock::new(Config::default(), [7; 32])?;
+/// let now = Instant::ZERO;
+/// lock.acquire(now, 0, Wait::No)?;
+/// while let Some(request) = lock.poll_request() {
+///     let response = s3.respond("locks", "job", &request.intent);
+///     lock.handle_response(request.id, response, now);
+/// }
+/// assert!(matches!(lock.poll_event(), Some(Event::Acquired { .. })));
+/// assert!(s3.object("locks", "job").is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct MockS3 {
@@ -159,16 +181,7 @@ impl MockS3 {
         MockS3::default()
     }
 
-    /// An empty store with the given semantics.
-    ///
-    /// ```
-    /// use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
-    /// let seaweed = MockS3::with_semantics(Semantics {
-    ///     missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
-    ///     ..Semantics::default()
-    /// });
-    /// assert_eq!(seaweed.semantics().missing_key_if_match, MissingKeyIfMatch::PreconditionFailed);
-    /// ```
+    /// An empty store that answers as `semantics` says (see [`Semantics`]).
     pub fn with_semantics(semantics: Semantics) -> MockS3 {
         MockS3 {
             buckets: BTreeMap::new(),
@@ -181,14 +194,7 @@ impl MockS3 {
         self.semantics
     }
 
-    /// Whether the bucket exists.
-    ///
-    /// ```
-    /// let mut s3 = sets3lock_mock::MockS3::new();
-    /// assert!(!s3.has_bucket("b"));
-    /// s3.create_bucket("b");
-    /// assert!(s3.has_bucket("b"));
-    /// ```
+    /// Whether the bucket exists: requests to one that does not get `404 NoSuchBucket`.
     pub fn has_bucket(&self, bucket: &str) -> bool {
         self.buckets.contains_key(bucket)
     }
@@ -198,25 +204,24 @@ impl MockS3 {
         self.buckets.entry(bucket.to_owned()).or_default();
     }
 
-    /// The current object at `bucket/key`.
-    ///
-    /// ```
-    /// let s3 = sets3lock_mock::MockS3::new();
-    /// assert!(s3.object("b", "k").is_none());
-    /// ```
+    /// The current object at `bucket/key`, if any.
     pub fn object(&self, bucket: &str, key: &str) -> Option<&Object> {
         self.buckets.get(bucket)?.get(key)
     }
 
-    /// Deletes or overwrites behind everyone's back (an operator, a lifecycle rule).
+    /// Deletes (`None`) or overwrites the object behind everyone's back, as an operator or a
+    /// lifecycle rule would; creates the bucket if needed.
     ///
     /// ```
+    /// use sets3lock::{Intent, Response};
     /// let mut s3 = sets3lock_mock::MockS3::new();
     /// s3.create_bucket("b");
-    /// s3.force("b", "k", Some("x".into()));
-    /// assert!(s3.object("b", "k").is_some());
-    /// s3.force("b", "k", None);
-    /// assert!(s3.object("b", "k").is_none());
+    /// let create = Intent::PutIfNoneMatch { body: "mine".into() };
+    /// let Response::Written { etag } = s3.respond("b", "k", &create) else { unreachable!() };
+    /// s3.force("b", "k", Some("an operator's".into()));
+    /// // The holder's next renewal finds out.
+    /// let renew = Intent::PutIfMatch { etag, body: "mine".into() };
+    /// assert_eq!(s3.respond("b", "k", &renew), Response::Mismatch);
     /// ```
     pub fn force(&mut self, bucket: &str, key: &str, body: Option<Bytes>) {
         let objects = self.buckets.entry(bucket.to_owned()).or_default();
@@ -236,7 +241,22 @@ impl MockS3 {
         }
     }
 
-    /// Applies one request atomically and returns S3's reply.
+    /// Applies one request atomically and returns what its reply means to the core: what a
+    /// driver hands [`Lock::handle_response`](sets3lock::Lock::handle_response).
+    ///
+    /// ```
+    /// use sets3lock::{Intent, Response};
+    /// let mut s3 = sets3lock_mock::MockS3::new();
+    /// s3.create_bucket("locks");
+    /// let put = Intent::PutIfNoneMatch { body: "a".into() };
+    /// assert!(matches!(s3.respond("locks", "job", &put), Response::Written { .. }));
+    /// assert_eq!(s3.respond("locks", "job", &put), Response::Exists);
+    /// ```
+    pub fn respond(&mut self, bucket: &str, key: &str, intent: &Intent) -> Response {
+        self.execute(bucket, key, intent).classify(intent.kind())
+    }
+
+    /// Applies one request atomically and returns S3's reply, as HTTP.
     pub fn execute(&mut self, bucket: &str, key: &str, intent: &Intent) -> Reply {
         let semantics = self.semantics;
         let Some(objects) = self.buckets.get_mut(bucket) else {

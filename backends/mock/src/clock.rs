@@ -1,9 +1,9 @@
-//! Virtual time: one real timeline, and per-client clocks that run fast or slow.
+//! Virtual time: one real timeline, and per-process clocks that run fast or slow.
 
 use core::time::Duration;
 use sets3lock::Instant;
 
-/// A client's monotonic clock: `local = offset + real × (1 + ppm / 10⁶)`.
+/// A process's monotonic clock: `local = offset + real × (1 + ppm / 10⁶)`.
 ///
 /// Rates differ by `ppm` parts per million from real time; offsets are arbitrary, as on real
 /// machines (the protocol must not care).

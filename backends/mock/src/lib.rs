@@ -3,12 +3,13 @@
 //! - [`MockS3`]: buckets of objects with S3's exact conditional semantics (ETag = MD5 of the
 //!   body; 412, 404, 409 as S3 gives them), switchable to the variants real servers show
 //!   ([`Semantics`]): 412 instead of 404 for `If-Match` on a missing key (SeaweedFS), or
-//!   condition headers ignored altogether (Garage, s3rver).
-//! - [`DriftClock`]: per-client clocks whose rates drift from real time.
+//!   condition headers ignored altogether (Garage, s3rver). [`MockS3::respond`] applies a
+//!   request and classifies the reply as every driver does.
+//! - [`DriftClock`]: per-process clocks whose rates drift from real time.
 //! - [`Fault`]: lost requests, lost replies, late application, 409s, 5xx.
-//! - [`Sim`]: runs several clients of the core against one mock bucket on a virtual timeline,
-//!   in the spirit of quinn-proto's `Pair`, and checks the safety properties of DESIGN.md §3
-//!   at every step.
+//! - [`Sim`]: runs several processes, each driving a core, against one mock bucket on a
+//!   virtual timeline, in the spirit of quinn-proto's `Pair`, and checks the properties of
+//!   docs/PROTOCOL.md ("Properties") at every step.
 
 #![forbid(unsafe_code)]
 
@@ -20,4 +21,4 @@ mod sim;
 pub use bucket::{etag_of, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
 pub use clock::DriftClock;
 pub use fault::Fault;
-pub use sim::{ClientPlan, End, Report, Round, Sim, SimConfig, Tamper, Violation, WaitPlan};
+pub use sim::{Exit, ProcessPlan, Report, Round, Sim, SimConfig, Tamper, Violation};

@@ -1,0 +1,387 @@
+//! A deterministic simulation: several processes using the core, one mock bucket, one
+//! timeline.
+//!
+//! [`plan`] says what the processes do, [`timeline`] orders what happens, this module drives
+//! each process's core and carries its requests through [`Fault`]s to the bucket, and
+//! [`check`] judges the properties on what it sees, into a [`Report`].
+
+mod check;
+mod plan;
+mod process;
+mod report;
+mod timeline;
+
+pub use check::Violation;
+pub use plan::{Exit, ProcessPlan, Round, SimConfig, Tamper};
+pub use report::Report;
+
+use crate::fault::Timing;
+use crate::{Fault, MockS3};
+use core::time::Duration;
+use process::{Process, Stage};
+use sets3lock::{Ambiguity, ConfigError, ETag, Event, Holder, Instant, OwnerId, Request, Response};
+use timeline::{Timeline, What};
+
+const BUCKET: &str = "sim-bucket";
+const KEY: &str = "lock";
+/// A run goes on after a violation, so that every property is judged on every schedule, but
+/// stops once this many are recorded.
+const MAX_VIOLATIONS: usize = 64;
+/// How soon a process that finished a round checks again whether its core is idle.
+const IDLE_RECHECK: Duration = Duration::from_millis(10);
+
+/// N processes, each driving a core, against one [`MockS3`] on a virtual timeline.
+///
+/// Each process drives its core as the [`Lock`](sets3lock::Lock) docs require: it drains
+/// requests and events after every input, answers every request exactly once (a timeout
+/// answers [`Ambiguity::Timeout`]), sleeps until [`poll_timeout`](sets3lock::Lock::poll_timeout),
+/// and keeps driving a core that is not idle: it starts its next round only once the core is
+/// idle, and goes on driving after its last. Only a [`Exit::Crash`] abandons a core.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::{Event, Wait};
+/// use sets3lock_mock::{Exit, ProcessPlan, Round, Sim, SimConfig};
+///
+/// let round = Round { start_after: Duration::ZERO, wait: Wait::Forever,
+///     hold: Duration::from_secs(1), pause: None, exit: Exit::Release };
+/// let plans = (0..3).map(|i| ProcessPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
+///     rounds: vec![round.clone(); 2] }).collect();
+/// let report = Sim::new(SimConfig::default(), plans, vec![], 1)?.run();
+/// assert!(report.violations.is_empty(), "{:?}", report.violations);
+/// assert_eq!(report.count(|e| matches!(e, Event::Acquired { .. })), 6);
+/// # Ok::<(), sets3lock::ConfigError>(())
+/// ```
+pub struct Sim {
+    cfg: SimConfig,
+    s3: MockS3,
+    processes: Vec<Process>,
+    faults: std::vec::IntoIter<Fault>,
+    timeline: Timeline,
+    now: Duration,
+    report: Report,
+}
+
+impl Sim {
+    /// A simulation of `plans` against an empty lock key, with `faults` applied to the
+    /// requests in the order they are sent. `seed` seeds the processes' cores (owner ids,
+    /// jitter). Fails if the core refuses `cfg.lock`.
+    pub fn new(
+        cfg: SimConfig,
+        plans: Vec<ProcessPlan>,
+        faults: Vec<Fault>,
+        seed: u64,
+    ) -> Result<Sim, ConfigError> {
+        let mut s3 = MockS3::with_semantics(cfg.semantics);
+        s3.create_bucket(BUCKET);
+        let processes = plans
+            .into_iter()
+            .enumerate()
+            .map(|(i, plan)| Process::new(&cfg.lock, plan, seed, i))
+            .collect::<Result<_, _>>()?;
+        let mut sim = Sim {
+            cfg,
+            s3,
+            processes,
+            faults: faults.into_iter(),
+            timeline: Timeline::default(),
+            now: Duration::ZERO,
+            report: Report::default(),
+        };
+        for p in 0..sim.processes.len() {
+            sim.start_round_later(p);
+        }
+        Ok(sim)
+    }
+
+    /// Does something to the bucket at real time `at`.
+    pub fn tamper(&mut self, at: Duration, tamper: Tamper) {
+        self.timeline.push(at, What::Tamper(tamper));
+    }
+
+    /// The mock S3 (to inspect the object at the end).
+    pub fn s3(&self) -> &MockS3 {
+        &self.s3
+    }
+
+    /// Runs to the end: every plan finished and nothing in flight, 64 violations, or the
+    /// horizon.
+    pub fn run(mut self) -> Report {
+        while let Some((at, what)) = self.timeline.pop() {
+            if at > self.cfg.horizon {
+                break;
+            }
+            self.now = at;
+            self.handle(what);
+            let claims = self.processes.iter().map(|p| p.claims_the_lock(at));
+            let violation = check::two_holders(at, claims);
+            self.record(violation);
+            if self.report.violations.len() >= MAX_VIOLATIONS {
+                self.report.end = self.now;
+                return self.report;
+            }
+        }
+        for i in 0..self.processes.len() {
+            let p = &self.processes[i];
+            let done = matches!(p.stage, Stage::Finished | Stage::Crashed);
+            let violation = check::unfinished(i, p.round, done);
+            self.record(violation);
+        }
+        self.report.end = self.now;
+        self.report
+    }
+
+    fn record(&mut self, violation: Option<Violation>) {
+        self.report.violations.extend(violation);
+    }
+
+    fn handle(&mut self, what: What) {
+        if let Some(p) = what.process() {
+            if self.processes[p].stage == Stage::Crashed {
+                return;
+            }
+            let until = self.processes[p].paused_until;
+            if until > self.now {
+                // A frozen process handles nothing; everything waits for it to thaw.
+                return self.timeline.push(until, what);
+            }
+        }
+        match what {
+            What::Apply {
+                process,
+                request,
+                timing,
+            } => self.apply(process, request, timing),
+            What::Answer {
+                process,
+                id,
+                response,
+            } => {
+                let now = self.local(process);
+                self.processes[process]
+                    .lock
+                    .handle_response(id, response, now);
+                self.pump(process);
+            }
+            What::Timer { process, gen } => {
+                if gen == self.processes[process].timer_gen {
+                    let now = self.local(process);
+                    self.processes[process].lock.handle_timeout(now);
+                    self.pump(process);
+                }
+            }
+            What::Step { process, gen } => {
+                if gen == self.processes[process].step_gen {
+                    self.step(process);
+                }
+            }
+            What::Tamper(Tamper::Delete) => self.s3.force(BUCKET, KEY, None),
+            What::Tamper(Tamper::Overwrite(body)) => self.s3.force(BUCKET, KEY, Some(body)),
+        }
+    }
+
+    /// Process `p`'s clock, now.
+    fn local(&self, p: usize) -> Instant {
+        self.processes[p].clock.local(self.now)
+    }
+
+    // ---- the network -----------------------------------------------------------------------
+
+    fn send(&mut self, p: usize, request: Request) {
+        self.report.requests.push((self.now, p, request.purpose));
+        if let Some(body) = request.intent.body() {
+            if let Holder::Sets3lock(r) = Holder::decode(body) {
+                self.processes[p].owners.insert(r.owner);
+            }
+        }
+        let fault = self.faults.next().unwrap_or(Fault::Deliver {
+            to_server: self.cfg.latency,
+            to_client: self.cfg.latency,
+        });
+        let timing = fault.timing(self.now, self.cfg.request_timeout);
+        // Answers that do not depend on the server's reply are queued now; the others when
+        // the server applies the request.
+        match timing {
+            Timing::TimedOut { gives_up, .. } => self.timeline.push(
+                gives_up,
+                What::Answer {
+                    process: p,
+                    id: request.id,
+                    response: Response::Ambiguous(Ambiguity::Timeout),
+                },
+            ),
+            Timing::Failed {
+                applied: None,
+                error,
+                answered,
+            } => self.timeline.push(
+                answered,
+                What::Answer {
+                    process: p,
+                    id: request.id,
+                    response: error.reply().classify(request.intent.kind()),
+                },
+            ),
+            Timing::Answered { .. } | Timing::Failed { .. } => {}
+        }
+        if let Some(at) = timing.applied() {
+            self.timeline.push(
+                at,
+                What::Apply {
+                    process: p,
+                    request,
+                    timing,
+                },
+            );
+        }
+    }
+
+    fn apply(&mut self, p: usize, request: Request, timing: Timing) {
+        let before = self.s3.object(BUCKET, KEY).cloned();
+        let served = self.s3.respond(BUCKET, KEY, &request.intent);
+        let after = self.s3.object(BUCKET, KEY);
+        let violation = check::foreign_write(
+            self.now,
+            p,
+            &request,
+            &self.processes[p].owners,
+            before.as_ref(),
+            after,
+        );
+        self.record(violation);
+        let (at, response) = match timing {
+            Timing::Answered { answered, .. } => (answered, served),
+            Timing::Failed {
+                error, answered, ..
+            } => (answered, error.reply().classify(request.intent.kind())),
+            Timing::TimedOut { .. } => return,
+        };
+        self.timeline.push(
+            at,
+            What::Answer {
+                process: p,
+                id: request.id,
+                response,
+            },
+        );
+    }
+
+    // ---- the processes' drivers and plans --------------------------------------------------
+
+    /// Sends what the core wants sent and handles its events until it has nothing more, then
+    /// arms its timer.
+    fn pump(&mut self, p: usize) {
+        loop {
+            let mut busy = false;
+            while let Some(request) = self.processes[p].lock.poll_request() {
+                busy = true;
+                self.send(p, request);
+            }
+            while let Some(event) = self.processes[p].lock.poll_event() {
+                busy = true;
+                self.on_event(p, event);
+            }
+            if !busy {
+                break;
+            }
+        }
+        let process = &mut self.processes[p];
+        let gen = process.next_timer_gen();
+        if let Some(t) = process.lock.poll_timeout() {
+            let at = process.clock.real_at(t).max(self.now);
+            self.timeline.push(at, What::Timer { process: p, gen });
+        }
+    }
+
+    fn on_event(&mut self, p: usize, event: Event) {
+        self.report.events.push((self.now, p, event.clone()));
+        if !event.is_final() {
+            return;
+        }
+        match event {
+            Event::Acquired { etag, owner, .. } => self.hold(p, &etag, owner),
+            // The acquisition, the hold or the release ended: so does the round.
+            _ => self.end_round(p),
+        }
+    }
+
+    /// Process `p` acquired: hold for the round's time (by its clock), frozen first if the
+    /// plan says so.
+    fn hold(&mut self, p: usize, etag: &ETag, owner: OwnerId) {
+        let current = self.s3.object(BUCKET, KEY);
+        let violation = check::acquired_without_own_write(self.now, p, current, etag, owner);
+        self.record(violation);
+        let process = &mut self.processes[p];
+        process.stage = Stage::Holding;
+        process.acquired_this_round = true;
+        let (pause, hold) = (process.round().pause, process.round().hold);
+        if let Some(pause) = pause {
+            process.paused_until = self.now + pause;
+        }
+        let exit_local = process.clock.local(self.now) + hold;
+        let at = process.clock.real_at(exit_local).max(process.paused_until);
+        let gen = process.next_step_gen();
+        self.timeline.push(at, What::Step { process: p, gen });
+    }
+
+    fn end_round(&mut self, p: usize) {
+        let process = &self.processes[p];
+        let wait = process.round().wait;
+        let violation = check::waited_in_vain(p, process.round, wait, process.acquired_this_round);
+        self.record(violation);
+        let process = &mut self.processes[p];
+        process.round += 1;
+        process.acquired_this_round = false;
+        process.next_step_gen();
+        if process.round >= process.plan.rounds.len() {
+            process.stage = Stage::Finished;
+        } else {
+            process.stage = Stage::BeforeRound;
+            self.start_round_later(p);
+        }
+    }
+
+    fn start_round_later(&mut self, p: usize) {
+        let process = &mut self.processes[p];
+        let Some(round) = process.next_round() else {
+            process.stage = Stage::Finished;
+            return;
+        };
+        let at = self.now + round.start_after;
+        let gen = process.next_step_gen();
+        self.timeline.push(at, What::Step { process: p, gen });
+    }
+
+    /// The plan's next step for process `p`: start a round, or exit a hold.
+    fn step(&mut self, p: usize) {
+        let now = self.local(p);
+        let process = &mut self.processes[p];
+        match process.stage {
+            Stage::BeforeRound => {
+                if !process.lock.is_idle() {
+                    // Still cleaning up after the last round: try again shortly.
+                    let gen = process.next_step_gen();
+                    return self
+                        .timeline
+                        .push(self.now + IDLE_RECHECK, What::Step { process: p, gen });
+                }
+                let wait = process.round().wait;
+                let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
+                if process.lock.acquire(now, unix_ms, wait).is_ok() {
+                    process.stage = Stage::Acquiring;
+                }
+                self.pump(p);
+            }
+            Stage::Holding => match process.round().exit {
+                Exit::Release => {
+                    if process.lock.release(now).is_ok() {
+                        process.stage = Stage::Releasing;
+                    }
+                    self.pump(p);
+                }
+                Exit::Crash => process.stage = Stage::Crashed,
+            },
+            Stage::Acquiring | Stage::Releasing | Stage::Finished | Stage::Crashed => {}
+        }
+    }
+}

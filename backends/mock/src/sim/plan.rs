@@ -1,0 +1,92 @@
+//! What a simulation is given: the settings, each process's plan, and tampering.
+
+use crate::Semantics;
+use bytes::Bytes;
+use core::time::Duration;
+use sets3lock::{Backoff, Config, Wait};
+
+/// Settings shared by every process of one simulation.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The core's settings (lease, drift bound, pacing). Every process uses them.
+    pub lock: Config,
+    /// How long a process's driver waits for a reply before answering "timeout".
+    pub request_timeout: Duration,
+    /// Latency each way once the fault list is used up.
+    pub latency: Duration,
+    /// How the mock answers where servers differ.
+    pub semantics: Semantics,
+    /// Stop after this much real time; plans not finished by then fail the liveness check.
+    pub horizon: Duration,
+}
+
+impl Default for SimConfig {
+    /// A 10 s lease, 1% drift bound, fast polling, 2 s request timeout, 5 ms latency.
+    fn default() -> SimConfig {
+        SimConfig {
+            lock: Config {
+                lease: Duration::from_secs(10),
+                max_drift_ppm: 10_000,
+                poll: Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
+                retry: Backoff::new(Duration::from_millis(20), Duration::from_millis(500)),
+                // Above the longest run of faults a schedule has (60): a network that heals
+                // must not be given up on, or liveness could not be judged.
+                retry_limit: 64,
+                foreign_lease: None,
+                conditional_get: true,
+                host: "sim".into(),
+                pid: 1,
+            },
+            request_timeout: Duration::from_secs(2),
+            latency: Duration::from_millis(5),
+            semantics: Semantics::default(),
+            horizon: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What one process does, round after round.
+#[derive(Clone, Debug)]
+pub struct ProcessPlan {
+    /// Its clock's rate error in parts per million (keep within the configured drift bound
+    /// for the safety property to be promised).
+    pub drift_ppm: i32,
+    /// Its clock's reading at real time zero.
+    pub clock_offset: Duration,
+    /// Its rounds, in order.
+    pub rounds: Vec<Round>,
+}
+
+/// One acquire / hold / exit cycle.
+#[derive(Clone, Debug)]
+pub struct Round {
+    /// Pause before acquiring (after the previous round ended).
+    pub start_after: Duration,
+    /// How long to wait for the lock.
+    pub wait: Wait,
+    /// How long to hold it once acquired (by the process's clock).
+    pub hold: Duration,
+    /// Freeze the whole process right after acquiring, for this long: a GC pause or a
+    /// suspended VM. Its lock must expire on its own clock meanwhile.
+    pub pause: Option<Duration>,
+    /// How the hold ends.
+    pub exit: Exit,
+}
+
+/// How a hold ends: the exit section, in the words of the mutual-exclusion literature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Release the lock.
+    Release,
+    /// The process dies: nothing more from it (requests in flight still land).
+    Crash,
+}
+
+/// Something done to the bucket behind the processes' backs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tamper {
+    /// Delete the lock object.
+    Delete,
+    /// Overwrite it with this body.
+    Overwrite(Bytes),
+}

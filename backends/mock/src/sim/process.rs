@@ -1,0 +1,97 @@
+//! One simulated process: a core, the clock it reads, and how far through its plan it is.
+
+use super::{ProcessPlan, Round};
+use crate::DriftClock;
+use core::time::Duration;
+use sets3lock::{Config, ConfigError, Lock, OwnerId};
+use std::collections::BTreeSet;
+
+/// Where a process is in its plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Waiting to start the current round (or for its core to finish cleaning up).
+    BeforeRound,
+    /// Asked its core to acquire; waiting for the final event.
+    Acquiring,
+    /// Acquired; holding until the plan says to exit.
+    Holding,
+    /// Asked its core to release; waiting for the final event.
+    Releasing,
+    /// Every round done. Its core is still driven: writes of ours may still need cleaning up.
+    Finished,
+    /// Dead: nothing more from it.
+    Crashed,
+}
+
+pub(super) struct Process {
+    pub(super) lock: Lock,
+    pub(super) clock: DriftClock,
+    pub(super) plan: ProcessPlan,
+    /// The index of the current round in the plan.
+    pub(super) round: usize,
+    pub(super) stage: Stage,
+    pub(super) acquired_this_round: bool,
+    /// Real time until which the process is frozen.
+    pub(super) paused_until: Duration,
+    /// Every owner id its core has written: the objects its release and cleanup may remove.
+    pub(super) owners: BTreeSet<OwnerId>,
+    /// Generations of the timer and of the plan's next step: a scheduled wake-up whose
+    /// generation is no longer current has been superseded.
+    pub(super) timer_gen: u64,
+    pub(super) step_gen: u64,
+}
+
+impl Process {
+    /// Process number `index` of a simulation seeded with `seed`: each core gets a seed of
+    /// its own, so owner ids and jitter differ between processes and between runs.
+    pub(super) fn new(
+        config: &Config,
+        plan: ProcessPlan,
+        seed: u64,
+        index: usize,
+    ) -> Result<Process, ConfigError> {
+        let mut core_seed = [0u8; 32];
+        core_seed[..8].copy_from_slice(&seed.to_le_bytes());
+        core_seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+        Ok(Process {
+            lock: Lock::new(config.clone(), core_seed)?,
+            clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
+            plan,
+            round: 0,
+            stage: Stage::BeforeRound,
+            acquired_this_round: false,
+            paused_until: Duration::ZERO,
+            owners: BTreeSet::new(),
+            timer_gen: 0,
+            step_gen: 0,
+        })
+    }
+
+    /// The current round; `None` once the plan is done.
+    pub(super) fn next_round(&self) -> Option<&Round> {
+        self.plan.rounds.get(self.round)
+    }
+
+    /// The round in progress. Only called between a round's start and its final event: the
+    /// core ends each operation with exactly one final event, so there is one.
+    pub(super) fn round(&self) -> &Round {
+        &self.plan.rounds[self.round]
+    }
+
+    /// Whether the process, alive, considers itself holding a valid lock at real time `now`.
+    pub(super) fn claims_the_lock(&self, now: Duration) -> bool {
+        self.stage != Stage::Crashed && self.lock.is_held(self.clock.local(now))
+    }
+
+    /// Supersedes any scheduled step; returns the generation of the next one.
+    pub(super) fn next_step_gen(&mut self) -> u64 {
+        self.step_gen += 1;
+        self.step_gen
+    }
+
+    /// Supersedes any scheduled timer; returns the generation of the next one.
+    pub(super) fn next_timer_gen(&mut self) -> u64 {
+        self.timer_gen += 1;
+        self.timer_gen
+    }
+}

@@ -1,0 +1,44 @@
+//! What a simulation saw.
+
+use super::Violation;
+use core::time::Duration;
+use sets3lock::{Event, Purpose};
+
+/// What a simulation saw: the violations, and a trace to explain them.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Broken properties, in order (at most 64: the run stops there).
+    pub violations: Vec<Violation>,
+    /// Every event each process's core emitted: real time, process, event.
+    pub events: Vec<(Duration, usize, Event)>,
+    /// Every request sent: real time, process, purpose.
+    pub requests: Vec<(Duration, usize, Purpose)>,
+    /// Real time at the end.
+    pub end: Duration,
+}
+
+impl Report {
+    /// The run as a timeline, one line per request sent and per event, for people.
+    pub fn timeline(&self) -> String {
+        let mut lines: Vec<(Duration, usize, String)> = self
+            .events
+            .iter()
+            .map(|(t, p, e)| (*t, *p, format!("{e:?}")))
+            .chain(
+                self.requests
+                    .iter()
+                    .map(|(t, p, purpose)| (*t, *p, format!("sends {purpose}"))),
+            )
+            .collect();
+        lines.sort_by_key(|(t, _, _)| *t);
+        lines
+            .into_iter()
+            .map(|(t, p, what)| format!("{:>10.3}s process {p}: {what}\n", t.as_secs_f64()))
+            .collect()
+    }
+
+    /// How many events match `f`.
+    pub fn count(&self, f: impl Fn(&Event) -> bool) -> usize {
+        self.events.iter().filter(|(_, _, e)| f(e)).count()
+    }
+}
