@@ -22,7 +22,7 @@ pub enum Error {
         message: Option<String>,
     },
     /// The endpoint refused a conditional request as unsupported (S3's 501 NotImplemented).
-    #[error("the endpoint does not support {op} (HTTP {status}{}): a lock needs conditional writes; use a store that supports them (run `sets3lock doctor`)", code_and(.code, .message))]
+    #[error("the endpoint does not support {op} (HTTP {status}{}): {}", code_and(.code, .message), unsupported_fix(*.op))]
     ConditionalUnsupported {
         /// The request that was refused.
         op: IntentKind,
@@ -64,6 +64,14 @@ pub enum Error {
         /// The last setback.
         last: Box<Setback>,
     },
+}
+
+/// What to do when a store refuses a conditional request as unsupported.
+fn unsupported_fix(op: IntentKind) -> &'static str {
+    match op {
+        IntentKind::DeleteIfMatch => "use fenced mode (--fenced, Config::fenced), which never deletes the lock object and needs only conditional PUTs",
+        _ => "a lock needs conditional writes; use a store that supports them (run `sets3lock doctor`)",
+    }
 }
 
 fn detail(message: &Option<String>) -> String {

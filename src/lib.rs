@@ -40,6 +40,7 @@ mod intent;
 mod machine;
 mod record;
 mod rng;
+mod store;
 mod time;
 mod url;
 mod wait;
@@ -56,6 +57,7 @@ pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
     FORMAT_VERSION,
 };
+pub use store::ConditionalDelete;
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};
 pub use wait::Wait;

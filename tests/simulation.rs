@@ -6,10 +6,9 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
-use sets3lock::Wait;
+use sets3lock::{ConditionalDelete, Wait};
 use sets3lock_mock::{
-    ConditionalDelete, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig,
-    Violation,
+    Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
-use sets3lock::{classify, ETag, Intent, IntentKind, Response};
+use sets3lock::{classify, ConditionalDelete, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
 /// How the mock answers where real servers differ. The default is AWS's.
@@ -36,6 +36,24 @@ pub struct Semantics {
     pub honor_conditions: bool,
     /// What `DELETE If-Match` does: AWS (since 2025-09-16), Ceph and SeaweedFS honour it,
     /// MinIO CE ignores the condition, LocalStack (and AWS before) refuse it with 501.
+    ///
+    /// ```
+    /// use sets3lock::{ConditionalDelete, ETag, Intent};
+    /// use sets3lock_mock::{MockS3, Semantics};
+    ///
+    /// let wrong = Intent::DeleteIfMatch { etag: ETag::parse("not-the-etag")? };
+    /// for (conditional_delete, answer) in [
+    ///     (ConditionalDelete::Honored, "mismatch"),
+    ///     (ConditionalDelete::IgnoresIfMatch, "deleted"),
+    ///     (ConditionalDelete::NotImplemented, "refused"),
+    /// ] {
+    ///     let mut s3 = MockS3::with_semantics(Semantics { conditional_delete, ..Semantics::default() });
+    ///     s3.create_bucket("b");
+    ///     s3.respond("b", "k", &Intent::PutIfNoneMatch { body: "held".into() });
+    ///     assert_eq!(s3.respond("b", "k", &wrong).name(), answer);
+    /// }
+    /// # Ok::<(), sets3lock::InvalidETag>(())
+    /// ```
     pub conditional_delete: ConditionalDelete,
 }
 
@@ -47,36 +65,6 @@ impl Default for Semantics {
             conditional_delete: ConditionalDelete::Honored,
         }
     }
-}
-
-/// How a store treats `DELETE If-Match`: the part of S3's conditional API that stores get
-/// wrong. Fenced mode sends no DELETE, so it is safe on all three.
-///
-/// ```
-/// use sets3lock::{ETag, Intent, Response};
-/// use sets3lock_mock::{ConditionalDelete, MockS3, Semantics};
-///
-/// let wrong = Intent::DeleteIfMatch { etag: ETag::parse("not-the-etag")? };
-/// for (conditional_delete, answer) in [
-///     (ConditionalDelete::Honored, "mismatch"),
-///     (ConditionalDelete::IgnoresIfMatch, "deleted"),
-///     (ConditionalDelete::NotImplemented, "refused"),
-/// ] {
-///     let mut s3 = MockS3::with_semantics(Semantics { conditional_delete, ..Semantics::default() });
-///     s3.create_bucket("b");
-///     s3.respond("b", "k", &Intent::PutIfNoneMatch { body: "held".into() });
-///     assert_eq!(s3.respond("b", "k", &wrong).name(), answer);
-/// }
-/// # Ok::<(), sets3lock::InvalidETag>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConditionalDelete {
-    /// Deletes only the version named (AWS, Ceph, SeaweedFS).
-    Honored,
-    /// Deletes whatever is there, like a plain DELETE (MinIO CE, RustFS).
-    IgnoresIfMatch,
-    /// Refuses the request: `501 NotImplemented` (LocalStack; AWS before 2025-09-16).
-    NotImplemented,
 }
 
 /// The answer to an `If-Match` request on a missing key.

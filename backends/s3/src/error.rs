@@ -85,6 +85,38 @@ pub enum Error {
     /// The core reported an outcome this driver does not know: the operation failed.
     #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock-s3 release that matches sets3lock")]
     UnknownEvent(Box<Event>),
+    /// The credential source had nothing to sign with.
+    #[error("no credentials to sign with: {reason}")]
+    Credentials {
+        /// What the credential source said.
+        reason: String,
+    },
+    /// The store check found a store that ignores a condition header: a lock there protects
+    /// nothing.
+    #[error("the store at {endpoint} (bucket {bucket}) ignores {what}: a lock there protects nothing; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
+    StoreIgnoresConditions {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+        /// The header it ignores, and how that showed.
+        what: &'static str,
+    },
+    /// The store check found that `DELETE If-Match` cannot be trusted, and the lock is in
+    /// presence mode (which releases with it).
+    #[error("the store at {endpoint} (bucket {bucket}) {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
+    ConditionalDeleteUnsafe {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+        /// What its `DELETE If-Match` does.
+        conditional_delete: sets3lock::ConditionalDelete,
+    },
+    /// The endpoint is Google Cloud Storage's S3-compatible (XML) API, which accepts
+    /// `If-None-Match` and `If-Match` and ignores them.
+    #[error("storage.googleapis.com's S3-compatible API ignores If-None-Match and If-Match (a second create returns 200 and overwrites): a lock there protects nothing; GCS needs its own x-goog-if-generation-match preconditions, which sets3lock does not speak")]
+    GcsIgnoresConditions,
     /// The background driver stopped (its runtime shut down, or it panicked).
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,

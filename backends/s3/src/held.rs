@@ -45,6 +45,14 @@ impl<M: Mode> Held<M> {
         }
     }
 
+    /// The fencing token of this grant, when the key is fenced (`Config::fenced`, or a key
+    /// that already holds a fenced record): larger than every token granted before on this
+    /// key. Hand it to the resource the lock protects, and have the resource refuse any
+    /// token smaller than the largest it has seen.
+    pub fn token(&self) -> Option<u64> {
+        self.acquired.token
+    }
+
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
         &self.url

@@ -17,6 +17,9 @@
 //! code. [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws` (static keys,
 //! region, endpoint); with the `aws-config` feature, `S3Options::from_aws_config` uses the
 //! whole AWS credential chain.
+//!
+//! Before its first lock on an endpoint and bucket, a [`Locker`] checks that the store honours
+//! the condition headers a lock stands on, and refuses one that does not ([`StoreCheck`]).
 
 #![forbid(unsafe_code)]
 
@@ -36,6 +39,7 @@ mod observe;
 mod profile;
 mod request;
 mod state;
+mod store_check;
 mod target;
 pub mod tokio;
 
@@ -50,4 +54,5 @@ pub use request::HttpRequest;
 pub use rusty_s3::Credentials;
 pub use sets3lock::Wait;
 pub use state::Loss;
+pub use store_check::{StoreCheck, StoreVerdict};
 pub use target::{parse_endpoint, S3Options};

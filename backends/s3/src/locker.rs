@@ -59,6 +59,7 @@ impl<M: Mode> Locker<M> {
     /// acquisition ends. Dropped while it waits, it cancels the acquisition (and the driver
     /// removes any write of ours that lands).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
+        self.check_store().await?;
         let claim = self.start(wait)?;
         self.acquired(claim).await
     }
@@ -70,6 +71,7 @@ impl<M: Mode> Locker<M> {
         wait: Wait,
         work: impl AsyncFnOnce(&Held<M>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
+        self.check_store().await?;
         let claim = self.start(wait)?;
         let shared = claim.shared().clone();
         let result = match self.acquired(claim).await {
@@ -81,6 +83,13 @@ impl<M: Mode> Locker<M> {
         };
         M::wait(&shared, |_| false, None).await;
         result
+    }
+
+    /// The store check, as the options say (a no-op once it has passed).
+    async fn check_store(&self) -> Result<(), Error> {
+        let fenced = self.options.lock.fenced;
+        crate::store_check::ensure::<M>(&self.options.store_check, &self.target, &self.http, fenced)
+            .await
     }
 
     /// Waits until every driver this locker started has finished.

@@ -96,6 +96,27 @@ pub(crate) fn presign_key(
     }
 }
 
+/// Presigns a plain `DELETE` (no condition) on any key of `bucket`: only for throw-away keys
+/// of our own (the store check's probe), never for a lock.
+pub(crate) fn presign_plain_delete(
+    bucket: &rusty_s3::Bucket,
+    credentials: &rusty_s3::Credentials,
+    expiry: std::time::Duration,
+    key: &str,
+    time: &jiff::Timestamp,
+) -> HttpRequest {
+    let mut a = bucket.delete_object(Some(credentials), key);
+    let url = a.sign_with_time(expiry, time);
+    let mut headers = headers_of(a.headers_mut());
+    headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(0));
+    HttpRequest {
+        method: Method::DELETE,
+        url,
+        headers,
+        body: Bytes::new(),
+    }
+}
+
 fn headers_of(map: &rusty_s3::Map<'_>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     for (name, value) in map.iter() {

@@ -18,6 +18,8 @@ pub(crate) struct Hold {
     pub(crate) etag: ETag,
     /// `None` with a zero lease.
     pub(crate) valid_until: Option<Stamp>,
+    /// The grant's fencing token, when the key is fenced.
+    pub(crate) token: Option<u64>,
 }
 
 impl Hold {
@@ -150,17 +152,18 @@ impl Standing {
         event: &Event,
         to_stamp: impl Fn(sets3lock::Instant) -> Stamp,
     ) -> Option<Standing> {
-        let hold = |owner, etag: &ETag, valid_until: &Option<sets3lock::Instant>| Hold {
+        let hold = |owner, etag: &ETag, valid_until: &Option<sets3lock::Instant>, token| Hold {
             owner,
             etag: etag.clone(),
             valid_until: valid_until.map(&to_stamp),
+            token,
         };
         if let Event::Renewed { etag, valid_until } = event {
             // While held, or while a release waits for the renewal in flight.
             let Standing::Holding(h) = self else {
                 return None;
             };
-            return Some(Standing::Holding(hold(h.owner, etag, valid_until)));
+            return Some(Standing::Holding(hold(h.owner, etag, valid_until, h.token)));
         }
         if !event.is_final() {
             return None;
@@ -170,8 +173,9 @@ impl Standing {
                 owner,
                 etag,
                 valid_until,
+                token,
                 ..
-            } => return Some(Standing::Holding(hold(*owner, etag, valid_until))),
+            } => return Some(Standing::Holding(hold(*owner, etag, valid_until, *token))),
             Event::NotAcquired { reason } => Ending::NotAcquired(reason.clone()),
             Event::Cancelled => Ending::Cancelled,
             Event::Failed { error } => Ending::Failed(error.clone()),

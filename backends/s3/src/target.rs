@@ -46,6 +46,8 @@ pub struct S3Options {
     pub lock: sets3lock::Config,
     /// Sees every request, reply and event (for logging).
     pub observer: Option<crate::Observer>,
+    /// How the store is checked before the first lock (once per process by default).
+    pub store_check: crate::StoreCheck,
 }
 
 impl Default for S3Options {
@@ -60,6 +62,7 @@ impl Default for S3Options {
             presign_expiry: Duration::from_secs(60),
             lock: sets3lock::Config::default(),
             observer: None,
+            store_check: crate::StoreCheck::default(),
         }
     }
 }

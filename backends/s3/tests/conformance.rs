@@ -6,7 +6,7 @@
 
 mod support;
 
-use sets3lock::{Holder, OwnerId, Record, ReleaseOutcome};
+use sets3lock::{Fence, Holder, LockState, OwnerId, Record, ReleaseOutcome};
 use sets3lock_s3::blocking::Blocking;
 use sets3lock_s3::tokio::Tokio;
 use sets3lock_s3::{Error, Loss, Wait};
@@ -30,6 +30,145 @@ fn scenarios<D: Driver>(server: &Server) {
     lock_deleted_while_held_is_reported::<D>(server);
     wrong_bucket::<D>(server);
     wrong_credentials::<D>(server);
+}
+
+/// Fenced mode, the same everywhere: the object persists, tokens grow with every grant, and
+/// no DELETE is sent, so it also works where `DELETE If-Match` is ignored or refused.
+fn fenced_scenarios<D: Driver>(server: &Server) {
+    eprintln!(
+        "== fenced mode on {} via the {} driver",
+        server.name,
+        std::any::type_name::<D>()
+    );
+    fenced_tokens_grow::<D>(server);
+    fenced_takeover_of_a_stale_holder::<D>(server);
+    fenced_lost_reply_is_recovered::<D>(server);
+    fenced_release_after_takeover::<D>(server);
+}
+
+fn fenced(s: &Server) -> sets3lock_s3::S3Options {
+    let mut o = s.options();
+    o.lock.fenced = true;
+    o
+}
+
+/// The record at `key`, which a fenced lock never deletes.
+fn fence_at(s: &Server, key: &str) -> Fence {
+    let (_, body) = s.raw_get(key).expect("a fenced object is never deleted");
+    Holder::decode(&body).fence().expect("a fenced record")
+}
+
+fn fenced_tokens_grow<D: Driver>(s: &Server) {
+    let key = fresh_key("fenced");
+    for n in 1..=3 {
+        // The third time configured for presence mode: the key decides. (The store check
+        // cannot know the key's mode in advance, and refuses a presence-mode lock on a store
+        // without a safe DELETE: here it is skipped to show that the key decides.)
+        let options = if n == 3 {
+            sets3lock_s3::S3Options {
+                store_check: sets3lock_s3::StoreCheck::Off,
+                ..s.options()
+            }
+        } else {
+            fenced(s)
+        };
+        let held = D::acquire(&s.url(&key), options, Wait::No).expect("acquire");
+        assert_eq!(held.token(), Some(n), "{}", s.name);
+        assert_eq!(
+            fence_at(s, &key),
+            Fence {
+                state: LockState::Held,
+                token: n
+            }
+        );
+        assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Freed);
+        assert_eq!(
+            fence_at(s, &key),
+            Fence {
+                state: LockState::Free,
+                token: n
+            },
+            "{}: released means free, not deleted",
+            s.name
+        );
+    }
+    s.raw_delete(&key);
+}
+
+fn fenced_stale_record(token: u64, lease_ms: u64) -> Vec<u8> {
+    Record {
+        owner: OwnerId::from_u128(u128::from(support::rand_u64())),
+        seq: 1,
+        lease: Duration::from_millis(lease_ms),
+        host: "crashed-host".into(),
+        pid: 1,
+        acquired_unix_ms: 0,
+        written_unix_ms: 0,
+        fence: Some(Fence {
+            state: LockState::Held,
+            token,
+        }),
+    }
+    .encode()
+    .to_vec()
+}
+
+fn fenced_takeover_of_a_stale_holder<D: Driver>(s: &Server) {
+    let key = fresh_key("fenced-stale");
+    s.raw_put(&key, &fenced_stale_record(41, 1500)); // a fenced holder that crashed
+    let started = Instant::now();
+    let held = D::acquire(
+        &s.url(&key),
+        fenced(s),
+        Wait::Timeout(Duration::from_secs(20)),
+    )
+    .expect("takeover after the crashed holder's lease");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{}: before the lease",
+        s.name
+    );
+    assert_eq!(held.token(), Some(42), "{}", s.name);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Freed);
+    assert_eq!(fence_at(s, &key).token, 42);
+    s.raw_delete(&key);
+}
+
+fn fenced_lost_reply_is_recovered<D: Driver>(s: &Server) {
+    let key = fresh_key("fenced-lost-reply");
+    let proxy = support::proxy::LossyProxy::start(&s.endpoint);
+    let mut options = fenced(s);
+    options.endpoint = Some(sets3lock_s3::parse_endpoint(&proxy.endpoint).expect("endpoint"));
+    options.request_timeout = Duration::from_secs(1);
+    options.store_check = sets3lock_s3::StoreCheck::Off; // the proxy would eat its replies
+    proxy.lose_replies_on_connection(1); // the grant lands, its reply is lost
+    let held = D::acquire(
+        &s.url(&key),
+        options,
+        Wait::Timeout(Duration::from_secs(30)),
+    )
+    .expect("acquire");
+    assert_eq!(held.token(), Some(1), "{}", s.name);
+    assert_eq!(held.etag(), s.raw_get(&key).expect("exists").0);
+    assert_eq!(D::release(held).expect("release"), ReleaseOutcome::Freed);
+    s.raw_delete(&key);
+}
+
+fn fenced_release_after_takeover<D: Driver>(s: &Server) {
+    let key = fresh_key("fenced-taken-over");
+    let held = D::acquire(&s.url(&key), fenced(s), Wait::No).expect("acquire");
+    let theirs = s.raw_put(&key, &fenced_stale_record(2, 60_000));
+    assert_eq!(
+        D::release(held).expect("release"),
+        ReleaseOutcome::TakenOver
+    );
+    assert_eq!(
+        s.raw_get(&key).map(|(e, _)| e),
+        Some(theirs),
+        "{}: release touched another's lock",
+        s.name
+    );
+    s.raw_delete(&key);
 }
 
 fn acquire_and_release<D: Driver>(s: &Server) {
@@ -323,5 +462,78 @@ fn ministack_through_the_async_driver() {
 fn ministack_through_the_blocking_driver() {
     if let Some(s) = support::real("ministack") {
         scenarios::<Blocking>(&s);
+    }
+}
+
+#[test]
+fn fenced_on_the_mock_through_both_drivers() {
+    for server in [support::mock(404), support::mock(412)] {
+        fenced_scenarios::<Tokio>(&server);
+        fenced_scenarios::<Blocking>(&server);
+    }
+}
+
+#[test]
+fn fenced_on_seaweedfs_through_both_drivers() {
+    if let Some(s) = support::real("seaweedfs") {
+        fenced_scenarios::<Tokio>(&s);
+        fenced_scenarios::<Blocking>(&s);
+    }
+}
+
+#[test]
+fn fenced_on_ministack_through_both_drivers() {
+    if let Some(s) = support::real("ministack") {
+        fenced_scenarios::<Tokio>(&s);
+        fenced_scenarios::<Blocking>(&s);
+    }
+}
+
+/// Where `DELETE If-Match` deletes whatever is there (MinIO CE) or answers 501 (LocalStack),
+/// fenced mode passes everything, and presence mode is refused up front by the store check,
+/// with an error that names fenced mode.
+#[test]
+fn stores_without_a_safe_conditional_delete_take_fenced_locks_and_refuse_presence_ones() {
+    for server in [support::mock_like_minio(), support::mock_like_localstack()] {
+        fenced_scenarios::<Tokio>(&server);
+        fenced_scenarios::<Blocking>(&server);
+        for refused in [
+            Blocking::acquire(
+                &server.url(&fresh_key("presence")),
+                server.options(),
+                Wait::No,
+            )
+            .map(|_| ()),
+            Tokio::acquire(
+                &server.url(&fresh_key("presence")),
+                server.options(),
+                Wait::No,
+            )
+            .map(|_| ()),
+        ] {
+            match refused {
+                Err(e @ Error::ConditionalDeleteUnsafe { .. }) => {
+                    assert!(e.to_string().contains("--fenced"), "{e}")
+                }
+                other => panic!("{}: presence mode was not refused: {other:?}", server.name),
+            }
+        }
+    }
+}
+
+/// Without the store check, presence mode on a store that answers 501 to `DELETE If-Match`
+/// acquires, and its release fails with an error that names fenced mode.
+#[test]
+fn presence_release_on_a_store_without_conditional_delete_names_fenced_mode() {
+    let server = support::mock_like_localstack();
+    let mut options = server.options();
+    options.store_check = sets3lock_s3::StoreCheck::Off;
+    let held = Blocking::acquire(&server.url(&fresh_key("501")), options, Wait::No)
+        .expect("acquire works: it is a conditional PUT");
+    match Blocking::release(held) {
+        Err(Error::S3(e @ sets3lock::Error::ConditionalUnsupported { .. })) => {
+            assert!(e.to_string().contains("--fenced"), "{e}")
+        }
+        other => panic!("expected 501 on release, got {other:?}"),
     }
 }

@@ -8,12 +8,12 @@ pub mod proxy;
 
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
-use sets3lock::{ETag, ReleaseOutcome};
+use sets3lock::{ConditionalDelete, ETag, ReleaseOutcome};
 use sets3lock_mock::{MissingKeyIfMatch, Semantics};
 use sets3lock_s3::blocking::Blocking;
 use sets3lock_s3::tokio::Tokio;
 use sets3lock_s3::{Error, Held, Loss, Mode, S3Options, Wait};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// One S3 endpoint the suite runs against.
@@ -31,35 +31,63 @@ pub struct Server {
 /// The mock over HTTP, started once per test binary, answering `If-Match` on a missing key
 /// with 404 (AWS, MiniStack) or 412 (SeaweedFS).
 pub fn mock(missing_if_match: u16) -> Server {
-    static MOCK_404: OnceLock<Server> = OnceLock::new();
-    static MOCK_412: OnceLock<Server> = OnceLock::new();
-    let (cell, semantics) = if missing_if_match == 412 {
-        (&MOCK_412, MissingKeyIfMatch::PreconditionFailed)
-    } else {
-        (&MOCK_404, MissingKeyIfMatch::NotFound)
-    };
-    cell.get_or_init(|| {
-        let m = mock_server::MockServer::start(
+    if missing_if_match == 412 {
+        mock_flavour(
+            "mock (412 like SeaweedFS)",
             Semantics {
-                missing_key_if_match: semantics,
+                missing_key_if_match: MissingKeyIfMatch::PreconditionFailed,
                 ..Semantics::default()
             },
-            "mock-bucket",
-        );
-        Server {
-            name: if missing_if_match == 412 {
-                "mock (412 like SeaweedFS)"
-            } else {
-                "mock (404 like AWS)"
-            },
-            endpoint: m.endpoint,
-            access_key: m.access_key,
-            secret: m.secret,
-            bucket: "mock-bucket".into(),
-            missing_if_match,
-        }
-    })
-    .clone()
+        )
+    } else {
+        mock_flavour("mock (404 like AWS)", Semantics::default())
+    }
+}
+
+/// The mock whose `DELETE If-Match` deletes whatever is there, as MinIO CE's does.
+pub fn mock_like_minio() -> Server {
+    mock_flavour(
+        "mock (DELETE ignores If-Match, like MinIO CE)",
+        Semantics {
+            conditional_delete: ConditionalDelete::IgnoresIfMatch,
+            ..Semantics::default()
+        },
+    )
+}
+
+/// The mock that answers `DELETE If-Match` with 501, as LocalStack (and AWS before
+/// 2025-09-16) do.
+pub fn mock_like_localstack() -> Server {
+    mock_flavour(
+        "mock (DELETE If-Match answers 501, like LocalStack)",
+        Semantics {
+            conditional_delete: ConditionalDelete::NotImplemented,
+            ..Semantics::default()
+        },
+    )
+}
+
+/// The mock with these semantics over HTTP, started once per test binary and name.
+fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
+    static STARTED: Mutex<Vec<Server>> = Mutex::new(Vec::new());
+    let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = started.iter().find(|s| s.name == name) {
+        return s.clone();
+    }
+    let m = mock_server::MockServer::start(semantics, "mock-bucket");
+    let server = Server {
+        name,
+        endpoint: m.endpoint,
+        access_key: m.access_key,
+        secret: m.secret,
+        bucket: "mock-bucket".into(),
+        missing_if_match: match semantics.missing_key_if_match {
+            MissingKeyIfMatch::PreconditionFailed => 412,
+            MissingKeyIfMatch::NotFound => 404,
+        },
+    };
+    started.push(server.clone());
+    server
 }
 
 /// A real server started by `scripts/s3-server.sh`, from its environment. With

@@ -1,0 +1,333 @@
+//! The store check: before the first lock on an endpoint and bucket, make sure the store
+//! honours the condition headers a lock stands on. A store that ignores them (Garage,
+//! s3rver, GCS's S3-style XML API) would let every client "acquire" at once, silently.
+//!
+//! Four requests on a throw-away key beside the lock's key (so a policy on the lock's prefix
+//! suffices), and one to remove it:
+//! 1. `PUT If-None-Match: *` on the fresh key (written);
+//! 2. the same again: it must be refused (412), or creates are not conditional;
+//! 3. `PUT If-Match` with a wrong ETag: refused, or replacements are not conditional;
+//! 4. `DELETE If-Match` with a wrong ETag: refused (conditional deletes work), applied (the
+//!    store ignores the condition: MinIO CE) or 501 (LocalStack). Presence mode needs the
+//!    first; fenced mode sends no DELETE and works on all three.
+//!
+//! A passed check is remembered for the process, and with [`StoreCheck::Cached`] for a day in
+//! a file, so that a command run every minute pays for it once a day.
+
+use crate::mode::Mode;
+use crate::request::{presign_key, presign_plain_delete, HttpRequest};
+use crate::target::Target;
+use crate::Error;
+use bytes::Bytes;
+use sets3lock::{ConditionalDelete, ETag, Intent, IntentKind, Response};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// How a [`Locker`](crate::Locker) makes sure its store honours conditional requests before
+/// its first lock.
+///
+/// ```
+/// use sets3lock_s3::{S3Options, StoreCheck};
+/// let options = S3Options { store_check: StoreCheck::Off, ..S3Options::default() };
+/// assert_eq!(S3Options::default().store_check, StoreCheck::Once);
+/// # let _ = options;
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreCheck {
+    /// No check: the store is known to honour conditional requests.
+    Off,
+    /// Check once per process for each endpoint and bucket.
+    #[default]
+    Once,
+    /// Check once a day for each endpoint and bucket, remembering a passed check in this
+    /// directory (the command uses `$XDG_CACHE_HOME/sets3lock`, or `~/.cache/sets3lock`).
+    Cached(PathBuf),
+}
+
+/// How long a passed check is trusted with [`StoreCheck::Cached`].
+const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// What a passed store check found: creates and replacements are conditional, and how
+/// `DELETE If-Match` behaves.
+pub type StoreVerdict = ConditionalDelete;
+
+/// Passed checks in this process, by endpoint and bucket.
+static PASSED: Mutex<Option<HashMap<String, StoreVerdict>>> = Mutex::new(None);
+
+/// The GCS host whose S3-style API ignores condition headers.
+const GCS_HOST: &str = "storage.googleapis.com";
+
+/// Runs the check for `target` as `how` says (unless this process or the cache has passed it
+/// already), and refuses a store that cannot hold this lock: one that ignores condition
+/// headers, or, for a presence-mode lock (`fenced` false), one whose `DELETE If-Match` does
+/// not work. A check that cannot finish (timeouts, 5xx) is not held against the store: the
+/// lock goes ahead, and the next lock checks again.
+pub(crate) async fn ensure<M: Mode>(
+    how: &StoreCheck,
+    target: &Target,
+    http: &M::Http,
+    fenced: bool,
+) -> Result<(), Error> {
+    if *how == StoreCheck::Off {
+        return Ok(());
+    }
+    let endpoint = origin(target);
+    let bucket = target.bucket.name().to_owned();
+    if target
+        .bucket
+        .base_url()
+        .host_str()
+        .is_some_and(|h| h == GCS_HOST || h.ends_with(&format!(".{GCS_HOST}")))
+    {
+        return Err(Error::GcsIgnoresConditions);
+    }
+    let id = format!("{endpoint}|{bucket}");
+    let verdict = match remembered(how, &id) {
+        Some(v) => v,
+        None => match probe::<M>(target, http).await? {
+            Some(v) => {
+                remember(how, &id, v);
+                v
+            }
+            None => return Ok(()),
+        },
+    };
+    if !fenced && !verdict.is_safe_for_presence_mode() {
+        return Err(Error::ConditionalDeleteUnsafe {
+            endpoint,
+            bucket,
+            conditional_delete: verdict,
+        });
+    }
+    Ok(())
+}
+
+/// The endpoint as people write it: scheme, host and port.
+fn origin(target: &Target) -> String {
+    target.bucket.base_url().origin().ascii_serialization()
+}
+
+fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, StoreVerdict>>> {
+    // Poisoned only by a panic while inserting: the map is still a map.
+    PASSED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn remembered(how: &StoreCheck, id: &str) -> Option<StoreVerdict> {
+    if let Some(v) = passed().as_ref().and_then(|m| m.get(id).copied()) {
+        return Some(v);
+    }
+    let StoreCheck::Cached(dir) = how else {
+        return None;
+    };
+    let v = read_cache(&cache_file(dir, id), id)?;
+    passed()
+        .get_or_insert_with(HashMap::new)
+        .insert(id.to_owned(), v);
+    Some(v)
+}
+
+fn remember(how: &StoreCheck, id: &str, v: StoreVerdict) {
+    passed()
+        .get_or_insert_with(HashMap::new)
+        .insert(id.to_owned(), v);
+    if let StoreCheck::Cached(dir) = how {
+        // A cache that cannot be written only means checking again next time.
+        let _ = write_cache(dir, &cache_file(dir, id), id, v);
+    }
+}
+
+/// One file per endpoint and bucket, named by a stable hash of both.
+fn cache_file(dir: &Path, id: &str) -> PathBuf {
+    // FNV-1a: stable across Rust versions, unlike the standard hasher.
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    dir.join(format!("store-check-{hash:016x}"))
+}
+
+fn verdict_name(v: StoreVerdict) -> &'static str {
+    match v {
+        ConditionalDelete::Honored => "honored",
+        ConditionalDelete::IgnoresIfMatch => "ignores-if-match",
+        ConditionalDelete::NotImplemented => "not-implemented",
+    }
+}
+
+fn read_cache(file: &Path, id: &str) -> Option<StoreVerdict> {
+    let age = std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())?;
+    if age > CACHE_FOR {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != "sets3lock store check 1" || lines.next()? != id {
+        return None;
+    }
+    match lines.next()? {
+        "honored" => Some(ConditionalDelete::Honored),
+        "ignores-if-match" => Some(ConditionalDelete::IgnoresIfMatch),
+        "not-implemented" => Some(ConditionalDelete::NotImplemented),
+        _ => None,
+    }
+}
+
+fn write_cache(dir: &Path, file: &Path, id: &str, v: StoreVerdict) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let text = format!("sets3lock store check 1\n{id}\n{}\n", verdict_name(v));
+    // Write aside, then rename: a reader never sees half a file.
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, file)
+}
+
+/// The four probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
+async fn probe<M: Mode>(target: &Target, http: &M::Http) -> Result<Option<StoreVerdict>, Error> {
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
+    let key = format!(
+        "{}.sets3lock-store-check-{:016x}",
+        target.url.key(),
+        u64::from_le_bytes(nonce)
+    );
+    let probe = Probe::<M> {
+        target,
+        http,
+        key: &key,
+    };
+    let result = probe.run().await;
+    probe.remove().await;
+    result
+}
+
+struct Probe<'a, M: Mode> {
+    target: &'a Target,
+    http: &'a M::Http,
+    key: &'a str,
+}
+
+impl<M: Mode> Probe<'_, M> {
+    async fn run(&self) -> Result<Option<StoreVerdict>, Error> {
+        let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
+        let wrong = ETag::parse("00000000000000000000000000000000").expect("a valid ETag");
+        match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {
+            Response::Written { .. } => {}
+            _ => return Ok(None),
+        }
+        match self.send(&Intent::PutIfNoneMatch { body: body(2) }).await? {
+            Response::Exists => {}
+            Response::Written { .. } => {
+                return Err(self.ignores("If-None-Match: * (a second create overwrote the first)"))
+            }
+            _ => return Ok(None),
+        }
+        let replace = Intent::PutIfMatch {
+            etag: wrong.clone(),
+            body: body(3),
+        };
+        match self.send(&replace).await? {
+            Response::Mismatch => {}
+            Response::Written { .. } => {
+                return Err(self.ignores("If-Match (a PUT with a wrong ETag overwrote the object)"))
+            }
+            _ => return Ok(None),
+        }
+        Ok(
+            match self.send(&Intent::DeleteIfMatch { etag: wrong }).await {
+                Ok(Response::Mismatch) => Some(ConditionalDelete::Honored),
+                Ok(Response::Deleted) => Some(ConditionalDelete::IgnoresIfMatch),
+                Err(Error::S3(sets3lock::Error::ConditionalUnsupported { .. })) => {
+                    Some(ConditionalDelete::NotImplemented)
+                }
+                Err(e) => return Err(e),
+                Ok(_) => None,
+            },
+        )
+    }
+
+    /// Sends one probe; a refusal (403, 404 NoSuchBucket, 501, ...) is the lock's error too.
+    async fn send(&self, intent: &Intent) -> Result<Response, Error> {
+        let request = self.presign(intent)?;
+        match M::send(self.http, request, intent.kind()).await {
+            Response::Refused(e) => Err(Error::S3(e)),
+            other => Ok(other),
+        }
+    }
+
+    fn presign(&self, intent: &Intent) -> Result<HttpRequest, Error> {
+        let credentials = self
+            .target
+            .credentials
+            .current()
+            .map_err(|reason| Error::Credentials { reason })?;
+        Ok(presign_key(
+            &self.target.bucket,
+            &credentials,
+            self.target.expiry,
+            self.key,
+            intent,
+            &jiff::Timestamp::now(),
+        ))
+    }
+
+    /// Removes the probe object with a plain DELETE: the one request that works on every
+    /// store, whatever it does with `If-Match`. Best effort: a leftover is a few bytes.
+    async fn remove(&self) {
+        let Ok(credentials) = self.target.credentials.current() else {
+            return;
+        };
+        let request = presign_plain_delete(
+            &self.target.bucket,
+            &credentials,
+            self.target.expiry,
+            self.key,
+            &jiff::Timestamp::now(),
+        );
+        let _ = M::send(self.http, request, IntentKind::DeleteIfMatch).await;
+    }
+
+    fn ignores(&self, what: &'static str) -> Error {
+        Error::StoreIgnoresConditions {
+            endpoint: origin(self.target),
+            bucket: self.target.bucket.name().to_owned(),
+            what,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cached_verdict_is_read_back_for_its_own_endpoint_and_bucket_only() {
+        let dir =
+            std::env::temp_dir().join(format!("sets3lock-store-check-test-{}", std::process::id()));
+        let id = "http://127.0.0.1:1/|bucket";
+        let file = cache_file(&dir, id);
+        assert_eq!(read_cache(&file, id), None);
+        for v in [
+            ConditionalDelete::Honored,
+            ConditionalDelete::IgnoresIfMatch,
+            ConditionalDelete::NotImplemented,
+        ] {
+            write_cache(&dir, &file, id, v).expect("writable temp dir");
+            assert_eq!(read_cache(&file, id), Some(v));
+        }
+        // Another id that would land in the same file (it cannot, but a hand-edited or
+        // truncated file must not be trusted either).
+        assert_eq!(read_cache(&file, "http://other/|bucket"), None);
+        std::fs::write(&file, "sets3lock store check 1\n").expect("write");
+        assert_eq!(read_cache(&file, id), None);
+        assert_ne!(
+            cache_file(&dir, id),
+            cache_file(&dir, "http://127.0.0.1:1/|other")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
