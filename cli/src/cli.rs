@@ -17,6 +17,7 @@ Examples:
   sets3lock s3://my-bucket/locks/backup ./backup.sh        wait for the lock, run, release
   sets3lock -n s3://my-bucket/locks/cron make report       give up at once if it is held
   sets3lock --timeout 5m --lease 2m s3://b/deploy -- ./deploy --prod
+  sets3lock --fenced s3://b/locks/db ./migrate.sh          hand $SETS3LOCK_TOKEN to the database
   sets3lock status s3://my-bucket/locks/backup             who holds it (exit 0 free, 1 held)
   sets3lock unlock s3://my-bucket/locks/backup --etag ETAG  delete only the lock you saw
   sets3lock doctor s3://my-bucket/sets3lock-probe/          can this store protect a lock?
@@ -27,8 +28,12 @@ be had); 112 the lock was lost or expired while the program ran (it was sent SIG
 SIGKILL after --kill-after).
 
 Environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
-AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER and
-SETS3LOCK_ETAG.";
+AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER,
+SETS3LOCK_ETAG and, in fenced mode, SETS3LOCK_TOKEN (larger with every grant of the lock).
+
+Before its first lock on an endpoint and bucket each day, sets3lock checks that the store honours
+conditional writes (four requests on a throw-away key beside the lock's), and refuses a store that
+ignores them; the verdict is kept in $XDG_CACHE_HOME/sets3lock (or ~/.cache/sets3lock).";
 
 /// Run a program while holding a lock on S3.
 #[derive(Parser, Debug)]
@@ -55,6 +60,14 @@ pub(crate) struct Run {
     /// After the lock is lost: how long the program has between SIGTERM and SIGKILL.
     #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
     pub(crate) kill_after: Duration,
+    /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
+    /// than every earlier one (the program gets it as SETS3LOCK_TOKEN). Needs no conditional
+    /// DELETE. A key that is already fenced is used fenced without this flag.
+    #[arg(long)]
+    pub(crate) fenced: bool,
+    /// Skip the check that the store honours conditional writes.
+    #[arg(long)]
+    pub(crate) no_store_check: bool,
     /// No messages while waiting.
     #[arg(short, long)]
     pub(crate) quiet: bool,
@@ -100,7 +113,8 @@ pub(crate) enum Command {
         #[arg(value_parser = LockUrl::parse)]
         url: LockUrl,
     },
-    /// Delete a lock, but only the version you saw (DELETE If-Match), never a newer one.
+    /// Remove a lock, but only the version you saw, never a newer one: DELETE If-Match, or
+    /// for a fenced lock a `free` record written with If-Match (its token is kept).
     Unlock {
         /// The ETag `sets3lock status` showed.
         #[arg(long, required = true, value_parser = ETag::parse)]

@@ -14,8 +14,12 @@ pub(crate) fn describe(holder: &Holder) -> String {
             } else {
                 format!("lease {:?}", r.lease)
             };
+            let token = r
+                .fence
+                .map(|f| format!(", token {}", f.token))
+                .unwrap_or_default();
             format!(
-                "{} pid {} since {since} ({lease}, owner {})",
+                "{} pid {} since {since} ({lease}, owner {}{token})",
                 r.host, r.pid, r.owner
             )
         }

@@ -87,6 +87,12 @@ impl Log {
                 }
             }
             Observation::Event(e) if self.verbose => self.line(&format!("{e:?}")),
+            Observation::StoreChecked(found) if self.verbose => self.line(&match found {
+                Some(d) => format!("store-check: conditional writes honoured; the store {d}"),
+                None => {
+                    "store-check: inconclusive (no clear answer); checking again next time".into()
+                }
+            }),
             _ => {}
         }
     }

@@ -1,7 +1,7 @@
 //! S3 options from flags, the AWS environment, and an AWS profile (read by the library).
 
 use crate::cli::S3Flags;
-use sets3lock_s3::{Error, S3Options};
+use sets3lock_s3::{Error, S3Options, StoreCheck};
 
 /// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
 /// web identity, ECS and EC2 roles), refreshed; flags win over it.
@@ -35,5 +35,18 @@ fn apply_flags(options: &mut S3Options, flags: &S3Flags) {
     }
     if flags.path_style {
         options.path_style = Some(true);
+    }
+}
+
+/// Where the store check's verdicts are kept: `$XDG_CACHE_HOME/sets3lock`, or
+/// `~/.cache/sets3lock`; without either, the check runs once per process.
+pub(crate) fn store_check_cache() -> StoreCheck {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let base = var("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")));
+    match base {
+        Some(dir) => StoreCheck::Cached(dir.join("sets3lock")),
+        None => StoreCheck::Once,
     }
 }

@@ -7,7 +7,7 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::{LockUrl, ReleaseOutcome};
-use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, Wait};
+use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, StoreCheck, Wait};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -52,6 +52,12 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     let log = Log::new(args.verbose, args.quiet, url.clone());
     options.observer = Some(log.observer());
     options.lock.lease = args.lease;
+    options.lock.fenced = args.fenced;
+    options.store_check = if args.no_store_check {
+        StoreCheck::Off
+    } else {
+        crate::options::store_check_cache()
+    };
     let unavailable = if args.exit_zero { OK } else { CANNOT_LOCK };
     let locker = match Locker::new(&url.to_string(), options) {
         Ok(l) => l,
@@ -111,6 +117,9 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         .env("SETS3LOCK_URL", url.to_string())
         .env("SETS3LOCK_OWNER", held.owner().to_string())
         .env("SETS3LOCK_ETAG", held.etag().as_str());
+    if let Some(token) = held.token() {
+        command.env("SETS3LOCK_TOKEN", token.to_string());
+    }
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -226,15 +235,14 @@ fn describe(loss: &Loss) -> String {
 
 fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
     match result {
-        Ok(ReleaseOutcome::Deleted) => {}
+        Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed) => {}
         Ok(ReleaseOutcome::TakenOver) => {
             say!("{url}: at release the lock belonged to someone else; left it alone")
         }
         Ok(ReleaseOutcome::AlreadyGone) => {
             say!("{url}: at release the lock was already gone")
         }
-        // Released (the lock is free), however the store recorded it.
-        Ok(_) => {}
+        Ok(other) => say!("{url}: released ({other:?})"),
         Err(e) => {
             say!("{url}: release failed: {e} (the lock expires after its lease)")
         }

@@ -19,11 +19,31 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
             }
             OK
         }
+        Ok(Some((etag, holder))) if holder.is_free() => {
+            let token = holder.fence().map_or(0, |f| f.token);
+            if json {
+                out!(
+                    "{{\"url\":{},\"held\":false,\"fenced\":true,\"token\":{token},\"etag\":{}}}",
+                    quote(&url.to_string()),
+                    quote(etag.as_str())
+                );
+            } else {
+                out!("{url}: free, last token {token} (fenced)");
+            }
+            OK
+        }
         Ok(Some((etag, holder))) => {
             if json {
                 out!("{}", holder_json(url, etag.as_str(), &holder));
             } else {
-                out!("{url}: held by {}", crate::holder::describe(&holder));
+                match holder.fence() {
+                    Some(f) => out!(
+                        "{url}: held, token {}, by {}",
+                        f.token,
+                        crate::holder::describe(&holder)
+                    ),
+                    None => out!("{url}: held by {}", crate::holder::describe(&holder)),
+                }
                 out!(
                     "  ETag {} (sets3lock unlock {url} --etag {})",
                     etag.as_str(),
@@ -68,6 +88,9 @@ fn holder_json(url: &LockUrl, etag: &str, holder: &Holder) -> String {
             ",\"holder\":{{\"kind\":\"unknown\",\"len\":{len},\"preview\":{}}}",
             quote(preview)
         )),
+    }
+    if let Some(f) = holder.fence() {
+        s.push_str(&format!(",\"fenced\":true,\"token\":{}", f.token));
     }
     s.push('}');
     s

@@ -628,3 +628,278 @@ fn a_closed_stdout_loses_the_output_not_the_exit_status() {
     }
     assert!(s.raw_get(&key).is_none(), "unlock deleted it");
 }
+
+/// The token the program printed, from `sh -c 'echo $SETS3LOCK_TOKEN'`.
+fn token_of(o: &Output) -> u64 {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+    stdout(o)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a token: {:?}", stdout(o)))
+}
+
+#[test]
+fn fenced_runs_get_tokens_1_2_3_and_a_takeover_after_kill_9_gets_the_next() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-fenced");
+    let url = s.url(&key);
+    let print_token = ["sh", "-c", "echo $SETS3LOCK_TOKEN"];
+    for n in 1..=3 {
+        let o = TestCommand::new(&s)
+            .args(["--fenced", &url])
+            .args(print_token)
+            .output();
+        assert_eq!(token_of(&o), n);
+        let status = TestCommand::new(&s).args(["status", &url]).output();
+        assert_eq!(code(&status), 0, "free is exit 0: {}", stdout(&status));
+        assert!(
+            stdout(&status).contains(&format!("free, last token {n}")),
+            "{}",
+            stdout(&status)
+        );
+    }
+    // A fenced holder killed with -9 keeps the lock until its lease runs out; the next
+    // holder takes over with the next token (without --fenced: the key decides).
+    let holder = TestCommand::new(&s)
+        .args(["--lease", "3s", "--kill-after", "1s", &url, "sleep", "60"])
+        .spawn();
+    let started = Instant::now();
+    loop {
+        let status = TestCommand::new(&s).args(["status", &url]).output();
+        if stdout(&status).contains("held, token 4") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never held with token 4: {}",
+            stdout(&status)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(&holder, nix::sys::signal::Signal::SIGKILL);
+    let mut holder = holder;
+    let _ = holder.wait();
+    let o = TestCommand::new(&s)
+        .args(["-q", &url])
+        .args(print_token)
+        .output();
+    assert_eq!(token_of(&o), 5);
+    // unlock frees a fenced lock and keeps its token.
+    let holder = TestCommand::new(&s)
+        .args(["--lease", "3s", "--kill-after", "1s", &url, "sleep", "60"])
+        .spawn();
+    let (etag, _) = loop {
+        if let Some((etag, body)) = s.raw_get(&key) {
+            if !sets3lock::Holder::decode(&body).is_free() {
+                break (etag, body);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never held again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    kill(&holder, nix::sys::signal::Signal::SIGKILL);
+    let mut holder = holder;
+    let _ = holder.wait();
+    let o = TestCommand::new(&s)
+        .args(["unlock", &url, "--etag", etag.as_str()])
+        .output();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("token 6 kept"), "{}", stdout(&o));
+    let started = Instant::now();
+    let o = TestCommand::new(&s)
+        .args(["-n", &url])
+        .args(print_token)
+        .output();
+    assert_eq!(token_of(&o), 7);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "a freed lock is taken at once"
+    );
+}
+
+#[test]
+fn on_a_store_that_ignores_conditions_the_command_refuses_unless_told_not_to_check() {
+    let Some(bad) = support::real("s3rver") else {
+        return;
+    };
+    let url = bad.url(&support::fresh_key("cli-store-check"));
+    let o = TestCommand::new(&bad)
+        .env("XDG_CACHE_HOME", &scratch_dir("refuse"))
+        .args([&url, "true"])
+        .output();
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    one_line(&o, "ignores If-None-Match");
+    assert!(stderr(&o).contains("--no-store-check"), "{}", stderr(&o));
+    let o = TestCommand::new(&bad)
+        .args(["--no-store-check", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+#[test]
+fn a_passed_store_check_is_cached_for_the_endpoint_and_bucket() {
+    let Some(s) = seaweedfs() else { return };
+    let cache = scratch_dir("cache");
+    let url = s.url(&support::fresh_key("cli-cached-check"));
+    let o = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["-v", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(std::path::Path::new(&cache).join("sets3lock"))
+        .expect("the cache directory was made")
+        .collect();
+    assert_eq!(files.len(), 1, "one verdict file: {files:?}");
+    assert!(
+        stderr(&o).contains("store-check: conditional writes honoured"),
+        "{}",
+        stderr(&o)
+    );
+    let o = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["-v", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("store-check"),
+        "the second run probed again: {}",
+        stderr(&o)
+    );
+}
+
+/// A fresh directory under the system's temporary directory.
+fn scratch_dir(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "sets3lock-cli-{name}-{}-{:x}",
+        std::process::id(),
+        support::rand_u64()
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir.to_string_lossy().into_owned()
+}
+
+/// The README's recipe for fencing a resource with the token, as a script: the resource is a
+/// file, written only by `fenced-write`, which refuses a token lower than the one recorded
+/// (under flock, the file's own lock, so that check and write are one step).
+const FENCED_WRITE: &str = r#"
+resource=$1; line=$2
+exec 9>>"$resource.lock"; flock 9
+last=$(cat "$resource.token" 2>/dev/null || echo 0)
+if [ "$SETS3LOCK_TOKEN" -lt "$last" ]; then
+  echo "refused: token $SETS3LOCK_TOKEN < $last" >&2; exit 1
+fi
+echo "$SETS3LOCK_TOKEN" > "$resource.token"
+echo "$line" >> "$resource"
+"#;
+
+/// A holder frozen (SIGSTOP) past its lease loses the lock to another, which writes to the
+/// resource; thawed, the first holder's late write is refused by the resource, because its
+/// token is older. The lease alone cannot stop it: it checked before it froze.
+#[test]
+fn a_frozen_holders_late_write_is_refused_by_a_resource_fenced_with_the_token() {
+    let Some(s) = seaweedfs() else { return };
+    let dir = scratch_dir("fence");
+    let script = format!("{dir}/fenced-write");
+    std::fs::write(&script, FENCED_WRITE).expect("script");
+    let resource = format!("{dir}/resource");
+    let key = support::fresh_key("cli-frozen");
+    let url = s.url(&key);
+    // The first holder: ready, then (once thawed and told to go) it writes, ignoring the
+    // SIGTERM its wrapper sends on finding the lock lost.
+    let first = TestCommand::new(&s)
+        .args(["--fenced", "--lease", "3s", "--kill-after", "1s", &url])
+        .args([
+            "sh",
+            "-c",
+            "trap '' TERM; touch \"$0.ready\"; while [ ! -e \"$0.go\" ]; do sleep 0.05; done; \
+             sh \"$1\" \"$0\" \"first, token $SETS3LOCK_TOKEN\" && touch \"$0.written\" || touch \"$0.refused\"",
+            &resource,
+            &script,
+        ])
+        .spawn();
+    let started = Instant::now();
+    while !std::path::Path::new(&format!("{resource}.ready")).exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "never ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Freeze the wrapper (so nothing renews) and its program, past the lease.
+    let frozen = [nix::unistd::Pid::from_raw(first.id() as i32)];
+    for p in &frozen {
+        nix::sys::signal::kill(*p, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    }
+    let children = children_of(first.id());
+    for c in &children {
+        let _ = nix::sys::signal::kill(*c, nix::sys::signal::Signal::SIGSTOP);
+    }
+    // The second holder takes over after the lease and writes with the next token.
+    let o = TestCommand::new(&s)
+        .args(["--timeout", "30s", &url, "sh", "-c"])
+        .args([
+            "sh \"$0\" \"$1\" \"second, token $SETS3LOCK_TOKEN\"",
+            &script,
+            &resource,
+        ])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(format!("{resource}.token"))
+            .expect("token")
+            .trim(),
+        "2"
+    );
+    // Thaw the first, let it write: the resource refuses its token 1.
+    std::fs::write(format!("{resource}.go"), "").expect("go");
+    for c in &children {
+        let _ = nix::sys::signal::kill(*c, nix::sys::signal::Signal::SIGCONT);
+    }
+    for p in &frozen {
+        nix::sys::signal::kill(*p, nix::sys::signal::Signal::SIGCONT).expect("cont");
+    }
+    let started = Instant::now();
+    while !std::path::Path::new(&format!("{resource}.refused")).exists() {
+        assert!(
+            !std::path::Path::new(&format!("{resource}.written")).exists(),
+            "the frozen holder's late write was accepted: {}",
+            std::fs::read_to_string(&resource).unwrap_or_default()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the thawed holder never tried to write"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut first = first;
+    let _ = first.wait();
+    assert_eq!(
+        std::fs::read_to_string(&resource).expect("resource"),
+        "second, token 2\n",
+        "only the current holder's write is in the resource"
+    );
+}
+
+/// The pids whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<nix::unistd::Pid> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the fields after the last ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            out.push(nix::unistd::Pid::from_raw(child));
+            out.extend(children_of(child as u32));
+        }
+    }
+    out
+}

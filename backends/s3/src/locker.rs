@@ -88,8 +88,9 @@ impl<M: Mode> Locker<M> {
     /// The store check, as the options say (a no-op once it has passed).
     async fn check_store(&self) -> Result<(), Error> {
         let fenced = self.options.lock.fenced;
-        crate::store_check::ensure::<M>(&self.options.store_check, &self.target, &self.http, fenced)
-            .await
+        let observer = self.options.observer.as_ref();
+        let how = &self.options.store_check;
+        crate::store_check::ensure::<M>(how, &self.target, &self.http, fenced, observer).await
     }
 
     /// Waits until every driver this locker started has finished.

@@ -15,6 +15,9 @@ pub enum Observation<'a> {
     Received(&'a Request, &'a Response, Duration),
     /// An event from the core.
     Event(&'a Event),
+    /// The store check probed the store (it is not reported when a remembered verdict was
+    /// used): what `DELETE If-Match` does there, or `None` if the check was inconclusive.
+    StoreChecked(Option<sets3lock::ConditionalDelete>),
 }
 
 /// A callback that sees every [`Observation`]. Called on the driver's task or thread: keep it

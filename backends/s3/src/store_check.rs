@@ -70,6 +70,7 @@ pub(crate) async fn ensure<M: Mode>(
     target: &Target,
     http: &M::Http,
     fenced: bool,
+    observer: Option<&crate::Observer>,
 ) -> Result<(), Error> {
     if *how == StoreCheck::Off {
         return Ok(());
@@ -87,7 +88,11 @@ pub(crate) async fn ensure<M: Mode>(
     let id = format!("{endpoint}|{bucket}");
     let verdict = match remembered(how, &id) {
         Some(v) => v,
-        None => match probe::<M>(target, http).await? {
+        None => match probe::<M>(target, http).await.inspect(|found| {
+            if let Some(o) = observer {
+                o.see(crate::Observation::StoreChecked(*found));
+            }
+        })? {
             Some(v) => {
                 remember(how, &id, v);
                 v
