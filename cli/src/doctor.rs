@@ -90,10 +90,30 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
             }
         }
     }
-    for name in ["create", "put-if-match", "delete-if-match", "race"] {
+    let versioned = client
+        .send_versioned(
+            &key("versioned"),
+            &Intent::PutIfNoneMatch { body: body("v") },
+        )
+        .1
+        .is_some();
+    if versioned {
+        out!("  note    {}", versioning_note(prefix));
+    }
+    for name in [
+        "create",
+        "put-if-match",
+        "delete-if-match",
+        "race",
+        "versioned",
+    ] {
         cleanup(&client, &key(name));
     }
-    if failed > 0 {
+    let delete_failed = matches!(checks[2].1, Verdict::Fail(_));
+    if failed == 1 && delete_failed && errors == 0 {
+        out!("verdict: this store can hold fenced locks only (its DELETE If-Match is not safe): use --fenced");
+        NO
+    } else if failed > 0 {
         out!("verdict: this store cannot protect a lock ({failed} check(s) failed): do not use sets3lock on it");
         NO
     } else if errors > 0 {
@@ -103,6 +123,21 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
         out!("verdict: this store honours conditional writes atomically: sets3lock can use it");
         OK
     }
+}
+
+/// What a versioned bucket costs a lock, and the lifecycle rule that keeps it in check.
+fn versioning_note(prefix: &str) -> String {
+    let scope = if prefix.is_empty() {
+        "the whole bucket (better: keep locks under a prefix of their own)".to_string()
+    } else {
+        format!("Prefix {prefix:?}")
+    };
+    format!(
+        "the bucket is versioned: every renewal leaves a noncurrent version of the lock object \
+         (with the default 60s lease, 4,320 a day for each held lock; AWS warns of throttling \
+         past a few million versions of a key); add a lifecycle rule with \
+         NoncurrentVersionExpiration (1 day) scoped to {scope}"
+    )
 }
 
 fn nonce() -> u64 {
@@ -215,10 +250,13 @@ fn delete_if_match(client: &Client, key: &str) -> Verdict {
         Response::Mismatch => {}
         Response::Deleted => {
             return if current(client, key).is_none() {
-                Verdict::Fail("a DELETE with a wrong If-Match deleted the object".into())
+                Verdict::Fail("a DELETE with a wrong If-Match deleted the object (as MinIO CE does): a presence-mode release could delete another holder's lock; use --fenced, which never deletes".into())
             } else {
-                Verdict::Fail("a DELETE with a wrong If-Match answered success".into())
+                Verdict::Fail("a DELETE with a wrong If-Match answered success; use --fenced, which never deletes".into())
             }
+        }
+        Response::Refused(sets3lock::Error::ConditionalUnsupported { status, .. }) => {
+            return Verdict::Fail(format!("the store refuses DELETE If-Match (HTTP {status}): a presence-mode lock cannot be released; use --fenced, which never deletes"))
         }
         Response::Refused(e) => return Verdict::Error(e.to_string()),
         other => return Verdict::Error(format!("{other:?}")),
@@ -286,7 +324,16 @@ fn cleanup(client: &Client, key: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::ProbeUrl;
+    use super::{versioning_note, ProbeUrl};
+
+    #[test]
+    fn the_versioning_note_names_the_cost_and_a_rule_scoped_to_the_prefix() {
+        let note = versioning_note("locks/");
+        assert!(note.contains("4,320 a day"), "{note}");
+        assert!(note.contains("NoncurrentVersionExpiration"), "{note}");
+        assert!(note.contains("Prefix \"locks/\""), "{note}");
+        assert!(versioning_note("").contains("prefix of their own"));
+    }
 
     #[test]
     fn the_probe_prefix_is_a_directory_and_the_bucket_is_checked() {

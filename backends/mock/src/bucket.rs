@@ -55,6 +55,9 @@ pub struct Semantics {
     /// # Ok::<(), sets3lock::InvalidETag>(())
     /// ```
     pub conditional_delete: ConditionalDelete,
+    /// A versioned bucket: every PUT's reply carries `x-amz-version-id` (each write leaves a
+    /// version behind, which `sets3lock doctor` warns about).
+    pub versioned: bool,
 }
 
 impl Default for Semantics {
@@ -63,6 +66,7 @@ impl Default for Semantics {
             missing_key_if_match: MissingKeyIfMatch::NotFound,
             honor_conditions: true,
             conditional_delete: ConditionalDelete::Honored,
+            versioned: false,
         }
     }
 }
@@ -195,6 +199,8 @@ pub struct Object {
 pub struct MockS3 {
     buckets: BTreeMap<String, BTreeMap<String, Object>>,
     semantics: Semantics,
+    /// Versions written so far (a versioned bucket's version ids).
+    versions: u64,
 }
 
 impl MockS3 {
@@ -208,6 +214,7 @@ impl MockS3 {
         MockS3 {
             buckets: BTreeMap::new(),
             semantics,
+            versions: 0,
         }
     }
 
@@ -280,6 +287,21 @@ impl MockS3 {
 
     /// Applies one request atomically and returns S3's reply, as HTTP.
     pub fn execute(&mut self, bucket: &str, key: &str, intent: &Intent) -> Reply {
+        let mut reply = self.apply(bucket, key, intent);
+        let put = matches!(
+            intent,
+            Intent::PutIfNoneMatch { .. } | Intent::PutIfMatch { .. }
+        );
+        if self.semantics.versioned && put && reply.status.is_success() {
+            self.versions += 1;
+            if let Ok(v) = HeaderValue::from_str(&format!("v{}", self.versions)) {
+                reply.headers.insert("x-amz-version-id", v);
+            }
+        }
+        reply
+    }
+
+    fn apply(&mut self, bucket: &str, key: &str, intent: &Intent) -> Reply {
         let semantics = self.semantics;
         let Some(objects) = self.buckets.get_mut(bucket) else {
             return Reply::error(StatusCode::NOT_FOUND, "NoSuchBucket");

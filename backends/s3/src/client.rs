@@ -1,7 +1,7 @@
 //! Single requests on any key of a bucket, outside the lock protocol: what operator tools
 //! (`status`, `unlock`, `doctor`) and tests need.
 
-use crate::http::{blocking_client, send_blocking};
+use crate::http::{blocking_client, exchange_blocking, send_blocking};
 use crate::request::presign_key;
 use crate::target::bucket_of;
 use crate::{Error, S3Options};
@@ -42,23 +42,52 @@ impl Client {
 
     /// Sends one request on `key`.
     pub fn send(&self, key: &str, intent: &Intent) -> Response {
-        let credentials = match self.credentials.current() {
-            Ok(c) => c,
-            Err(why) => {
-                return Response::Ambiguous(sets3lock::Ambiguity::Connection {
-                    detail: format!("no credentials to sign with: {why}"),
-                })
-            }
-        };
-        let request = presign_key(
+        match self.presign(key, intent) {
+            Ok(request) => send_blocking(&self.http, request, intent.kind()),
+            Err(no_credentials) => no_credentials,
+        }
+    }
+
+    /// The request, presigned now; without credentials, the reply that stands for it (a
+    /// setback: nothing was sent).
+    fn presign(&self, key: &str, intent: &Intent) -> Result<crate::HttpRequest, Response> {
+        let credentials = self.credentials.current().map_err(|why| {
+            Response::Ambiguous(sets3lock::Ambiguity::Connection {
+                detail: format!("no credentials to sign with: {why}"),
+            })
+        })?;
+        Ok(presign_key(
             &self.bucket,
             &credentials,
             self.expiry,
             key,
             intent,
             &jiff::Timestamp::now(),
-        );
-        send_blocking(&self.http, request, intent.kind())
+        ))
+    }
+
+    /// Sends one request on `key`, and also returns the `x-amz-version-id` its reply carried
+    /// (absent, or `null`, on a bucket without versioning): how `sets3lock doctor` learns that
+    /// every write leaves a version behind.
+    pub fn send_versioned(&self, key: &str, intent: &Intent) -> (Response, Option<String>) {
+        let request = match self.presign(key, intent) {
+            Ok(r) => r,
+            Err(no_credentials) => return (no_credentials, None),
+        };
+        match exchange_blocking(&self.http, request) {
+            Ok((status, headers, body)) => {
+                let version = headers
+                    .get("x-amz-version-id")
+                    .and_then(|v| v.to_str().ok())
+                    .filter(|v| !v.is_empty() && *v != "null")
+                    .map(str::to_owned);
+                (
+                    sets3lock::classify(intent.kind(), status, &headers, &body),
+                    version,
+                )
+            }
+            Err(no_reply) => (no_reply, None),
+        }
     }
 
     /// Who holds the lock at `key`: `None` when it is free.

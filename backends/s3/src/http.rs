@@ -88,23 +88,35 @@ pub(crate) fn send_blocking(
     request: HttpRequest,
     kind: IntentKind,
 ) -> Response {
+    match exchange_blocking(http, request) {
+        Ok((status, headers, body)) => classify(kind, status, &headers, &body),
+        Err(no_reply) => no_reply,
+    }
+}
+
+/// Sends one request and returns the raw reply (the body cut at `MAX_BODY`), or the response
+/// that stands for no reply.
+pub(crate) fn exchange_blocking(
+    http: &reqwest::blocking::Client,
+    request: HttpRequest,
+) -> Result<(http::StatusCode, http::HeaderMap, Vec<u8>), Response> {
     use std::io::Read;
     let sent = http
         .request(request.method, request.url)
         .headers(request.headers)
         .body(request.body)
         .send();
-    let reply = match sent {
-        Ok(r) => r,
-        Err(e) => return no_reply(&e),
-    };
+    let reply = sent.map_err(|e| no_reply(&e))?;
     let status = reply.status();
     let headers = reply.headers().clone();
     let mut body = Vec::new();
-    if let Err(e) = reply.take(MAX_BODY as u64).read_to_end(&mut body) {
-        return Response::Ambiguous(Ambiguity::Connection {
-            detail: e.to_string(),
-        });
-    }
-    classify(kind, status, &headers, &body)
+    reply
+        .take(MAX_BODY as u64)
+        .read_to_end(&mut body)
+        .map_err(|e| {
+            Response::Ambiguous(Ambiguity::Connection {
+                detail: e.to_string(),
+            })
+        })?;
+    Ok((status, headers, body))
 }

@@ -537,3 +537,25 @@ fn presence_release_on_a_store_without_conditional_delete_names_fenced_mode() {
         other => panic!("expected 501 on release, got {other:?}"),
     }
 }
+
+/// `Client::send_versioned` (what `sets3lock doctor` uses) tells a versioned bucket, where
+/// every renewal leaves a version behind, from one without versioning.
+#[test]
+fn a_versioned_bucket_is_told_apart_by_the_version_id_of_a_put() {
+    let put = sets3lock::Intent::PutIfNoneMatch {
+        body: bytes::Bytes::from_static(b"{}"),
+    };
+    for (server, versioned) in [
+        (support::mock_versioned(), true),
+        (support::mock(404), false),
+    ] {
+        let client = sets3lock_s3::Client::new(&server.bucket, &server.options()).expect("client");
+        let (reply, version) = client.send_versioned(&fresh_key("versioned"), &put);
+        assert!(
+            matches!(reply, sets3lock::Response::Written { .. }),
+            "{}: {reply:?}",
+            server.name
+        );
+        assert_eq!(version.is_some(), versioned, "{}: {version:?}", server.name);
+    }
+}

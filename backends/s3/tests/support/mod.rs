@@ -67,6 +67,17 @@ pub fn mock_like_localstack() -> Server {
     )
 }
 
+/// The mock with a versioned bucket: every PUT's reply carries `x-amz-version-id`.
+pub fn mock_versioned() -> Server {
+    mock_flavour(
+        "mock (versioned bucket)",
+        Semantics {
+            versioned: true,
+            ..Semantics::default()
+        },
+    )
+}
+
 /// The mock with these semantics over HTTP, started once per test binary and name.
 fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
     static STARTED: Mutex<Vec<Server>> = Mutex::new(Vec::new());
