@@ -70,6 +70,7 @@ fn no_deletes(c: &Client) {
 fn successive_grants_get_tokens_1_2_3_and_the_object_stays_free_between_them() {
     let mut s3 = bucket();
     for (n, seed) in [(1, 1), (2, 2), (3, 3)] {
+        // (The first reads, finds nothing, creates; the others read and claim.)
         let mut c = Client::new(fenced(), seed);
         assert_eq!(cycle(&mut c, &mut s3), Some(n));
         no_deletes(&c);
@@ -85,7 +86,7 @@ fn successive_grants_get_tokens_1_2_3_and_the_object_stays_free_between_them() {
 }
 
 #[test]
-fn a_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_record() {
+fn a_fenced_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_record() {
     let mut s3 = bucket();
     cycle(&mut Client::new(fenced(), 1), &mut s3);
     let free = s3.object(B, K).unwrap().etag.clone();
@@ -93,14 +94,23 @@ fn a_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_record() {
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     assert_eq!(acquired_token(&c.take_events()), Some(2));
-    assert_eq!(
-        c.purposes(),
-        vec![Purpose::Acquire, Purpose::Observe, Purpose::Acquire]
-    );
+    // Fenced mode reads first: a free fenced key is never absent.
+    assert_eq!(c.purposes(), vec![Purpose::Observe, Purpose::Acquire]);
     assert!(
-        matches!(&c.sent[2].intent, Intent::PutIfMatch { etag, .. } if *etag == free),
+        matches!(&c.sent[1].intent, Intent::PutIfMatch { etag, .. } if *etag == free),
         "{:?}",
-        c.sent[2]
+        c.sent[1]
+    );
+    // A client configured for presence mode creates first (412), then reads, then claims.
+    let mut p = Client::new(config(), 3);
+    c.lock.release(c.now).expect("held");
+    c.run(&mut s3, c.now);
+    p.lock.acquire(p.now, 0, Wait::No).unwrap();
+    p.run(&mut s3, p.now);
+    assert_eq!(acquired_token(&p.take_events()), Some(3));
+    assert_eq!(
+        p.purposes(),
+        vec![Purpose::Acquire, Purpose::Observe, Purpose::Acquire]
     );
 }
 
@@ -192,8 +202,8 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
     cycle(&mut Client::new(fenced(), 1), &mut s3);
     let mut c = Client::new(fenced(), 2);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
-    // Create (412: exists), read (free, token 1), then the claim: applied, reply lost.
-    for _ in 0..2 {
+    // The read (free, token 1), then the claim: applied, reply lost.
+    {
         let req = c.request().unwrap();
         let reply = s3.execute(B, K, &req.intent);
         let r = sets3lock::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);

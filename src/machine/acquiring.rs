@@ -72,8 +72,10 @@ pub(super) struct Acquiring {
 }
 
 impl Acquiring {
-    /// A new acquisition that creates the object at once.
-    pub(super) fn start(s: Session, wait: Wait, now: Instant) -> Acquiring {
+    /// A new acquisition: presence mode creates the object at once (a free presence-mode
+    /// key is absent); fenced mode reads it first (a free fenced key holds a `free` record,
+    /// whose ETag the grant needs), and creates it only if it is absent.
+    pub(super) fn start(s: Session, wait: Wait, fenced: bool, now: Instant) -> Acquiring {
         Acquiring {
             s,
             try_once: wait.is_try_once(),
@@ -82,7 +84,7 @@ impl Acquiring {
                 Wait::No | Wait::Forever => None,
             },
             observed: None,
-            next: Schedule::at(now, Step::Create),
+            next: Schedule::at(now, if fenced { Step::Observe } else { Step::Create }),
             polls: 0,
             retries: Tries::default(),
             rounds: Tries::default(),

@@ -250,7 +250,8 @@ impl Lock {
         }
         let owner = OwnerId::from_u128(self.cx.rng.next_u128());
         let session = Session::new(owner, now, unix_ms);
-        self.phase = Phase::Acquiring(Acquiring::start(session, wait, now));
+        let fenced = self.cx.cfg.fenced;
+        self.phase = Phase::Acquiring(Acquiring::start(session, wait, fenced, now));
         self.drive(now);
         Ok(())
     }
