@@ -91,6 +91,37 @@ fn floor_cycle(
     assert!(reply.status().is_success(), "floor DELETE");
 }
 
+/// The fenced floor: what a fenced cycle on a free key needs, by hand: read the free record
+/// (its ETag), write the held record with If-Match on it, write the free record with If-Match
+/// on that.
+fn fenced_floor_cycle(
+    client: &reqwest::blocking::Client,
+    bucket: &Bucket,
+    creds: &Credentials,
+    key: &str,
+    n: u64,
+) {
+    let get = bucket.get_object(Some(creds), key);
+    let reply = client
+        .get(get.sign(Duration::from_secs(60)))
+        .send()
+        .expect("get");
+    assert_eq!(reply.status(), 200, "fenced floor GET");
+    let mut etag = reply.headers()["etag"].to_str().expect("etag").to_owned();
+    for state in ["held", "free"] {
+        let mut put = bucket.put_object(Some(creds), key);
+        put.headers_mut().insert("if-match", etag.clone());
+        let reply = client
+            .put(put.sign(Duration::from_secs(60)))
+            .header("if-match", etag.clone())
+            .body(format!("{{\"state\":\"{state}\",\"n\":{n}}}"))
+            .send()
+            .expect("put");
+        assert_eq!(reply.status(), 200, "fenced floor PUT");
+        etag = reply.headers()["etag"].to_str().expect("etag").to_owned();
+    }
+}
+
 fn main() {
     let s = server();
     let cycles: usize = std::env::var("BENCH_CYCLES")
@@ -161,6 +192,70 @@ fn main() {
     println!(
         "| ratio (sets3lock / floor, median) | {:.2}x | | |",
         percentile(&lock, 0.5) / percentile(&floor, 0.5)
+    );
+    println!();
+
+    // ---- fenced, uncontended, side by side with its own floor ----
+    let fenced_floor_key = format!("bench/{run}/fenced-floor");
+    let mut put = bucket.put_object(Some(&creds), &fenced_floor_key);
+    put.headers_mut().insert("if-none-match", "*");
+    client
+        .put(put.sign(Duration::from_secs(60)))
+        .header("if-none-match", "*")
+        .body("{\"state\":\"free\"}")
+        .send()
+        .expect("seed the fenced floor's free record");
+    let mut fenced_options = options(&s);
+    fenced_options.lock.fenced = true;
+    let fenced = Locker::new(
+        &format!("s3://{}/bench/{run}/fenced", s.bucket),
+        fenced_options,
+    )
+    .expect("locker");
+    let first = fenced.acquire(Wait::No).expect("first fenced grant");
+    first.release().expect("release"); // the key now holds a free record, as in use
+    let (mut ffloor, mut flock) = (Vec::new(), Vec::new());
+    let before = fenced.requests();
+    for batch in 0..10 {
+        for i in 0..cycles / 10 {
+            let t = Instant::now();
+            fenced_floor_cycle(
+                &client,
+                &bucket,
+                &creds,
+                &fenced_floor_key,
+                (batch * cycles + i) as u64,
+            );
+            ffloor.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        for _ in 0..cycles / 10 {
+            let t = Instant::now();
+            let held = fenced.acquire(Wait::No).expect("acquire");
+            held.release().expect("release");
+            flock.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let fenced_requests = (fenced.requests() - before) as f64 / flock.len() as f64;
+    let (ffloor, flock) = (sorted(ffloor), sorted(flock));
+    println!("| fenced acquire + release of a free key | median ms | p99 ms | requests/cycle |");
+    println!("|---|---|---|---|");
+    println!(
+        "| reqwest: GET + PUT If-Match (held) + PUT If-Match (free) (floor) | {:.2} | {:.2} | 3 |",
+        percentile(&ffloor, 0.5),
+        percentile(&ffloor, 0.99)
+    );
+    println!(
+        "| sets3lock blocking driver, --fenced | {:.2} | {:.2} | {fenced_requests:.2} |",
+        percentile(&flock, 0.5),
+        percentile(&flock, 0.99)
+    );
+    println!(
+        "| ratio (sets3lock / floor, median) | {:.2}x | | |",
+        percentile(&flock, 0.5) / percentile(&ffloor, 0.5)
+    );
+    println!(
+        "| fenced / presence, sets3lock (median) | {:.2}x | | |",
+        percentile(&flock, 0.5) / percentile(&lock, 0.5)
     );
     println!();
 
