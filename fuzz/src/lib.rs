@@ -141,7 +141,7 @@ enum Reply {
 /// reports "acquired" unless a write of its own was answered "written", or read back.
 pub fn machine(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let config = Config {
+    let mut config = Config {
         lease: Duration::from_millis(
             u64::from(u.int_in_range(0u16..=60_000).unwrap_or(30_000)).max(10),
         ),
@@ -151,7 +151,10 @@ pub fn machine(data: &[u8]) {
             .then(|| Duration::from_secs(5)),
         ..Config::default()
     };
-    let Ok(mut lock) = Lock::new(config, [u8::arbitrary(&mut u).unwrap_or(0); 32]) else {
+    let seed = u8::arbitrary(&mut u).unwrap_or(0);
+    // Half the inputs in fenced mode, without shifting what the rest of an input means.
+    config.fenced = seed & 1 == 1;
+    let Ok(mut lock) = Lock::new(config, [seed; 32]) else {
         return;
     };
     let mut now = Instant::ZERO;
