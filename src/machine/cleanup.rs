@@ -8,7 +8,7 @@ use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::Session;
 use super::Phase;
-use crate::{ETag, Fence, Holder, Instant, LockState, Purpose, Response};
+use crate::{ETag, Holder, Instant, Purpose, Response};
 
 /// A write of ours known to be (or to have been) the object: its ETag, and its token if it
 /// is a fenced record.
@@ -84,11 +84,7 @@ impl Cleanup {
                 etag,
                 token: Some(token),
             }) => {
-                let fence = Fence {
-                    state: LockState::Free,
-                    token,
-                };
-                let (w, body) = self.s.next_write(&cx.cfg, now, Some(fence));
+                let (w, body) = self.s.next_free_write(&cx.cfg, now, token);
                 Outgoing::free(Purpose::Cleanup, etag, w, body)
             }
         })

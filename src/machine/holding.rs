@@ -2,15 +2,15 @@
 
 use super::cleanup::Cleanup;
 use super::context::Context;
-use super::pending::{InFlight, Outgoing, Pending};
+use super::pending::{self, InFlight, Outgoing, Pending};
 use super::releasing::Releasing;
 use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::{Session, Write};
 use super::Phase;
 use crate::{
-    Ambiguity, ETag, Event, Fence, Holder, Instant, IntentKind, LockState, LostReason, OwnerId,
-    Purpose, Response, Setback,
+    ETag, Event, Fence, Holder, Instant, IntentKind, LockState, LostReason, OwnerId, Purpose,
+    Response, Setback,
 };
 
 /// What a holder sends next.
@@ -141,15 +141,7 @@ impl Holding {
             }
             (InFlight::Replace { .. }, Response::Absent) => return lose(cx, LostReason::Deleted),
             (InFlight::Replace { write, .. }, r) => {
-                let setback = match r {
-                    Response::Conflict { code } => Setback::Conflict { code },
-                    Response::Refused(e) => Setback::Refused(e),
-                    Response::Ambiguous(a) => Setback::Ambiguous(a),
-                    other => Setback::Ambiguous(Ambiguity::Unexpected {
-                        reply: other.name(),
-                        request: IntentKind::PutIfMatch,
-                    }),
-                };
+                let setback = pending::setback(r, IntentKind::PutIfMatch);
                 let step = if matches!(setback, Setback::Ambiguous(_)) {
                     // The renewal may have landed: find out before writing again.
                     self.s.remember(write);

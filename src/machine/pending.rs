@@ -2,7 +2,7 @@
 //! and send time, a conditional request the ETag it named, a read nothing.
 
 use super::session::Write;
-use crate::{ETag, Intent, IntentKind, Purpose, Request, RequestId};
+use crate::{Ambiguity, ETag, Intent, IntentKind, Purpose, Request, RequestId, Response, Setback};
 use bytes::Bytes;
 
 /// What the request in flight was.
@@ -117,5 +117,19 @@ impl Outgoing {
             flight: self.flight,
         };
         (request, pending)
+    }
+}
+
+/// The setback a reply that is no answer stands for: a 409, a refusal, no reply, or a reply
+/// that does not fit a request of `kind`.
+pub(super) fn setback(reply: Response, kind: IntentKind) -> Setback {
+    match reply {
+        Response::Conflict { code } => Setback::Conflict { code },
+        Response::Refused(e) => Setback::Refused(e),
+        Response::Ambiguous(a) => Setback::Ambiguous(a),
+        other => Setback::Ambiguous(Ambiguity::Unexpected {
+            reply: other.name(),
+            request: kind,
+        }),
     }
 }

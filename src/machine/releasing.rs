@@ -2,15 +2,12 @@
 //! and telling released, taken over and already gone apart.
 
 use super::context::Context;
-use super::pending::{InFlight, Outgoing, Pending};
+use super::pending::{self, InFlight, Outgoing, Pending};
 use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::Session;
 use super::Phase;
-use crate::{
-    Ambiguity, ETag, Error, Event, Fence, Holder, Instant, LockState, Purpose, ReleaseOutcome,
-    Response, Setback,
-};
+use crate::{ETag, Error, Event, Holder, Instant, Purpose, ReleaseOutcome, Response, Setback};
 
 /// What a release sends next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +58,7 @@ impl Releasing {
             Step::Release => match self.token {
                 None => Outgoing::delete(Purpose::Release, self.etag.clone()),
                 Some(token) => {
-                    let fence = Fence {
-                        state: LockState::Free,
-                        token,
-                    };
-                    let (w, body) = self.s.next_write(&cx.cfg, now, Some(fence));
+                    let (w, body) = self.s.next_free_write(&cx.cfg, now, token);
                     Outgoing::free(Purpose::Release, self.etag.clone(), w, body)
                 }
             },
@@ -159,14 +152,7 @@ impl Releasing {
                 if matches!(flight, InFlight::Delete { .. } | InFlight::Free { .. }) {
                     self.unconfirmed = true;
                 }
-                let setback = match other {
-                    Response::Conflict { code } => Setback::Conflict { code },
-                    Response::Ambiguous(a) => Setback::Ambiguous(a),
-                    other => Setback::Ambiguous(Ambiguity::Unexpected {
-                        reply: other.name(),
-                        request: kind,
-                    }),
-                };
+                let setback = pending::setback(other, kind);
                 if !self.retry(cx, Step::Observe, now, setback) {
                     return Phase::Idle;
                 }

@@ -100,6 +100,20 @@ impl Session {
         (write, body)
     }
 
+    /// The next write, of a `free` record with `token` (fenced mode's release and cleanup).
+    pub(super) fn next_free_write(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        token: u64,
+    ) -> (Write, Bytes) {
+        let free = Fence {
+            state: LockState::Free,
+            token,
+        };
+        self.next_write(cfg, now, Some(free))
+    }
+
     /// The record of our write `seq`, as others read it.
     fn record(&self, cfg: &Config, seq: u64, written_unix_ms: u64, fence: Option<Fence>) -> Record {
         Record {

@@ -96,21 +96,11 @@ fn fenced_tokens_grow<D: Driver>(s: &Server) {
 }
 
 fn fenced_stale_record(token: u64, lease_ms: u64) -> Vec<u8> {
-    Record {
-        owner: OwnerId::from_u128(u128::from(support::rand_u64())),
-        seq: 1,
-        lease: Duration::from_millis(lease_ms),
-        host: "crashed-host".into(),
-        pid: 1,
-        acquired_unix_ms: 0,
-        written_unix_ms: 0,
-        fence: Some(Fence {
-            state: LockState::Held,
-            token,
-        }),
-    }
-    .encode()
-    .to_vec()
+    let fence = Fence {
+        state: LockState::Held,
+        token,
+    };
+    record_of_someone_else(lease_ms, Some(fence))
 }
 
 fn fenced_takeover_of_a_stale_holder<D: Driver>(s: &Server) {
@@ -155,20 +145,7 @@ fn fenced_lost_reply_is_recovered<D: Driver>(s: &Server) {
 }
 
 fn fenced_release_after_takeover<D: Driver>(s: &Server) {
-    let key = fresh_key("fenced-taken-over");
-    let held = D::acquire(&s.url(&key), fenced(s), Wait::No).expect("acquire");
-    let theirs = s.raw_put(&key, &fenced_stale_record(2, 60_000));
-    assert_eq!(
-        D::release(held).expect("release"),
-        ReleaseOutcome::TakenOver
-    );
-    assert_eq!(
-        s.raw_get(&key).map(|(e, _)| e),
-        Some(theirs),
-        "{}: release touched another's lock",
-        s.name
-    );
-    s.raw_delete(&key);
+    release_after_takeover_in::<D>(s, fenced(s), &fenced_stale_record(2, 60_000));
 }
 
 fn acquire_and_release<D: Driver>(s: &Server) {
@@ -278,6 +255,11 @@ fn renew<D: Driver>(s: &Server) {
 }
 
 fn stale_record(lease_ms: u64) -> Vec<u8> {
+    record_of_someone_else(lease_ms, None)
+}
+
+/// A record another holder wrote, with this lease (and fence).
+fn record_of_someone_else(lease_ms: u64, fence: Option<Fence>) -> Vec<u8> {
     Record {
         owner: OwnerId::from_u128(u128::from(support::rand_u64())),
         seq: 1,
@@ -286,7 +268,7 @@ fn stale_record(lease_ms: u64) -> Vec<u8> {
         pid: 1,
         acquired_unix_ms: 0,
         written_unix_ms: 0,
-        fence: None,
+        fence,
     }
     .encode()
     .to_vec()
@@ -346,9 +328,19 @@ fn lost_reply_is_recovered<D: Driver>(s: &Server) {
 }
 
 fn release_after_takeover<D: Driver>(s: &Server) {
+    release_after_takeover_in::<D>(s, s.options(), &stale_record(60_000));
+}
+
+/// Someone else's object (`theirs`) replaced ours while we held the lock: the release reports
+/// it and leaves it alone.
+fn release_after_takeover_in<D: Driver>(
+    s: &Server,
+    options: sets3lock_s3::S3Options,
+    theirs: &[u8],
+) {
     let key = fresh_key("taken-over");
-    let held = D::acquire(&s.url(&key), s.options(), Wait::No).expect("acquire");
-    let theirs = s.raw_put(&key, &stale_record(60_000)); // someone else's object now
+    let held = D::acquire(&s.url(&key), options, Wait::No).expect("acquire");
+    let theirs = s.raw_put(&key, theirs);
     assert_eq!(
         D::release(held).expect("release"),
         ReleaseOutcome::TakenOver
