@@ -7,7 +7,7 @@ mod support;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::Server;
+use support::{RawAccess, Server};
 
 /// Runs the binary with the server's credentials and nothing else from the AWS environment.
 struct TestCommand {

@@ -11,7 +11,7 @@ use sets3lock_s3::blocking::Blocking;
 use sets3lock_s3::tokio::Tokio;
 use sets3lock_s3::{Error, Loss, Wait};
 use std::time::{Duration, Instant};
-use support::{fresh_key, Driver, Server};
+use support::{fresh_key, Driver, RawAccess, Server};
 
 fn scenarios<D: Driver>(server: &Server) {
     eprintln!(

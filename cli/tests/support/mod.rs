@@ -3,11 +3,10 @@
 #![allow(dead_code, unreachable_pub)] // test-only items
 
 pub mod blackout;
+#[path = "../../../backends/s3/tests/support/raw.rs"]
+pub mod raw;
 
-use rusty_s3::actions::S3Action;
-use rusty_s3::{Bucket, Credentials, UrlStyle};
-use sets3lock::ETag;
-use std::time::Duration;
+pub use raw::{fresh_key, rand_u64, RawAccess};
 
 /// One S3 endpoint started by `scripts/s3-server.sh`.
 #[derive(Clone, Debug)]
@@ -52,66 +51,10 @@ impl Server {
     pub fn url(&self, key: &str) -> String {
         format!("s3://{}/{}", self.bucket, key)
     }
-
-    fn raw(&self, method: &str, key: &str, body: Option<&[u8]>) -> (u16, Option<String>, Vec<u8>) {
-        let bucket = Bucket::new(
-            self.endpoint.parse().expect("url"),
-            UrlStyle::Path,
-            self.bucket.clone(),
-            "us-east-1",
-        )
-        .expect("bucket");
-        let creds = Credentials::new(self.access_key.clone(), self.secret.clone());
-        let expiry = Duration::from_secs(60);
-        let client = reqwest::blocking::Client::new();
-        let request = match method {
-            "PUT" => client
-                .put(bucket.put_object(Some(&creds), key).sign(expiry))
-                .body(body.unwrap_or_default().to_vec()),
-            "DELETE" => client.delete(bucket.delete_object(Some(&creds), key).sign(expiry)),
-            _ => client.get(bucket.get_object(Some(&creds), key).sign(expiry)),
-        };
-        let reply = request.send().expect("raw request");
-        let status = reply.status().as_u16();
-        let etag = reply
-            .headers()
-            .get("etag")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        (
-            status,
-            etag,
-            reply.bytes().map(|b| b.to_vec()).unwrap_or_default(),
-        )
-    }
-
-    /// Writes the object unconditionally.
-    pub fn raw_put(&self, key: &str, body: &[u8]) -> ETag {
-        let (status, etag, _) = self.raw("PUT", key, Some(body));
-        assert_eq!(status, 200, "raw PUT");
-        ETag::parse(&etag.expect("etag")).expect("valid etag")
-    }
-
-    /// Deletes the object unconditionally.
-    pub fn raw_delete(&self, key: &str) {
-        let (status, _, _) = self.raw("DELETE", key, None);
-        assert!(status == 204 || status == 200, "raw DELETE: {status}");
-    }
-
-    /// The object's ETag and body, if it exists.
-    pub fn raw_get(&self, key: &str) -> Option<(ETag, Vec<u8>)> {
-        let (status, etag, body) = self.raw("GET", key, None);
-        (status == 200).then(|| (ETag::parse(&etag.expect("etag")).expect("etag"), body))
-    }
 }
 
-/// A key no other test uses.
-pub fn fresh_key(scenario: &str) -> String {
-    format!("conformance/{scenario}/{:016x}", rand_u64())
-}
-
-pub fn rand_u64() -> u64 {
-    let mut b = [0u8; 8];
-    getrandom::fill(&mut b).expect("random");
-    u64::from_le_bytes(b)
+impl RawAccess for Server {
+    fn parts(&self) -> (&str, &str, &str, &str) {
+        (&self.endpoint, &self.access_key, &self.secret, &self.bucket)
+    }
 }

@@ -1,0 +1,79 @@
+//! Raw, unconditional access to an object, as an operator (or a test's tampering) sends it;
+//! shared by the drivers' tests and the command's tests (`#[path]`-included there).
+
+use rusty_s3::actions::S3Action;
+use rusty_s3::{Bucket, Credentials, UrlStyle};
+use sets3lock::ETag;
+use std::time::Duration;
+
+/// What a test server gives for raw access: endpoint, access key, secret, bucket.
+pub trait RawAccess {
+    fn parts(&self) -> (&str, &str, &str, &str);
+
+    /// Writes the object unconditionally, as an operator would.
+    fn raw_put(&self, key: &str, body: &[u8]) -> ETag {
+        let (status, etag, _) = raw(self.parts(), "PUT", key, Some(body));
+        assert_eq!(status, 200, "raw PUT");
+        ETag::parse(&etag.expect("etag")).expect("valid etag")
+    }
+
+    /// Deletes the object unconditionally.
+    fn raw_delete(&self, key: &str) {
+        let (status, _, _) = raw(self.parts(), "DELETE", key, None);
+        assert!(status == 204 || status == 200, "raw DELETE: {status}");
+    }
+
+    /// The object's ETag and body, if it exists.
+    fn raw_get(&self, key: &str) -> Option<(ETag, Vec<u8>)> {
+        let (status, etag, body) = raw(self.parts(), "GET", key, None);
+        (status == 200).then(|| (ETag::parse(&etag.expect("etag")).expect("etag"), body))
+    }
+}
+
+fn raw(
+    (endpoint, access_key, secret, bucket): (&str, &str, &str, &str),
+    method: &str,
+    key: &str,
+    body: Option<&[u8]>,
+) -> (u16, Option<String>, Vec<u8>) {
+    let bucket = Bucket::new(
+        endpoint.parse().expect("url"),
+        UrlStyle::Path,
+        bucket.to_owned(),
+        "us-east-1",
+    )
+    .expect("bucket");
+    let creds = Credentials::new(access_key.to_owned(), secret.to_owned());
+    let expiry = Duration::from_secs(60);
+    let client = reqwest::blocking::Client::new();
+    let request = match method {
+        "PUT" => client
+            .put(bucket.put_object(Some(&creds), key).sign(expiry))
+            .body(body.unwrap_or_default().to_vec()),
+        "DELETE" => client.delete(bucket.delete_object(Some(&creds), key).sign(expiry)),
+        _ => client.get(bucket.get_object(Some(&creds), key).sign(expiry)),
+    };
+    let reply = request.send().expect("raw request");
+    let status = reply.status().as_u16();
+    let etag = reply
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (
+        status,
+        etag,
+        reply.bytes().map(|b| b.to_vec()).unwrap_or_default(),
+    )
+}
+
+/// A key no other test uses.
+pub fn fresh_key(scenario: &str) -> String {
+    format!("conformance/{scenario}/{:016x}", rand_u64())
+}
+
+pub fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("random");
+    u64::from_le_bytes(b)
+}
