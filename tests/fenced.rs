@@ -37,7 +37,7 @@ fn acquired_token(events: &[Event]) -> Option<u64> {
 
 /// Acquires with `c` (waiting), then releases, running the bucket to completion; returns the
 /// token the grant carried.
-fn cycle(c: &mut Client, s3: &mut MockS3) -> Option<u64> {
+fn cycle(c: &mut Process, s3: &mut MockS3) -> Option<u64> {
     c.lock
         .acquire(c.now, 0, Wait::Forever)
         .expect("an idle lock can acquire");
@@ -56,7 +56,7 @@ fn cycle(c: &mut Client, s3: &mut MockS3) -> Option<u64> {
     token
 }
 
-fn no_deletes(c: &Client) {
+fn no_deletes(c: &Process) {
     assert!(
         c.sent
             .iter()
@@ -71,7 +71,7 @@ fn successive_grants_get_tokens_1_2_3_and_the_object_stays_free_between_them() {
     let mut s3 = bucket();
     for (n, seed) in [(1, 1), (2, 2), (3, 3)] {
         // (The first reads, finds nothing, creates; the others read and claim.)
-        let mut c = Client::new(fenced(), seed);
+        let mut c = Process::new(fenced(), seed);
         assert_eq!(cycle(&mut c, &mut s3), Some(n));
         no_deletes(&c);
         assert_eq!(
@@ -88,9 +88,9 @@ fn successive_grants_get_tokens_1_2_3_and_the_object_stays_free_between_them() {
 #[test]
 fn a_fenced_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_record() {
     let mut s3 = bucket();
-    cycle(&mut Client::new(fenced(), 1), &mut s3);
+    cycle(&mut Process::new(fenced(), 1), &mut s3);
     let free = s3.object(B, K).unwrap().etag.clone();
-    let mut c = Client::new(fenced(), 2);
+    let mut c = Process::new(fenced(), 2);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     assert_eq!(acquired_token(&c.take_events()), Some(2));
@@ -102,7 +102,7 @@ fn a_fenced_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_recor
         c.sent[1]
     );
     // A client configured for presence mode creates first (412), then reads, then claims.
-    let mut p = Client::new(config(), 3);
+    let mut p = Process::new(config(), 3);
     c.lock.release(c.now).expect("held");
     c.run(&mut s3, c.now);
     p.lock.acquire(p.now, 0, Wait::No).unwrap();
@@ -117,7 +117,7 @@ fn a_fenced_grant_from_free_is_a_read_then_a_conditional_write_on_the_free_recor
 #[test]
 fn renewals_keep_the_token_and_change_the_body() {
     let mut s3 = bucket();
-    let mut c = Client::new(fenced(), 1);
+    let mut c = Process::new(fenced(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.at(secs(65)));
     let events = c.take_events();
@@ -145,12 +145,12 @@ fn renewals_keep_the_token_and_change_the_body() {
 #[test]
 fn a_crashed_fenced_holder_is_taken_over_with_the_next_token() {
     let mut s3 = bucket();
-    let mut crashed = Client::new(fenced(), 1);
+    let mut crashed = Process::new(fenced(), 1);
     crashed.lock.acquire(crashed.now, 0, Wait::No).unwrap();
     crashed.run(&mut s3, crashed.now);
     assert_eq!(acquired_token(&crashed.take_events()), Some(1));
     // `crashed` never runs again.
-    let mut w = Client::new(fenced(), 2);
+    let mut w = Process::new(fenced(), 2);
     w.lock.acquire(w.now, 0, Wait::Forever).unwrap();
     w.run(&mut s3, w.at(secs(29)));
     assert!(!w.lock.is_held(w.now), "taken over before a full lease");
@@ -172,19 +172,19 @@ fn a_crashed_fenced_holder_is_taken_over_with_the_next_token() {
 #[test]
 fn a_client_configured_for_presence_follows_a_fenced_key() {
     let mut s3 = bucket();
-    cycle(&mut Client::new(fenced(), 1), &mut s3);
-    let mut presence = Client::new(config(), 2);
+    cycle(&mut Process::new(fenced(), 1), &mut s3);
+    let mut presence = Process::new(config(), 2);
     assert_eq!(cycle(&mut presence, &mut s3), Some(2));
     no_deletes(&presence);
     assert_eq!(record(&s3).fence().map(|f| f.token), Some(2));
     // And a fenced client after it goes on from there.
-    assert_eq!(cycle(&mut Client::new(fenced(), 3), &mut s3), Some(3));
+    assert_eq!(cycle(&mut Process::new(fenced(), 3), &mut s3), Some(3));
 }
 
 #[test]
 fn a_presence_key_stays_presence_for_a_presence_client() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     assert_eq!(acquired_token(&c.take_events()), None);
@@ -199,8 +199,8 @@ fn a_presence_key_stays_presence_for_a_presence_client() {
 #[test]
 fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
     let mut s3 = bucket();
-    cycle(&mut Client::new(fenced(), 1), &mut s3);
-    let mut c = Client::new(fenced(), 2);
+    cycle(&mut Process::new(fenced(), 1), &mut s3);
+    let mut c = Process::new(fenced(), 2);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     // The read (free, token 1), then the claim: applied, reply lost.
     {
@@ -225,7 +225,7 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
 #[test]
 fn a_lost_reply_to_an_applied_release_is_recognised_as_our_free_record() {
     let mut s3 = bucket();
-    let mut c = Client::new(fenced(), 1);
+    let mut c = Process::new(fenced(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     c.take_events();
@@ -247,7 +247,7 @@ fn a_lost_reply_to_an_applied_release_is_recognised_as_our_free_record() {
 #[test]
 fn an_expired_fenced_hold_is_cleaned_up_with_a_free_record_not_a_delete() {
     let mut s3 = bucket();
-    let mut c = Client::new(fenced(), 1);
+    let mut c = Process::new(fenced(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     c.take_events();
@@ -262,13 +262,13 @@ fn an_expired_fenced_hold_is_cleaned_up_with_a_free_record_not_a_delete() {
     assert!(record(&s3).is_free(), "{}", record(&s3));
     assert_eq!(record(&s3).fence().map(|f| f.token), Some(1));
     // The next grant goes on from the token.
-    assert_eq!(cycle(&mut Client::new(fenced(), 2), &mut s3), Some(2));
+    assert_eq!(cycle(&mut Process::new(fenced(), 2), &mut s3), Some(2));
 }
 
 #[test]
 fn a_fenced_record_is_another_format_version_so_older_releases_never_delete_it() {
     let mut s3 = bucket();
-    cycle(&mut Client::new(fenced(), 1), &mut s3);
+    cycle(&mut Process::new(fenced(), 1), &mut s3);
     let body = String::from_utf8(s3.object(B, K).unwrap().body.to_vec()).unwrap();
     assert!(body.starts_with(r#"{"sets3lock":2,"#), "{body}");
     assert!(body.contains(r#""state":"free","token":1"#), "{body}");

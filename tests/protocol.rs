@@ -14,7 +14,7 @@ use scenario::*;
 #[test]
 fn uncontended_cycle_is_one_put_and_one_delete() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 1_764_500_000_000, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     let etag = acquired_etag(&c.take_events());
@@ -36,7 +36,7 @@ fn uncontended_cycle_is_one_put_and_one_delete() {
 #[test]
 fn record_names_the_holder_and_every_write_has_a_new_body() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 1_764_500_000_000, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     let first = s3.object(B, K).cloned().unwrap();
@@ -61,12 +61,12 @@ fn record_names_the_holder_and_every_write_has_a_new_body() {
 #[test]
 fn try_once_on_a_held_lock_reports_the_holder() {
     let mut s3 = bucket();
-    let mut holder = Client::new(config(), 1);
+    let mut holder = Process::new(config(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
     let etag = acquired_etag(&holder.take_events());
 
-    let mut c = Client::new(config(), 2);
+    let mut c = Process::new(config(), 2);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     match c.take_events().as_slice() {
@@ -85,11 +85,11 @@ fn try_once_on_a_held_lock_reports_the_holder() {
 #[test]
 fn waiter_acquires_after_release_with_jittered_growing_polls() {
     let mut s3 = bucket();
-    let mut holder = Client::new(config(), 1);
+    let mut holder = Process::new(config(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
 
-    let mut c = Client::new(config(), 2);
+    let mut c = Process::new(config(), 2);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     c.run(&mut s3, c.at(secs(8)));
     assert!(matches!(c.events.first(), Some(Event::Contended { .. })));
@@ -118,7 +118,7 @@ fn waiter_acquires_after_release_with_jittered_growing_polls() {
 #[test]
 fn renewal_every_third_of_the_lease_extends_validity_from_the_send_time() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     let v0 = c.lock.valid_until().unwrap();
@@ -148,7 +148,7 @@ fn lease_zero_never_renews_and_is_never_taken_over() {
         lease: Duration::ZERO,
         ..config()
     };
-    let mut holder = Client::new(cfg.clone(), 1);
+    let mut holder = Process::new(cfg.clone(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
     assert_eq!(holder.lock.valid_until(), None);
@@ -156,7 +156,7 @@ fn lease_zero_never_renews_and_is_never_taken_over() {
     assert!(holder.lock.is_held(holder.now));
     assert_eq!(holder.purposes(), vec![Purpose::Acquire]);
 
-    let mut waiter = Client::new(cfg, 2);
+    let mut waiter = Process::new(cfg, 2);
     waiter
         .lock
         .acquire(waiter.now, 0, Wait::Timeout(secs(600)))
@@ -174,12 +174,12 @@ fn lease_zero_never_renews_and_is_never_taken_over() {
 #[test]
 fn crashed_holder_is_taken_over_after_a_full_lease_not_before() {
     let mut s3 = bucket();
-    let mut holder = Client::new(config(), 1);
+    let mut holder = Process::new(config(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
     // The holder crashes: it never runs again.
 
-    let mut w = Client::new(config(), 2);
+    let mut w = Process::new(config(), 2);
     w.now = w.at(secs(5));
     w.lock.acquire(w.now, 0, Wait::Forever).unwrap();
     // It first sees the object at 5 s: takeover is due at 35 s, by its own clock.
@@ -202,9 +202,9 @@ fn crashed_holder_is_taken_over_after_a_full_lease_not_before() {
 #[test]
 fn a_renewing_holder_is_never_taken_over() {
     let mut s3 = bucket();
-    let mut holder = Client::new(config(), 1);
+    let mut holder = Process::new(config(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
-    let mut w = Client::new(config(), 2);
+    let mut w = Process::new(config(), 2);
     holder.run(&mut s3, holder.now);
     w.lock.acquire(w.now, 0, Wait::Forever).unwrap();
     for step in 1..=60 {
@@ -220,7 +220,7 @@ fn a_renewing_holder_is_never_taken_over() {
 #[test]
 fn lost_reply_to_an_applied_create_is_recovered_by_reading_back() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let put = c.request().unwrap();
     s3.execute(B, K, &put.intent); // applied...
@@ -239,7 +239,7 @@ fn lost_reply_to_an_applied_create_is_recovered_by_reading_back() {
 #[test]
 fn lost_create_that_was_not_applied_is_retried() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let put = c.request().unwrap();
     c.answer(
@@ -262,7 +262,7 @@ fn late_landing_create_is_recognised_as_ours() {
     // first PUT lands late. The retry gets 412 on our own object, and the read-back finds
     // our owner id with the first sequence number.
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let first = c.request().unwrap();
     c.answer(&first, Response::Ambiguous(Ambiguity::Timeout));
@@ -276,7 +276,7 @@ fn late_landing_create_is_recognised_as_ours() {
 #[test]
 fn conflict_409_is_retried_not_fatal() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     let put = c.request().unwrap();
     let body = b"<Error><Code>ConditionalRequestConflict</Code></Error>";
@@ -295,7 +295,7 @@ fn conflict_409_is_retried_not_fatal() {
 #[test]
 fn ambiguous_renewal_that_landed_is_adopted() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     c.now = c.at(secs(10));
@@ -325,7 +325,7 @@ fn ambiguous_renewal_that_landed_is_adopted() {
 #[test]
 fn renewals_that_never_get_through_end_in_expiry_then_cleanup() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     // From now on every request times out (and none is applied).
@@ -356,7 +356,7 @@ fn renewals_that_never_get_through_end_in_expiry_then_cleanup() {
 #[test]
 fn lock_deleted_behind_our_back_is_reported_lost() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     s3.force(B, K, None);
@@ -373,7 +373,7 @@ fn lock_deleted_behind_our_back_is_reported_lost() {
 #[test]
 fn lock_overwritten_behind_our_back_is_reported_lost() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     s3.force(B, K, Some(Bytes::from_static(b"someone else")));
@@ -398,11 +398,11 @@ fn expired_holder_never_touches_the_new_holders_object() {
         MissingKeyIfMatch::PreconditionFailed,
     ] {
         let mut s3 = bucket_answering(semantics);
-        let mut old = Client::new(config(), 1);
+        let mut old = Process::new(config(), 1);
         old.lock.acquire(old.now, 0, Wait::No).unwrap();
         old.run(&mut s3, old.now);
         // The old holder is frozen for a minute; a waiter takes over.
-        let mut w = Client::new(config(), 2);
+        let mut w = Process::new(config(), 2);
         w.lock.acquire(w.now, 0, Wait::Forever).unwrap();
         w.run(&mut s3, w.at(secs(31)));
         assert!(w.lock.is_held(w.now));
@@ -424,7 +424,7 @@ fn release_reports_taken_over_and_already_gone_distinctly() {
         MissingKeyIfMatch::PreconditionFailed,
     ] {
         let mut s3 = bucket_answering(semantics);
-        let mut c = Client::new(config(), 1);
+        let mut c = Process::new(config(), 1);
         c.lock.acquire(c.now, 0, Wait::No).unwrap();
         c.run(&mut s3, c.now);
         s3.force(B, K, None);
@@ -461,7 +461,7 @@ fn go_sets3lock_records_are_never_taken_over_unless_configured() {
     );
     let mut s3 = bucket();
     s3.force(B, K, Some(go.clone()));
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Timeout(secs(300))).unwrap();
     c.run(&mut s3, c.at(secs(301)));
     assert!(matches!(
@@ -479,7 +479,7 @@ fn go_sets3lock_records_are_never_taken_over_unless_configured() {
         })
     ));
 
-    let mut c = Client::new(
+    let mut c = Process::new(
         Config {
             foreign_lease: Some(secs(60)),
             ..config()
@@ -498,7 +498,7 @@ fn go_sets3lock_records_are_never_taken_over_unless_configured() {
 fn garbage_in_the_lock_object_is_an_unknown_holder() {
     let mut s3 = bucket();
     s3.force(B, K, Some(Bytes::from_static(b"\x00\xffnot json at all")));
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     assert!(matches!(
@@ -515,10 +515,10 @@ fn garbage_in_the_lock_object_is_an_unknown_holder() {
 #[test]
 fn deadline_ends_the_wait() {
     let mut s3 = bucket();
-    let mut holder = Client::new(config(), 1);
+    let mut holder = Process::new(config(), 1);
     holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
     holder.run(&mut s3, holder.now);
-    let mut c = Client::new(config(), 2);
+    let mut c = Process::new(config(), 2);
     c.lock.acquire(c.now, 0, Wait::Timeout(secs(5))).unwrap();
     c.run(&mut s3, c.at(secs(60)));
     let timed_out = c.events.iter().position(|e| {
@@ -538,7 +538,7 @@ fn deadline_ends_the_wait() {
 #[test]
 fn missing_bucket_fails_with_a_clear_error() {
     let mut s3 = MockS3::new(); // no bucket
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     c.run(&mut s3, c.at(secs(1)));
     match c.events.as_slice() {
@@ -553,7 +553,7 @@ fn missing_bucket_fails_with_a_clear_error() {
 #[test]
 fn cancelled_acquisition_removes_a_write_that_lands() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let put = c.request().unwrap();
     c.lock.release(c.now).unwrap(); // e.g. SIGINT while the PUT is in flight
@@ -580,8 +580,8 @@ fn ignoring_conditions_breaks_mutual_exclusion_and_the_mock_can_show_it() {
         ..Semantics::default()
     });
     s3.create_bucket(B);
-    let mut a = Client::new(config(), 1);
-    let mut b = Client::new(config(), 2);
+    let mut a = Process::new(config(), 1);
+    let mut b = Process::new(config(), 2);
     a.lock.acquire(a.now, 0, Wait::No).unwrap();
     a.run(&mut s3, a.now);
     b.lock.acquire(b.now, 0, Wait::No).unwrap();
@@ -595,7 +595,7 @@ fn ignoring_conditions_breaks_mutual_exclusion_and_the_mock_can_show_it() {
 #[test]
 fn replies_to_unknown_requests_and_time_going_backwards_are_harmless() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.at(secs(10)), 0, Wait::No).unwrap();
     c.lock.handle_response(
         sets3lock::RequestId::from_u64(999),
@@ -618,7 +618,7 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
     // of its own write) and, when that takeover's reply is lost too and a conditional read says
     // "not modified", try again rather than poll its own object forever.
     let mut s3 = bucket();
-    let mut c = Client::new(
+    let mut c = Process::new(
         Config {
             retry_limit: 100,
             ..config()
@@ -674,7 +674,7 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
 
 #[test]
 fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let mut attempts = 0;
     while !c.lock.is_idle() {
@@ -709,7 +709,7 @@ fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
 #[test]
 fn conflicts_do_not_end_a_wait() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let conflicts = std::cell::Cell::new(0);
     run_with(&mut c, &mut s3, Instant::ZERO + secs(60), |req| {
@@ -744,7 +744,7 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
             .encode(),
         ),
     );
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
     let sent = run_with(&mut c, &mut s3, Instant::ZERO + secs(600), |req| {
         matches!(req.intent, Intent::PutIfMatch { .. }).then_some(Response::Mismatch)
@@ -768,7 +768,7 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
 #[test]
 fn a_store_that_refuses_our_delete_ends_the_release_instead_of_spinning() {
     let mut s3 = bucket();
-    let mut c = Client::new(config(), 1);
+    let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     c.run(&mut s3, c.now);
     c.lock.release(c.now).unwrap();
@@ -793,7 +793,7 @@ fn records_of_other_versions_or_without_a_lease_are_foreign() {
     // ...so the configured foreign lease applies to them.
     let mut s3 = bucket();
     s3.force(B, K, Some(Bytes::from_static(v2)));
-    let mut c = Client::new(
+    let mut c = Process::new(
         Config {
             foreign_lease: Some(secs(5)),
             ..config()

@@ -27,17 +27,17 @@ pub fn config() -> Config {
     }
 }
 
-/// One client, the mock bucket, and a virtual clock that the test moves by hand.
-pub struct Client {
+/// One process using a lock: its core, its clock (moved by hand), what it sent and saw.
+pub struct Process {
     pub lock: Lock,
     pub now: Instant,
     pub events: Vec<Event>,
     pub sent: Vec<Request>,
 }
 
-impl Client {
-    pub fn new(config: Config, seed: u8) -> Client {
-        Client {
+impl Process {
+    pub fn new(config: Config, seed: u8) -> Process {
+        Process {
             lock: Lock::new(config, [seed; 32]).expect("valid config"),
             now: Instant::ZERO,
             events: Vec::new(),
@@ -146,7 +146,7 @@ pub fn acquired_etag(events: &[Event]) -> ETag {
 
 /// Runs the client against `s3`, letting `fault` answer instead when it returns Some.
 pub fn run_with(
-    c: &mut Client,
+    c: &mut Process,
     s3: &mut MockS3,
     until: Instant,
     fault: impl Fn(&Request) -> Option<Response>,
