@@ -255,10 +255,19 @@ impl<M: Mode> Probe<'_, M> {
         )
     }
 
-    /// Sends one probe; a refusal (403, 404 NoSuchBucket, 501, ...) is the lock's error too.
+    /// Sends one probe; a refusal (404 NoSuchBucket, 501, ...) is the lock's error too. A
+    /// 403 is not: a policy may allow the lock's own key and not the probe's beside it, so it
+    /// leaves the check inconclusive (and if the credentials are wrong, the lock's own request
+    /// says so next).
     async fn send(&self, intent: &Intent) -> Result<Response, Error> {
         let request = self.presign(intent)?;
         match M::send(self.http, request, intent.kind()).await {
+            Response::Refused(sets3lock::Error::Refused { status: 403, .. }) => {
+                Ok(Response::Ambiguous(sets3lock::Ambiguity::Status {
+                    status: 403,
+                    code: None,
+                }))
+            }
             Response::Refused(e) => Err(Error::S3(e)),
             other => Ok(other),
         }
