@@ -16,6 +16,10 @@ use std::sync::{Arc, Mutex};
 /// Generic over how it waits: use [`tokio::Locker`](crate::tokio::Locker) from async code and
 /// [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock` (and the
 /// async `shutdown`) are the mode's own; the rest is shared.
+///
+/// Before its first acquisition it makes sure the store honours conditional writes, as
+/// [`S3Options::store_check`] says (once per process and endpoint and bucket by default), and
+/// refuses a store that does not ([`StoreCheck`](crate::StoreCheck)).
 #[derive(Debug)]
 pub struct Locker<M: Mode> {
     target: Arc<Target>,
