@@ -55,7 +55,7 @@ pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
 pub use machine::{CommandError, Lock};
 pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
-    FORMAT_VERSION,
+    FORMAT_VERSION, MAX_TOKEN,
 };
 pub use store::ConditionalDelete;
 pub use time::Instant;

@@ -26,8 +26,14 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// The format version of a fenced record (the object persists and says `held` or `free`, with
 /// the fencing token). A different version on purpose: releases before fenced mode read it as
-/// someone else's lock and never delete or overwrite it.
+/// someone else's lock, and never delete or overwrite it unless configured with a
+/// `foreign_lease`.
 pub const FENCED_FORMAT_VERSION: u32 = 2;
+
+/// The largest token a fenced record may carry (2^63 − 1, which JSON readers that use doubles
+/// or signed integers still read exactly). A record with a larger one is someone else's lock,
+/// so the next grant (one more) can never overflow.
+pub const MAX_TOKEN: u64 = i64::MAX as u64;
 
 /// Bodies larger than this are not parsed: a lock record is a few hundred bytes.
 const MAX_BODY: usize = 64 * 1024;
@@ -141,7 +147,8 @@ pub struct Fence {
 }
 
 impl Fence {
-    /// The token the next grant from this record carries.
+    /// The token the next grant from this record carries. Decoded records carry tokens below
+    /// [`MAX_TOKEN`], so this never wraps or sticks.
     pub fn next_grant(self) -> u64 {
         self.token.saturating_add(1)
     }
@@ -283,7 +290,8 @@ impl Holder {
         // Only these format versions are ours to interpret; a record of another version, or
         // one without a lease (or, fenced, without a state and token), is held by "someone
         // unknown" (and `Config::foreign_lease` applies).
-        let fence = match (wire.sets3lock, wire.state.as_deref(), wire.token) {
+        let token = wire.token.filter(|&t| t < MAX_TOKEN);
+        let fence = match (wire.sets3lock, wire.state.as_deref(), token) {
             (Some(FORMAT_VERSION), _, _) => Some(None),
             (Some(FENCED_FORMAT_VERSION), Some("held"), Some(token)) => Some(Some(Fence {
                 state: LockState::Held,

@@ -300,6 +300,7 @@ fn fenced_records_decode_only_with_a_known_state_and_a_token() {
         rec(r#","token":9"#),
         rec(r#","state":"gone","token":9"#),
         rec(r#","state":"free","token":-1"#),
+        rec(r#","state":"held","token":9223372036854775807"#),
     ] {
         let h = Holder::decode(broken.as_bytes());
         assert!(matches!(h, Holder::Unknown { .. }), "{broken} → {h:?}");
@@ -311,4 +312,43 @@ fn fenced_records_decode_only_with_a_known_state_and_a_token() {
     let h = Holder::decode(v1.as_bytes());
     assert_eq!(h.fence(), None);
     assert!(!h.is_free());
+}
+
+#[test]
+fn a_fenced_acquisition_that_may_not_list_the_bucket_creates_a_missing_key() {
+    // Without s3:ListBucket, S3 answers 403 to a read of a missing key: the first read is
+    // followed by a create, and a second 403 (the key exists, and we may not read it) fails.
+    let mut s3 = bucket();
+    let mut c = Process::new(fenced(), 1);
+    c.lock.acquire(c.now, 0, Wait::No).unwrap();
+    let denied = || {
+        Response::Refused(sets3lock::Error::Refused {
+            op: sets3lock::IntentKind::Get,
+            status: 403,
+            code: Some("AccessDenied".into()),
+            message: None,
+            hint: "",
+        })
+    };
+    let until = c.now + secs(1);
+    run_with(&mut c, &mut s3, until, |req| {
+        matches!(req.intent, Intent::Get { .. }).then(denied)
+    });
+    assert_eq!(acquired_token(&c.take_events()), Some(1));
+    assert_eq!(c.purposes(), vec![Purpose::Observe, Purpose::Acquire]);
+    let mut d = Process::new(fenced(), 2);
+    d.lock.acquire(d.now, 0, Wait::No).unwrap();
+    let until = d.now + secs(1);
+    run_with(&mut d, &mut s3, until, |req| {
+        matches!(req.intent, Intent::Get { .. }).then(denied)
+    });
+    let events = d.take_events();
+    assert!(
+        matches!(events.last(), Some(Event::Failed { .. })),
+        "{events:?}"
+    );
+    assert_eq!(
+        d.purposes(),
+        vec![Purpose::Observe, Purpose::Acquire, Purpose::Observe]
+    );
 }

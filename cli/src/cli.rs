@@ -32,7 +32,7 @@ AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OW
 SETS3LOCK_ETAG and, in fenced mode, SETS3LOCK_TOKEN (larger with every grant of the lock).
 
 Before its first lock on an endpoint and bucket each day, sets3lock checks that the store honours
-conditional writes (four requests on a throw-away key beside the lock's), and refuses a store that
+conditional writes (five requests on a throw-away key beside the lock's), and refuses a store that
 ignores them; the verdict is kept in $XDG_CACHE_HOME/sets3lock (or ~/.cache/sets3lock).";
 
 /// Run a program while holding a lock on S3.

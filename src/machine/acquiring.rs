@@ -68,6 +68,9 @@ pub(super) struct Acquiring {
     incoherent: Tries,
     /// The ETag our last takeover was refused on.
     refused: Option<ETag>,
+    /// Fenced mode's first request is a read; until its reply, a 403 to it may only mean
+    /// that the key is absent and we may not list the bucket (S3 answers 403, not 404, then).
+    reading_first: bool,
     last_setback: Option<Box<Setback>>,
 }
 
@@ -92,6 +95,7 @@ impl Acquiring {
             incoherent: Tries::default(),
             refused: None,
             last_setback: None,
+            reading_first: fenced,
         }
     }
 
@@ -170,7 +174,15 @@ impl Acquiring {
             // The endpoint answered: setbacks so far were not a broken endpoint.
             self.retries.reset();
         }
+        let first_read = std::mem::take(&mut self.reading_first);
         match (p.flight, r) {
+            (InFlight::Read, Response::Refused(Error::Refused { status: 403, .. }))
+                if first_read =>
+            {
+                // Without s3:ListBucket a missing key reads as 403: create it. If it does
+                // exist, the create's 412 sends us back to a read, whose 403 then ends this.
+                self.retry_or(cx, Step::Create, now, Pace::Progress)
+            }
             (_, Response::Refused(error)) => {
                 // A refused write was not applied, but earlier unanswered ones may still land:
                 // `end` cleans those up.

@@ -108,7 +108,7 @@ impl Holding {
     }
 
     /// The user releases the lock. A pending renewal or read is answered first; then the
-    /// delete goes out with the ETag that is current by then.
+    /// release (a delete, or fenced, a `free` record) goes out with the ETag current by then.
     pub(super) fn release(self, now: Instant) -> Phase {
         Phase::Releasing(Releasing::start(
             self.s,

@@ -92,7 +92,7 @@ enum Phase {
 ///    or `Expired`; a release with `Released` or `Failed`.
 /// 6. **Do not drop a `Lock` before [`is_idle`](Lock::is_idle).** After an expiry, a
 ///    cancellation or a timed-out wait, writes of ours may still land; the core reads and
-///    deletes them. Dropping it earlier is safe (nobody trusts those writes) but leaves others
+///    removes them (deletes them, or in fenced mode writes a `free` record over them). Dropping it earlier is safe (nobody trusts those writes) but leaves others
 ///    waiting a lease for them.
 ///
 /// The core never panics on any sequence of inputs (fuzzed), performs no I/O, and never blocks.

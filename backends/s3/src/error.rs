@@ -91,15 +91,15 @@ pub enum Error {
         /// What the credential source said.
         reason: String,
     },
-    /// The store check found a store that ignores a condition header: a lock there protects
-    /// nothing.
-    #[error("the store at {endpoint} (bucket {bucket}) ignores {what}: a lock there protects nothing; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
+    /// The store check found a store that ignores a condition header (a lock there protects
+    /// nothing), or refuses `If-Match` on its own ETags, or gives different bodies one ETag.
+    #[error("the store at {endpoint} (bucket {bucket}) {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
     StoreIgnoresConditions {
         /// The endpoint.
         endpoint: String,
         /// The bucket.
         bucket: String,
-        /// The header it ignores, and how that showed.
+        /// What it does wrong, and how that showed.
         what: &'static str,
     },
     /// The store check found that `DELETE If-Match` cannot be trusted, and the lock is in

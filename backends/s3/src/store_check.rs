@@ -2,14 +2,17 @@
 //! honours the condition headers a lock stands on. A store that ignores them (Garage,
 //! s3rver, GCS's S3-style XML API) would let every client "acquire" at once, silently.
 //!
-//! Four requests on a throw-away key beside the lock's key (so a policy on the lock's prefix
+//! Five requests on a throw-away key beside the lock's key (so a policy on the lock's prefix
 //! suffices), and one to remove it:
 //! 1. `PUT If-None-Match: *` on the fresh key (written);
 //! 2. the same again: it must be refused (412), or creates are not conditional;
 //! 3. `PUT If-Match` with a wrong ETag: refused, or replacements are not conditional;
-//! 4. `DELETE If-Match` with a wrong ETag: refused (conditional deletes work), applied (the
-//!    store ignores the condition: MinIO CE) or 501 (LocalStack). Presence mode needs the
-//!    first; fenced mode sends no DELETE and works on all three.
+//! 4. `PUT If-Match` with the ETag of 1 and a new body: written, with a new ETag (or renewals
+//!    would always fail, or look like no change);
+//! 5. `DELETE If-Match` with a wrong ETag: refused (conditional deletes work), applied (the
+//!    store ignores the condition: MinIO CE) or refused as unsupported (501: LocalStack; or
+//!    403 without s3:DeleteObject). Presence mode needs the first; fenced mode sends no
+//!    DELETE and works with all three.
 //!
 //! A passed check is remembered for the process, and with [`StoreCheck::Cached`] for a day in
 //! a file, so that a command run every minute pays for it once a day.
@@ -191,7 +194,7 @@ fn write_cache(dir: &Path, file: &Path, id: &str, v: StoreVerdict) -> std::io::R
     std::fs::rename(&tmp, file)
 }
 
-/// The four probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
+/// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
 async fn probe<M: Mode>(target: &Target, http: &M::Http) -> Result<Option<StoreVerdict>, Error> {
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
@@ -220,14 +223,16 @@ impl<M: Mode> Probe<'_, M> {
     async fn run(&self) -> Result<Option<StoreVerdict>, Error> {
         let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
         let wrong = ETag::parse("00000000000000000000000000000000").expect("a valid ETag");
-        match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {
-            Response::Written { .. } => {}
+        let first = match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {
+            Some(Response::Written { etag }) => etag,
             _ => return Ok(None),
-        }
+        };
         match self.send(&Intent::PutIfNoneMatch { body: body(2) }).await? {
-            Response::Exists => {}
-            Response::Written { .. } => {
-                return Err(self.ignores("If-None-Match: * (a second create overwrote the first)"))
+            Some(Response::Exists) => {}
+            Some(Response::Written { .. }) => {
+                return Err(
+                    self.unusable("ignores If-None-Match: * (a second create overwrote the first)")
+                )
             }
             _ => return Ok(None),
         }
@@ -236,40 +241,53 @@ impl<M: Mode> Probe<'_, M> {
             body: body(3),
         };
         match self.send(&replace).await? {
-            Response::Mismatch => {}
-            Response::Written { .. } => {
-                return Err(self.ignores("If-Match (a PUT with a wrong ETag overwrote the object)"))
+            Some(Response::Mismatch) => {}
+            Some(Response::Written { .. }) => {
+                return Err(self
+                    .unusable("ignores If-Match (a PUT with a wrong ETag overwrote the object)"))
             }
             _ => return Ok(None),
         }
+        // Renewals and grants need If-Match to accept the ETag the store gave, and a new body
+        // to get a new ETag (or a waiter would never see a renewal).
+        let renew = Intent::PutIfMatch {
+            etag: first.clone(),
+            body: body(4),
+        };
+        match self.send(&renew).await? {
+            Some(Response::Written { etag }) if etag != first => {}
+            Some(Response::Written { .. }) => {
+                return Err(self.unusable("gives the same ETag to different bodies (renewals would look like no change)"))
+            }
+            Some(Response::Mismatch | Response::Absent) => {
+                return Err(self.unusable("refuses If-Match on the ETag it reports (weak ETags, or a proxy that rewrites them): renewals would always fail"))
+            }
+            _ => return Ok(None),
+        }
+        // Anything but a refusal of the wrong ETag makes DELETE If-Match unusable for presence
+        // mode, which fenced mode does not need: a verdict, not an error.
+        let request = self.presign(&Intent::DeleteIfMatch { etag: wrong })?;
         Ok(
-            match self.send(&Intent::DeleteIfMatch { etag: wrong }).await {
-                Ok(Response::Mismatch) => Some(ConditionalDelete::Honored),
-                Ok(Response::Deleted) => Some(ConditionalDelete::IgnoresIfMatch),
-                Err(Error::S3(sets3lock::Error::ConditionalUnsupported { .. })) => {
-                    Some(ConditionalDelete::NotImplemented)
-                }
-                Err(e) => return Err(e),
-                Ok(_) => None,
+            match M::send(self.http, request, IntentKind::DeleteIfMatch).await {
+                Response::Mismatch => Some(ConditionalDelete::Honored),
+                Response::Deleted => Some(ConditionalDelete::IgnoresIfMatch),
+                Response::Refused(_) => Some(ConditionalDelete::NotImplemented),
+                _ => None,
             },
         )
     }
 
-    /// Sends one probe; a refusal (404 NoSuchBucket, 501, ...) is the lock's error too. A
-    /// 403 is not: a policy may allow the lock's own key and not the probe's beside it, so it
-    /// leaves the check inconclusive (and if the credentials are wrong, the lock's own request
-    /// says so next).
-    async fn send(&self, intent: &Intent) -> Result<Response, Error> {
+    /// Sends one probe: `None` when the answer says nothing (no reply, 5xx, 409; or 403: a
+    /// policy may cover only the lock's own key, not the probe beside it, and if the
+    /// credentials are wrong the lock's own request says so next). Other refusals (404
+    /// NoSuchBucket, 501, ...) are the lock's error too.
+    async fn send(&self, intent: &Intent) -> Result<Option<Response>, Error> {
         let request = self.presign(intent)?;
         match M::send(self.http, request, intent.kind()).await {
-            Response::Refused(sets3lock::Error::Refused { status: 403, .. }) => {
-                Ok(Response::Ambiguous(sets3lock::Ambiguity::Status {
-                    status: 403,
-                    code: None,
-                }))
-            }
+            Response::Refused(sets3lock::Error::Refused { status: 403, .. }) => Ok(None),
             Response::Refused(e) => Err(Error::S3(e)),
-            other => Ok(other),
+            Response::Ambiguous(_) | Response::Conflict { .. } => Ok(None),
+            other => Ok(Some(other)),
         }
     }
 
@@ -305,7 +323,7 @@ impl<M: Mode> Probe<'_, M> {
         let _ = M::send(self.http, request, IntentKind::DeleteIfMatch).await;
     }
 
-    fn ignores(&self, what: &'static str) -> Error {
+    fn unusable(&self, what: &'static str) -> Error {
         Error::StoreIgnoresConditions {
             endpoint: origin(self.target),
             bucket: self.target.bucket.name().to_owned(),

@@ -1,6 +1,6 @@
 //! Shared by the integration tests: the servers under test, raw access for tampering, and
 //! what differs between the async and the blocking driver.
-#![allow(dead_code, unreachable_pub)] // each test binary uses a different part; test-only items
+#![allow(dead_code, unreachable_pub, unused_imports)] // each test binary uses a different part; test-only items
 
 pub mod http1;
 pub mod mock_server;
