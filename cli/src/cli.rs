@@ -57,9 +57,10 @@ pub(crate) struct Run {
     /// The lease, renewed every third of it while the program runs; 0 never expires.
     #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION")]
     pub(crate) lease: Duration,
-    /// After the lock is lost: how long the program has between SIGTERM and SIGKILL.
-    #[arg(long, value_parser = duration, default_value = "10s", value_name = "DURATION")]
-    pub(crate) kill_after: Duration,
+    /// After the lock is lost: how long the program has between SIGTERM and SIGKILL
+    /// (default 10s, or less to fit a short lease).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub(crate) kill_after: Option<Duration>,
     /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
     /// than every earlier one (the program gets it as SETS3LOCK_TOKEN). Needs no conditional
     /// DELETE. A key that is already fenced is used fenced without this flag.
@@ -174,6 +175,30 @@ pub(crate) fn whole() -> clap::Command {
         .disable_help_subcommand(true)
 }
 
+/// `--kill-after` when not given: 10 s, or half the room a short lease leaves.
+const KILL_AFTER: Duration = Duration::from_secs(10);
+
+impl Run {
+    /// The time between SIGTERM and SIGKILL: as given, or the default that fits the lease.
+    pub(crate) fn kill_after(&self) -> Duration {
+        self.kill_after
+            .unwrap_or_else(|| KILL_AFTER.min(room(self.lease) / 2))
+    }
+}
+
+/// How long before the end of validity the program can be stopped: validity less the renewal
+/// interval (the stop must not start before the next renewal is due). Unbounded for lease 0.
+fn room(lease: Duration) -> Duration {
+    if lease.is_zero() {
+        return Duration::MAX;
+    }
+    let config = sets3lock::Config {
+        lease,
+        ..sets3lock::Config::default()
+    };
+    config.validity().saturating_sub(config.renew_interval())
+}
+
 /// The lease must be 0 or at least 10 ms, and the program must be dead before the lease can
 /// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
 /// before the end of validity, which must come after the next renewal is due.
@@ -183,17 +208,43 @@ fn check_timing(run: &Run) -> Result<(), String> {
         ..sets3lock::Config::default()
     };
     config.validate().map_err(|e| e.to_string())?;
-    if run.lease.is_zero() {
-        return Ok(());
-    }
-    let room = config.validity().saturating_sub(config.renew_interval());
-    if run.kill_after >= room {
+    let room = room(run.lease);
+    if run.kill_after() >= room {
         return Err(format!(
-            "--kill-after {:?} is too long for --lease {:?}: the program must be stopped before the lease can expire; use less than {:?}, or a longer lease",
-            run.kill_after, run.lease, room
+            "--kill-after {} is too long for --lease {}: the program must be stopped before the lease can expire; use less than {}, or a longer lease",
+            human(run.kill_after()),
+            human(run.lease),
+            human(room)
         ));
     }
     Ok(())
+}
+
+/// A duration as people write it, rounded down to what matters: `38.8s`, `2.58s`, `250ms`,
+/// `5m`, `1h30m`.
+pub(crate) fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs();
+    if d.subsec_millis() == 0 && secs >= 60 {
+        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+        let mut out = String::new();
+        for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+            if n > 0 {
+                out.push_str(&format!("{n}{unit}"));
+            }
+        }
+        return out;
+    }
+    // Two decimals, rounded down (an upper bound stays an upper bound), zeros trimmed.
+    let hundredths = ms / 10;
+    let text = format!("{}.{:02}", hundredths / 100, hundredths % 100);
+    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// Parses `30s`, `5m`, `1h30m`, `1.5s`, `250ms`, or `0`.
@@ -230,7 +281,11 @@ fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
             let end = (i + 2).min(args.len());
             let mut ours: Vec<OsString> = args[..i].to_vec();
             ours.extend_from_slice(&args[i + 1..end]);
-            return (ours, args[end..].to_vec());
+            let program = match args.get(end) {
+                Some(a) if a == "--" => end + 1,
+                _ => end,
+            };
+            return (ours, args[program..].to_vec());
         }
         if a.starts_with('-') && a.len() > 1 {
             if VALUED.contains(&a.as_ref()) {
@@ -239,9 +294,41 @@ fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
             i += 1;
             continue;
         }
-        return (args[..=i].to_vec(), args[i + 1..].to_vec());
+        // The URL. A `--` right after it (as in `s3://b/k -- ./deploy --prod`) only
+        // separates it from the program.
+        let program = match args.get(i + 1) {
+            Some(a) if a == "--" => i + 2,
+            _ => i + 1,
+        };
+        return (args[..=i].to_vec(), args[program..].to_vec());
     }
     (args.to_vec(), Vec::new())
+}
+
+/// Puts an operator command word first when options come before it
+/// (`sets3lock --endpoint URL status s3://b/k`, as git, aws and cargo allow): the first word
+/// that is not an option or an option's value decides. Run mode's first word is the URL.
+pub(crate) fn command_first(args: &[OsString]) -> Option<Vec<OsString>> {
+    let valued = |a: &str| VALUED.contains(&a) || a == "--etag" || a == "--racers";
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].to_string_lossy();
+        if a == "--" {
+            return None;
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            i += if valued(&a) { 2 } else { 1 };
+            continue;
+        }
+        if !COMMANDS.contains(&a.as_ref()) {
+            return None;
+        }
+        let mut reordered = vec![args[0].clone(), args[i].clone()];
+        reordered.extend(args[1..i].iter().cloned());
+        reordered.extend(args[i + 1..].iter().cloned());
+        return Some(reordered);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -268,7 +355,87 @@ mod tests {
         assert_eq!(prog, os(&["cmd", "-v", "--", "-n"]));
         let (ours, prog) = split_program(&os(&["-v", "--", "s3://b/k", "--", "x"]));
         assert_eq!(ours, os(&["-v", "s3://b/k"]));
-        assert_eq!(prog, os(&["--", "x"]));
+        assert_eq!(prog, os(&["x"]));
+        // The --help example: a `--` right after the URL separates it from the program.
+        let (ours, prog) = split_program(&os(&[
+            "--timeout",
+            "5m",
+            "--lease",
+            "2m",
+            "s3://b/deploy",
+            "--",
+            "./deploy",
+            "--prod",
+        ]));
+        assert_eq!(
+            ours,
+            os(&["--timeout", "5m", "--lease", "2m", "s3://b/deploy"])
+        );
+        assert_eq!(prog, os(&["./deploy", "--prod"]));
+        // Further `--`s are the program's.
+        let (_, prog) = split_program(&os(&["s3://b/k", "cmd", "--", "--"]));
+        assert_eq!(prog, os(&["cmd", "--", "--"]));
+    }
+
+    #[test]
+    fn options_may_come_before_a_command_word() {
+        let args = os(&[
+            "sets3lock",
+            "--endpoint",
+            "http://h:1",
+            "status",
+            "s3://b/k",
+        ]);
+        assert_eq!(
+            command_first(&args),
+            Some(os(&[
+                "sets3lock",
+                "status",
+                "--endpoint",
+                "http://h:1",
+                "s3://b/k"
+            ]))
+        );
+        assert_eq!(
+            command_first(&os(&["sets3lock", "status", "s3://b/k"])).map(|v| v.len()),
+            Some(3)
+        );
+        // Run mode: the first word is the URL, and a program named like a command is the
+        // program's.
+        assert_eq!(
+            command_first(&os(&["sets3lock", "-n", "s3://b/k", "status"])),
+            None
+        );
+        assert_eq!(
+            command_first(&os(&["sets3lock", "--lease", "5m", "s3://b/k", "doctor"])),
+            None
+        );
+    }
+
+    #[test]
+    fn durations_print_as_people_write_them() {
+        assert_eq!(human(Duration::from_millis(38_800)), "38.8s");
+        assert_eq!(human(Duration::from_nanos(2_587_458_746)), "2.58s");
+        assert_eq!(human(Duration::from_nanos(1_940_594_059)), "1.94s");
+        assert_eq!(human(Duration::from_secs(10)), "10s");
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(human(Duration::from_secs(90)), "1m30s");
+        assert_eq!(human(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn the_default_kill_after_fits_a_short_lease_and_is_10s_otherwise() {
+        let run = |lease: &str| {
+            parse_run(&os(&["--lease", lease, "s3://bucket-name/k", "true"]))
+                .map(|(r, _)| r.kill_after())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(run("60s"), Ok(Duration::from_secs(10)));
+        assert_eq!(run("0"), Ok(Duration::from_secs(10)));
+        let short = run("4s").expect("a 4s lease alone is fine");
+        assert!(short < room(Duration::from_secs(4)), "{short:?}");
+        assert!(short > Duration::from_millis(500), "{short:?}");
     }
 
     #[test]

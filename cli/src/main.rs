@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
+    let args = cli::command_first(&args).unwrap_or(args);
     let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
     let code = match first.as_deref() {
         Some(word) if cli::COMMANDS.contains(&word) => command(&args),

@@ -137,7 +137,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         // suspend-aware clock.
         let stop_in = held
             .remaining_validity()
-            .map(|r| r.saturating_sub(args.kill_after));
+            .map(|r| r.saturating_sub(args.kill_after()));
         tokio::select! {
             status = child.wait() => break status,
             Some(sig) = signals.recv() => {
@@ -147,18 +147,18 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             }
             loss = held.lost() => {
                 stopped = true;
-                break stop(&url, &describe(&loss), &mut child, pid, args.kill_after).await;
+                break stop(&url, &describe(&loss), &mut child, pid, args.kill_after()).await;
             }
             _ = tokio::time::sleep(stop_in.unwrap_or_default().min(Duration::from_secs(1))), if stop_in.is_some() => {
-                if held.remaining_validity().is_none_or(|r| r > args.kill_after) {
+                if held.remaining_validity().is_none_or(|r| r > args.kill_after()) {
                     continue; // renewed meanwhile, or not yet due
                 }
                 stopped = true;
                 let why = format!(
-                    "no renewal got through and the lease runs out in {:?}",
-                    args.kill_after
+                    "no renewal got through and the lease runs out in {}",
+                    crate::cli::human(args.kill_after())
                 );
-                break stop(&url, &why, &mut child, pid, args.kill_after).await;
+                break stop(&url, &why, &mut child, pid, args.kill_after()).await;
             }
         }
     };
@@ -194,7 +194,10 @@ async fn stop(
     pid: Option<Pid>,
     kill_after: Duration,
 ) -> std::io::Result<std::process::ExitStatus> {
-    say!("{url}: {why}: stopping the program (SIGTERM, then SIGKILL after {kill_after:?})");
+    say!(
+        "{url}: {why}: stopping the program (SIGTERM, then SIGKILL after {})",
+        crate::cli::human(kill_after)
+    );
     if let Some(pid) = pid {
         let _ = kill(pid, Signal::SIGTERM);
     }

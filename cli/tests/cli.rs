@@ -189,7 +189,11 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
         (vec!["--bogus", &url, "true"], 100, "--bogus"),
         (vec![&url], 100, "no program"),
         (vec!["--timeout", "soon", &url, "true"], 100, "duration"),
-        (vec!["--lease", "3s", &url, "true"], 100, "--kill-after"),
+        (
+            vec!["--lease", "3s", "--kill-after", "10s", &url, "true"],
+            100,
+            "--kill-after",
+        ),
         (vec!["--lease", "5ms", &url, "true"], 100, "too short"),
         (
             vec!["--endpoint", "localhost:9000", &url, "true"],
@@ -227,6 +231,11 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
         .output();
     assert_eq!(code(&o), 111);
     one_line(&o, "connection");
+    assert!(
+        !stderr(&o).contains("X-Amz-Signature") && !stderr(&o).contains("X-Amz-Credential"),
+        "a presigned URL (a credential until it expires) in a message: {}",
+        stderr(&o)
+    );
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "gave up after {:?}",
@@ -902,4 +911,43 @@ fn children_of(pid: u32) -> Vec<nix::unistd::Pid> {
         }
     }
     out
+}
+
+#[test]
+fn rough_edges_the_help_example_options_before_a_command_and_a_short_lease_alone() {
+    let Some(s) = seaweedfs() else { return };
+    let url = s.url(&support::fresh_key("cli-edges"));
+    // The --help example's shape: `--` after the URL separates it from the program.
+    let o = TestCommand::new(&s)
+        .args([
+            "--timeout",
+            "5m",
+            "--lease",
+            "2m",
+            &url,
+            "--",
+            "sh",
+            "-c",
+            "echo ran",
+        ])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "ran");
+    // Options before a command word, as git, aws and cargo allow.
+    let o = TestCommand::new(&s)
+        .args(["--endpoint", &s.endpoint, "status", &url])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("free"), "{}", stdout(&o));
+    // A short lease alone: the default --kill-after fits it.
+    let o = TestCommand::new(&s)
+        .args(["--lease", "4s", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A --kill-after that does not fit is refused with durations as people write them.
+    let o = TestCommand::new(&s)
+        .args(["--lease", "4s", "--kill-after", "3s", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 100);
+    one_line(&o, "use less than 2.58s");
 }

@@ -12,13 +12,15 @@ use sets3lock::{classify, Ambiguity, IntentKind, Response};
 /// else's object and is described, not parsed.
 const MAX_BODY: usize = 64 * 1024;
 
-fn no_reply(e: &reqwest::Error) -> Response {
+fn no_reply(e: reqwest::Error) -> Response {
     if e.is_timeout() {
         return Response::Ambiguous(Ambiguity::Timeout);
     }
     // Include the sources: reqwest's own message is often just "error sending request".
+    // Without the URL: its query is the presigned signature, a credential until it expires.
+    let e = e.without_url();
     let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         detail.push_str(": ");
         detail.push_str(&s.to_string());
@@ -62,7 +64,7 @@ pub(crate) async fn send_async(
         .await;
     let mut reply = match sent {
         Ok(r) => r,
-        Err(e) => return no_reply(&e),
+        Err(e) => return no_reply(e),
     };
     let status = reply.status();
     let headers = reply.headers().clone();
@@ -77,7 +79,7 @@ pub(crate) async fn send_async(
                 }
             }
             Ok(None) => break,
-            Err(e) => return no_reply(&e),
+            Err(e) => return no_reply(e),
         }
     }
     classify(kind, status, &headers, &body)
@@ -106,7 +108,7 @@ pub(crate) fn exchange_blocking(
         .headers(request.headers)
         .body(request.body)
         .send();
-    let reply = sent.map_err(|e| no_reply(&e))?;
+    let reply = sent.map_err(no_reply)?;
     let status = reply.status();
     let headers = reply.headers().clone();
     let mut body = Vec::new();
