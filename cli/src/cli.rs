@@ -52,14 +52,14 @@ pub(crate) struct Run {
     #[arg(short = 'X', overrides_with = "exit_zero")]
     pub(crate) fail: bool,
     /// Wait at most this long (30s, 5m, 1h30m).
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
     /// The lease, renewed every third of it while the program runs; 0 never expires.
-    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) lease: Duration,
     /// After the lock is lost: how long the program has between SIGTERM and SIGKILL
     /// (default 10s, or less to fit a short lease).
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) kill_after: Option<Duration>,
     /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
     /// than every earlier one (the program gets it as SETS3LOCK_TOKEN). Needs no conditional

@@ -190,6 +190,11 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
         (vec![&url], 100, "no program"),
         (vec!["--timeout", "soon", &url, "true"], 100, "duration"),
         (
+            vec!["--timeout", "-1", &url, "true"],
+            100,
+            "invalid duration",
+        ),
+        (
             vec!["--lease", "3s", "--kill-after", "10s", &url, "true"],
             100,
             "--kill-after",
