@@ -132,9 +132,9 @@ pub struct Record {
 /// What a fenced record says about the lock.
 ///
 /// ```
-/// use sets3lock::{Fence, LockState};
-/// let f = Fence { state: LockState::Free, token: 41 };
-/// assert_eq!(f.next_grant(), 42);
+/// use sets3lock::{Fence, Holder, LockState};
+/// let free = br#"{"sets3lock":2,"owner":"00000000000000000000000000000001","seq":2,"lease_ms":60000,"state":"free","token":41}"#;
+/// assert_eq!(Holder::decode(free).fence(), Some(Fence { state: LockState::Free, token: 41 }));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fence {
@@ -144,14 +144,6 @@ pub struct Fence {
     /// grant's). Every grant writes the token it read plus one, in the same conditional write,
     /// so tokens strictly increase over all grants of a key.
     pub token: u64,
-}
-
-impl Fence {
-    /// The token the next grant from this record carries. Decoded records carry tokens below
-    /// [`MAX_TOKEN`], so this never wraps or sticks.
-    pub fn next_grant(self) -> u64 {
-        self.token.saturating_add(1)
-    }
 }
 
 /// Whether a fenced record holds the lock.

@@ -54,5 +54,5 @@ pub use request::HttpRequest;
 pub use rusty_s3::Credentials;
 pub use sets3lock::Wait;
 pub use state::Loss;
-pub use store_check::{StoreCheck, StoreVerdict};
+pub use store_check::StoreCheck;
 pub use target::{parse_endpoint, S3Options};

@@ -53,12 +53,8 @@ pub enum StoreCheck {
 /// How long a passed check is trusted with [`StoreCheck::Cached`].
 const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 
-/// What a passed store check found: creates and replacements are conditional, and how
-/// `DELETE If-Match` behaves.
-pub type StoreVerdict = ConditionalDelete;
-
 /// Passed checks in this process, by endpoint and bucket.
-static PASSED: Mutex<Option<HashMap<String, StoreVerdict>>> = Mutex::new(None);
+static PASSED: Mutex<Option<HashMap<String, ConditionalDelete>>> = Mutex::new(None);
 
 /// The GCS host whose S3-style API ignores condition headers.
 const GCS_HOST: &str = "storage.googleapis.com";
@@ -118,12 +114,12 @@ fn origin(target: &Target) -> String {
     target.bucket.base_url().origin().ascii_serialization()
 }
 
-fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, StoreVerdict>>> {
+fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, ConditionalDelete>>> {
     // Poisoned only by a panic while inserting: the map is still a map.
     PASSED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn remembered(how: &StoreCheck, id: &str) -> Option<StoreVerdict> {
+fn remembered(how: &StoreCheck, id: &str) -> Option<ConditionalDelete> {
     if let Some(v) = passed().as_ref().and_then(|m| m.get(id).copied()) {
         return Some(v);
     }
@@ -137,7 +133,7 @@ fn remembered(how: &StoreCheck, id: &str) -> Option<StoreVerdict> {
     Some(v)
 }
 
-fn remember(how: &StoreCheck, id: &str, v: StoreVerdict) {
+fn remember(how: &StoreCheck, id: &str, v: ConditionalDelete) {
     passed()
         .get_or_insert_with(HashMap::new)
         .insert(id.to_owned(), v);
@@ -156,7 +152,7 @@ fn cache_file(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("store-check-{hash:016x}"))
 }
 
-fn verdict_name(v: StoreVerdict) -> &'static str {
+fn verdict_name(v: ConditionalDelete) -> &'static str {
     match v {
         ConditionalDelete::Honored => "honored",
         ConditionalDelete::IgnoresIfMatch => "ignores-if-match",
@@ -164,7 +160,7 @@ fn verdict_name(v: StoreVerdict) -> &'static str {
     }
 }
 
-fn read_cache(file: &Path, id: &str) -> Option<StoreVerdict> {
+fn read_cache(file: &Path, id: &str) -> Option<ConditionalDelete> {
     let age = std::fs::metadata(file)
         .and_then(|m| m.modified())
         .ok()
@@ -185,7 +181,7 @@ fn read_cache(file: &Path, id: &str) -> Option<StoreVerdict> {
     }
 }
 
-fn write_cache(dir: &Path, file: &Path, id: &str, v: StoreVerdict) -> std::io::Result<()> {
+fn write_cache(dir: &Path, file: &Path, id: &str, v: ConditionalDelete) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let text = format!("sets3lock store check 1\n{id}\n{}\n", verdict_name(v));
     // Write aside, then rename: a reader never sees half a file.
@@ -195,7 +191,10 @@ fn write_cache(dir: &Path, file: &Path, id: &str, v: StoreVerdict) -> std::io::R
 }
 
 /// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
-async fn probe<M: Mode>(target: &Target, http: &M::Http) -> Result<Option<StoreVerdict>, Error> {
+async fn probe<M: Mode>(
+    target: &Target,
+    http: &M::Http,
+) -> Result<Option<ConditionalDelete>, Error> {
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
     let key = format!(
@@ -220,7 +219,7 @@ struct Probe<'a, M: Mode> {
 }
 
 impl<M: Mode> Probe<'_, M> {
-    async fn run(&self) -> Result<Option<StoreVerdict>, Error> {
+    async fn run(&self) -> Result<Option<ConditionalDelete>, Error> {
         let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
         let wrong = ETag::parse("00000000000000000000000000000000").expect("a valid ETag");
         let first = match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {

@@ -17,34 +17,15 @@ pub struct Server {
     pub bucket: String,
 }
 
-/// A real server from its environment (`SETS3LOCK_<NAME>_*`). With `SETS3LOCK_REQUIRE_S3=1`
-/// (the test script sets it) a missing server fails the test; otherwise the test says it
-/// skipped.
+/// A real server from its environment (see [`raw::server_env`]).
 pub fn real(name: &str) -> Option<Server> {
-    let prefix = format!("SETS3LOCK_{}", name.to_uppercase());
-    let var = |suffix: &str| std::env::var(format!("{prefix}_{suffix}")).ok();
-    match (
-        var("ENDPOINT"),
-        var("ACCESS_KEY"),
-        var("SECRET"),
-        var("BUCKET"),
-    ) {
-        (Some(endpoint), Some(access_key), Some(secret), Some(bucket)) => Some(Server {
-            endpoint,
-            access_key,
-            secret,
-            bucket,
-        }),
-        _ => {
-            if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() == Ok("1") {
-                panic!("{prefix}_* is not set: start the server with scripts/s3-server.sh (bash scripts/test.sh does)");
-            }
-            eprintln!(
-                "SKIPPED: no {name} server ({prefix}_ENDPOINT unset); run bash scripts/test.sh"
-            );
-            None
-        }
-    }
+    let (endpoint, access_key, secret, bucket) = raw::server_env(name)?;
+    Some(Server {
+        endpoint,
+        access_key,
+        secret,
+        bucket,
+    })
 }
 
 impl Server {

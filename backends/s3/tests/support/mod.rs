@@ -102,41 +102,21 @@ fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
     server
 }
 
-/// A real server started by `scripts/s3-server.sh`, from its environment. With
-/// `SETS3LOCK_REQUIRE_S3=1` (the test script sets it) a missing server fails the test;
-/// otherwise the test says it skipped.
+/// A real server from its environment (see [`raw::server_env`]); only the three the suite
+/// knows.
 pub fn real(name: &'static str) -> Option<Server> {
-    let prefix = match name {
-        "seaweedfs" => "SETS3LOCK_SEAWEEDFS",
-        "ministack" => "SETS3LOCK_MINISTACK",
-        "s3rver" => "SETS3LOCK_S3RVER",
-        _ => return None,
-    };
-    let var = |suffix: &str| std::env::var(format!("{prefix}_{suffix}")).ok();
-    match (
-        var("ENDPOINT"),
-        var("ACCESS_KEY"),
-        var("SECRET"),
-        var("BUCKET"),
-    ) {
-        (Some(endpoint), Some(access_key), Some(secret), Some(bucket)) => Some(Server {
-            name,
-            endpoint,
-            access_key,
-            secret,
-            bucket,
-            missing_if_match: if name == "seaweedfs" { 412 } else { 404 },
-        }),
-        _ => {
-            if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() == Ok("1") {
-                panic!("{prefix}_* is not set: start the server with scripts/s3-server.sh (bash scripts/test.sh does)");
-            }
-            eprintln!(
-                "SKIPPED: no {name} server ({prefix}_ENDPOINT unset); run bash scripts/test.sh"
-            );
-            None
-        }
+    if !["seaweedfs", "ministack", "s3rver"].contains(&name) {
+        return None;
     }
+    let (endpoint, access_key, secret, bucket) = raw::server_env(name)?;
+    Some(Server {
+        name,
+        endpoint,
+        access_key,
+        secret,
+        bucket,
+        missing_if_match: if name == "seaweedfs" { 412 } else { 404 },
+    })
 }
 
 impl Server {

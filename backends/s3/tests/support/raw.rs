@@ -67,6 +67,34 @@ fn raw(
     )
 }
 
+/// A real server started by `scripts/s3-server.sh`, from its environment
+/// (`SETS3LOCK_<NAME>_{ENDPOINT,ACCESS_KEY,SECRET,BUCKET}`), as (endpoint, access key, secret,
+/// bucket). With `SETS3LOCK_REQUIRE_S3=1` (the test script sets it) a missing server fails the
+/// test; otherwise the test says it skipped.
+pub fn server_env(name: &str) -> Option<(String, String, String, String)> {
+    let prefix = format!("SETS3LOCK_{}", name.to_uppercase());
+    let var = |suffix: &str| std::env::var(format!("{prefix}_{suffix}")).ok();
+    match (
+        var("ENDPOINT"),
+        var("ACCESS_KEY"),
+        var("SECRET"),
+        var("BUCKET"),
+    ) {
+        (Some(endpoint), Some(access_key), Some(secret), Some(bucket)) => {
+            Some((endpoint, access_key, secret, bucket))
+        }
+        _ => {
+            if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() == Ok("1") {
+                panic!("{prefix}_* is not set: start the server with scripts/s3-server.sh (bash scripts/test.sh does)");
+            }
+            eprintln!(
+                "SKIPPED: no {name} server ({prefix}_ENDPOINT unset); run bash scripts/test.sh"
+            );
+            None
+        }
+    }
+}
+
 /// A key no other test uses.
 pub fn fresh_key(scenario: &str) -> String {
     format!("conformance/{scenario}/{:016x}", rand_u64())
