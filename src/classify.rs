@@ -142,6 +142,14 @@ pub enum Ambiguity {
         /// What the HTTP client said.
         detail: String,
     },
+    /// The request never left this machine: no connection could be made (refused, no route,
+    /// a failed TLS handshake) or there was nothing to sign it with. No answer, but certainly
+    /// not applied: a write that was not sent is not waited for or cleaned up. Drivers build
+    /// it only when they know nothing reached the server.
+    NotSent {
+        /// What stopped it.
+        detail: String,
+    },
     /// A reply that does not fit the request (a driver bug, or a very odd server).
     Unexpected {
         /// What the reply said.
@@ -149,6 +157,19 @@ pub enum Ambiguity {
         /// The request it answered.
         request: IntentKind,
     },
+}
+
+impl Ambiguity {
+    /// Whether the request may have been applied: always, but for [`Ambiguity::NotSent`].
+    ///
+    /// ```
+    /// use sets3lock::Ambiguity;
+    /// assert!(Ambiguity::Timeout.may_have_landed());
+    /// assert!(!Ambiguity::NotSent { detail: "connection refused".into() }.may_have_landed());
+    /// ```
+    pub fn may_have_landed(&self) -> bool {
+        !matches!(self, Ambiguity::NotSent { .. })
+    }
 }
 
 impl fmt::Display for Ambiguity {
@@ -163,6 +184,7 @@ impl fmt::Display for Ambiguity {
             }
             Ambiguity::Timeout => f.write_str("no reply before the request timeout"),
             Ambiguity::Connection { detail } => write!(f, "connection failed: {detail}"),
+            Ambiguity::NotSent { detail } => write!(f, "not sent: {detail}"),
             Ambiguity::Unexpected { reply, request } => {
                 write!(f, "unexpected reply \"{reply}\" to {request}")
             }
@@ -342,6 +364,14 @@ fn unsupported(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
 }
 
 fn refused(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
+    if is_about_time(e.code.as_deref(), e.message.as_deref()) {
+        return Response::Refused(Error::Clock {
+            op,
+            status,
+            code: e.code,
+            message: e.message,
+        });
+    }
     let hint = hint(op, status, e.code.as_deref());
     Response::Refused(Error::Refused {
         op,
@@ -350,6 +380,23 @@ fn refused(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
         message: e.message,
         hint,
     })
+}
+
+/// Whether a refusal is about the request's time, not about who sent it: S3's
+/// `RequestTimeTooSkewed`, or a presigned request refused as expired or not yet valid
+/// (AWS, SeaweedFS and s3rver answer `403 AccessDenied` "Request has expired"). An expired
+/// session token (`ExpiredToken`, "The provided token has expired") is about credentials.
+fn is_about_time(code: Option<&str>, message: Option<&str>) -> bool {
+    match code {
+        Some("RequestTimeTooSkewed") | Some("RequestExpired") => true,
+        Some("AccessDenied") | None => message.is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("request has expired")
+                || m.contains("not valid yet")
+                || m.contains("not yet valid")
+        }),
+        _ => false,
+    }
 }
 
 fn hint(op: IntentKind, status: u16, code: Option<&str>) -> &'static str {
@@ -362,9 +409,6 @@ fn hint(op: IntentKind, status: u16, code: Option<&str>) -> &'static str {
         }
         Some("ExpiredToken") | Some("TokenRefreshRequired") | Some("InvalidToken") => {
             "the session token is expired or invalid: refresh the credentials"
-        }
-        Some("RequestTimeTooSkewed") => {
-            "this machine's clock is too far from the server's: synchronise it (NTP)"
         }
         Some("AuthorizationHeaderMalformed") | Some("AuthorizationQueryParametersError") => {
             "the region is wrong: set AWS_REGION to the bucket's region"
@@ -387,5 +431,60 @@ fn hint(op: IntentKind, status: u16, code: Option<&str>) -> &'static str {
             405 => "the endpoint does not allow this method on the lock key",
             _ => "see the error code; retrying will not help",
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(status: u16, code: &str, message: &str) -> Response {
+        let body = format!("<Error><Code>{code}</Code><Message>{message}</Message></Error>");
+        classify(
+            IntentKind::PutIfNoneMatch,
+            StatusCode::from_u16(status).expect("status"),
+            &HeaderMap::new(),
+            body.as_bytes(),
+        )
+    }
+
+    fn is_clock(r: &Response) -> bool {
+        matches!(r, Response::Refused(Error::Clock { .. }))
+    }
+
+    #[test]
+    fn refusals_of_the_requests_time_name_the_clock_not_the_permissions() {
+        for (status, code, message) in [
+            (403, "AccessDenied", "Request has expired"),
+            (403, "AccessDenied", "Request is not valid yet"),
+            (403, "AccessDenied", "request is not yet valid"),
+            (
+                403,
+                "RequestTimeTooSkewed",
+                "The difference between the request time and the current time is too large.",
+            ),
+            (400, "RequestExpired", "Request has expired"),
+        ] {
+            let r = refusal(status, code, message);
+            assert!(is_clock(&r), "{code} {message}: {r:?}");
+            let text = match r {
+                Response::Refused(e) => e.to_string(),
+                other => panic!("{other:?}"),
+            };
+            assert!(text.contains("clock"), "{text}");
+            assert!(!text.contains("s3:PutObject"), "{text}");
+        }
+    }
+
+    #[test]
+    fn credential_refusals_are_not_about_the_clock() {
+        for (code, message) in [
+            ("ExpiredToken", "The provided token has expired."),
+            ("AccessDenied", "Access Denied"),
+            ("InvalidAccessKeyId", "Request has expired"),
+        ] {
+            let r = refusal(403, code, message);
+            assert!(!is_clock(&r), "{code} {message}: {r:?}");
+        }
     }
 }

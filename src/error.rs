@@ -42,6 +42,21 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
     },
+    /// The server refused the request's time: this machine's wall clock is too far from the
+    /// server's (S3's `RequestTimeTooSkewed`, or `AccessDenied` "Request has expired" / "not
+    /// valid yet" for a presigned request). Drivers that can learn the server's time from its
+    /// `Date` header sign with it and retry once before reporting this.
+    #[error("{op} was refused with HTTP {status}{}: the request's time is wrong for the server: this machine's clock is too far from the server's and the server's Date header did not correct it: synchronise the clock (NTP, `timedatectl`)", code_and(.code, .message))]
+    Clock {
+        /// The request that was refused.
+        op: IntentKind,
+        /// The HTTP status.
+        status: u16,
+        /// S3's error code.
+        code: Option<String>,
+        /// S3's message.
+        message: Option<String>,
+    },
     /// Any other refusal, with S3's error code and a hint at the fix.
     #[error("{op} was refused with HTTP {status}{}: {hint}", code_and(.code, .message))]
     Refused {

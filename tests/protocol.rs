@@ -257,6 +257,40 @@ fn lost_create_that_was_not_applied_is_retried() {
 }
 
 #[test]
+fn a_create_that_was_never_sent_is_not_waited_for_or_cleaned_up() {
+    // The driver could not connect: nothing reached the server. Cancelled then, the
+    // acquisition ends at once; after a reply lost on the way back it must first find out
+    // whether its create landed.
+    for (why, cleans_up) in [
+        (
+            Ambiguity::NotSent {
+                detail: "connection refused".into(),
+            },
+            false,
+        ),
+        (
+            Ambiguity::Connection {
+                detail: "reset".into(),
+            },
+            true,
+        ),
+    ] {
+        let mut c = Process::new(config(), 1);
+        c.lock.acquire(c.now, 0, Wait::Forever).unwrap();
+        let put = c.request().unwrap();
+        c.answer(&put, Response::Ambiguous(why.clone()));
+        c.lock.release(c.now).unwrap();
+        let next = c.request();
+        assert_eq!(
+            next.as_ref().map(|r| r.purpose),
+            cleans_up.then_some(Purpose::Resolve),
+            "{why:?}"
+        );
+        assert_eq!(c.lock.is_idle(), !cleans_up, "{why:?}");
+    }
+}
+
+#[test]
 fn late_landing_create_is_recognised_as_ours() {
     // The first PUT is lost, the client reads "absent", retries with a new body; then the
     // first PUT lands late. The retry gets 412 on our own object, and the read-back finds

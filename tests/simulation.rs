@@ -23,6 +23,7 @@ fn fault() -> impl Strategy<Value = Fault> {
         1 => ms(0..4000).prop_map(|to_server| Fault::Deliver { to_server, to_client: Duration::from_millis(5) }),
         2 => proptest::option::of(ms(0..6000)).prop_map(|applied_after| Fault::Lose { applied_after }),
         1 => ms(0..300).prop_map(|latency| Fault::Conflict { latency }),
+        1 => ms(0..50).prop_map(|latency| Fault::Refused { latency }),
         1 => (ms(0..300), any::<bool>()).prop_map(|(latency, applied)| Fault::ServerError { latency, applied }),
     ]
 }

@@ -4,7 +4,7 @@
 use super::cleanup::Cleanup;
 use super::context::Context;
 use super::holding::Holding;
-use super::pending::{InFlight, Outgoing, Pending};
+use super::pending::{self, InFlight, Outgoing, Pending};
 use super::retry::Tries;
 use super::schedule::Schedule;
 use super::session::{Session, Write};
@@ -239,11 +239,13 @@ impl Acquiring {
                 None => self.retry_or(cx, Step::Observe, now, Pace::Setback),
             },
             (flight, r) => {
-                // Ambiguous (or a reply that does not fit): a write may have landed.
+                // Ambiguous (or a reply that does not fit): a write may have landed, unless
+                // it was never sent.
+                let landed = pending::may_have_landed(&r);
                 if let Response::Ambiguous(why) = r {
                     self.last_setback = Some(Box::new(Setback::Ambiguous(why)));
                 }
-                if let Some(w) = flight.write() {
+                if let Some(w) = flight.write().filter(|_| landed) {
                     self.s.remember(w);
                 }
                 self.retry_or(cx, Step::Observe, now, Pace::Setback)

@@ -130,9 +130,9 @@ impl Cleanup {
                 Response::Deleted | Response::Absent | Response::Mismatch,
             ) => self.forget(&etag),
             (InFlight::Create { .. } | InFlight::Replace { .. }, r) => {
-                // A write of ours was refused or conflicted: not applied. If ambiguous, it
-                // may have landed: find out.
-                if matches!(r, Response::Ambiguous(_)) {
+                // A write of ours was refused, conflicted or not sent: not applied. If
+                // ambiguous, it may have landed: find out.
+                if matches!(&r, Response::Ambiguous(a) if a.may_have_landed()) {
                     self.resolve = true;
                 }
             }

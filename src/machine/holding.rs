@@ -142,7 +142,7 @@ impl Holding {
             (InFlight::Replace { .. }, Response::Absent) => return lose(cx, LostReason::Deleted),
             (InFlight::Replace { write, .. }, r) => {
                 let setback = pending::setback(r, IntentKind::PutIfMatch);
-                let step = if matches!(setback, Setback::Ambiguous(_)) {
+                let step = if matches!(&setback, Setback::Ambiguous(a) if a.may_have_landed()) {
                     // The renewal may have landed: find out before writing again.
                     self.s.remember(write);
                     Step::Observe

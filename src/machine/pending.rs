@@ -120,6 +120,12 @@ impl Outgoing {
     }
 }
 
+/// Whether the request this reply answers may have been applied (anything but a request that
+/// was never sent: refused, conflicted and failed replies are handled as such by the caller).
+pub(super) fn may_have_landed(reply: &Response) -> bool {
+    !matches!(reply, Response::Ambiguous(a) if !a.may_have_landed())
+}
+
 /// The setback a reply that is no answer stands for: a 409, a refusal, no reply, or a reply
 /// that does not fit a request of `kind`.
 pub(super) fn setback(reply: Response, kind: IntentKind) -> Setback {

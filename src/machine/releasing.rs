@@ -95,8 +95,8 @@ impl Releasing {
             }
             (
                 InFlight::Replace { write, .. },
-                Response::Ambiguous(_) | Response::Mismatch | Response::Absent,
-            ) => {
+                r @ (Response::Ambiguous(_) | Response::Mismatch | Response::Absent),
+            ) if pending::may_have_landed(&r) => {
                 self.s.remember(write);
                 self.next.set(now, Step::Observe);
                 None

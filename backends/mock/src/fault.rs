@@ -37,6 +37,12 @@ pub enum Fault {
         /// Round-trip time.
         latency: Duration,
     },
+    /// The connection is refused: the request never reaches the server, and the client knows
+    /// it (the driver answers `Ambiguity::NotSent`).
+    Refused {
+        /// How long the refusal takes.
+        latency: Duration,
+    },
     /// The server answers 503 SlowDown, after applying the request or not.
     ServerError {
         /// Round-trip time.
@@ -52,7 +58,7 @@ impl Fault {
         match self {
             Fault::Deliver { .. } => true,
             Fault::Lose { applied_after } => applied_after.is_some(),
-            Fault::Conflict { .. } => false,
+            Fault::Conflict { .. } | Fault::Refused { .. } => false,
             Fault::ServerError { applied, .. } => *applied,
         }
     }
@@ -88,6 +94,11 @@ impl Fault {
             Fault::Conflict { latency } => Timing::Failed {
                 applied: None,
                 error: Injected::Conflict,
+                answered: at(latency.min(timeout)),
+            },
+            Fault::Refused { latency } => Timing::Failed {
+                applied: None,
+                error: Injected::Refused,
                 answered: at(latency.min(timeout)),
             },
             Fault::ServerError { latency, applied } => {
@@ -144,15 +155,24 @@ pub(crate) enum Injected {
     Conflict,
     /// 503 SlowDown.
     SlowDown,
+    /// No connection: nothing was sent.
+    Refused,
 }
 
 impl Injected {
-    /// The reply as S3 sends it.
-    pub(crate) fn reply(self) -> Reply {
-        match self {
+    /// What the client hears, for a request of `kind`: the reply as S3 sends it, classified,
+    /// or for a refused connection what a driver answers for a request it could not send.
+    pub(crate) fn response(self, kind: sets3lock::IntentKind) -> sets3lock::Response {
+        let reply = match self {
             Injected::Conflict => Reply::error(StatusCode::CONFLICT, "ConditionalRequestConflict"),
             Injected::SlowDown => Reply::error(StatusCode::SERVICE_UNAVAILABLE, "SlowDown"),
-        }
+            Injected::Refused => {
+                return sets3lock::Response::Ambiguous(sets3lock::Ambiguity::NotSent {
+                    detail: "connection refused".into(),
+                })
+            }
+        };
+        reply.classify(kind)
     }
 }
 

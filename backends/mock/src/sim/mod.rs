@@ -238,7 +238,7 @@ impl Sim {
                 What::Answer {
                     process: p,
                     id: request.id,
-                    response: error.reply().classify(request.intent.kind()),
+                    response: error.response(request.intent.kind()),
                 },
             ),
             Timing::Answered { .. } | Timing::Failed { .. } => {}
@@ -286,7 +286,7 @@ impl Sim {
             Timing::Answered { answered, .. } => (answered, served),
             Timing::Failed {
                 error, answered, ..
-            } => (answered, error.reply().classify(request.intent.kind())),
+            } => (answered, error.response(request.intent.kind())),
             Timing::TimedOut { .. } => return,
         };
         self.timeline.push(
