@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, scenario, simulation, doc tests; the conformance suite against
 # the mock, SeaweedFS and MiniStack; the contention test and the command-line tests against
-# SeaweedFS (and `doctor` against s3rver, which ignores conditions); the fuzz corpora replayed
-# on stable. The servers are installed into .local/, started here and stopped at the end.
+# SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
+# (installed from Debian if missing); the fuzz corpora replayed on stable. The servers are
+# installed into .local/, started here and stopped at the end.
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,17 @@ cleanup() {
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
 trap cleanup EXIT
+
+echo "== libfaketime, for the command's clock tests (Debian's faketime package)"
+if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq faketime >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null && apt-get install -y -qq faketime >/dev/null; }
+  else
+    sudo apt-get install -y -qq faketime >/dev/null \
+      || { echo "install Debian's faketime package (apt-get install faketime)" >&2; exit 1; }
+  fi
+fi
 
 echo "== starting the local S3-compatible servers"
 for s in $servers; do

@@ -4,6 +4,7 @@
 use sets3lock::{Event, LockUrl};
 use sets3lock_s3::{Observation, Observer};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -15,6 +16,10 @@ pub(crate) struct Log {
     url: LockUrl,
     started: Instant,
     waiting_on: Arc<Mutex<Option<String>>>,
+    /// Requests that got a reply, and requests that got none (timeouts, broken connections).
+    replies: Arc<(AtomicU32, AtomicU32)>,
+    /// The store check was inconclusive (no reply, or no clear one).
+    check_unanswered: Arc<AtomicBool>,
 }
 
 impl Log {
@@ -26,6 +31,8 @@ impl Log {
             url,
             started: Instant::now(),
             waiting_on: Arc::new(Mutex::new(None)),
+            replies: Arc::default(),
+            check_unanswered: Arc::default(),
         }
     }
 
@@ -48,7 +55,35 @@ impl Log {
         Observer::new(move |o| log.see(o))
     }
 
+    /// How many requests got a reply, and how many got none.
+    pub(crate) fn replies(&self) -> (u32, u32) {
+        let (answered, unanswered) = &*self.replies;
+        (
+            answered.load(Ordering::Relaxed),
+            unanswered.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether the store check ended without a clear answer.
+    pub(crate) fn store_check_unanswered(&self) -> bool {
+        self.check_unanswered.load(Ordering::Relaxed)
+    }
+
     fn see(&self, o: Observation<'_>) {
+        if let Observation::StoreChecked(None) = o {
+            self.check_unanswered.store(true, Ordering::Relaxed);
+        }
+        if let Observation::Received(_, response, _) = &o {
+            let (answered, unanswered) = &*self.replies;
+            match response {
+                sets3lock::Response::Ambiguous(
+                    sets3lock::Ambiguity::Timeout
+                    | sets3lock::Ambiguity::Connection { .. }
+                    | sets3lock::Ambiguity::NotSent { .. },
+                ) => unanswered.fetch_add(1, Ordering::Relaxed),
+                _ => answered.fetch_add(1, Ordering::Relaxed),
+            };
+        }
         match o {
             Observation::Sending(r) if self.verbose => self.line(&format!(
                 "{} {} ({}) {}",
@@ -93,6 +128,14 @@ impl Log {
                     "store-check: inconclusive (no clear answer); checking again next time".into()
                 }
             }),
+            Observation::ServerClock { offset_ms } if self.verbose => {
+                let how = if offset_ms >= 0 { "ahead of" } else { "behind" };
+                let by =
+                    crate::cli::human(std::time::Duration::from_millis(offset_ms.unsigned_abs()));
+                self.line(&format!(
+                    "the server's clock is {by} {how} this machine's (its Date header): signing at the server's time"
+                ))
+            }
             _ => {}
         }
     }

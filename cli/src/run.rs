@@ -84,8 +84,8 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 // Dropping the acquisition cancels it; shutdown waits for any write of ours
                 // that lands to be removed.
                 drop(acquiring);
-                finish(&locker, &url).await;
                 say!("{url}: {sig} while waiting for the lock: stopped");
+                give_up(&locker, &url, args.lease).await;
                 return signalled(sig as i32);
             }
             _ = reminder.tick() => log.remind(),
@@ -94,16 +94,24 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     let held = match held {
         Ok(h) => h,
         Err(e) => {
-            finish(&locker, &url).await;
+            let unanswered = match log.replies() {
+                (0, 1) => "; the endpoint did not answer the request sent".to_owned(),
+                (0, n @ 2..) => format!("; the endpoint answered none of the {n} requests sent"),
+                (0, 0) if log.store_check_unanswered() => {
+                    "; the endpoint gave no clear answer to the store check".to_owned()
+                }
+                _ => String::new(),
+            };
             match &e {
                 // As setlock: with -x, not getting the lock is not worth a word.
                 Error::Busy { .. } | Error::TimedOut { .. } => {
                     if !args.quiet && !args.exit_zero {
-                        say!("{url}: {e}");
+                        say!("{url}: {e}{unanswered}");
                     }
                 }
-                _ => say!("{url}: {e}"),
+                _ => say!("{url}: {e}{unanswered}"),
             }
+            give_up(&locker, &url, args.lease).await;
             return unavailable;
         }
     };
@@ -207,6 +215,25 @@ async fn stop(
             let _ = child.start_kill();
             child.wait().await
         }
+    }
+}
+
+/// How long a command that did not get the lock waits for the cleanup of a write of its own
+/// that may have landed (a create or takeover sent at the deadline, or when a signal came).
+pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(2);
+
+/// After an acquisition that did not get the lock: waits up to [`CLEANUP_BOUND`] for any
+/// write of ours that may have landed to be read back and removed; if that does not finish,
+/// says that such a write, if it was applied, expires after its lease.
+async fn give_up(locker: &Locker, url: &LockUrl, lease: Duration) {
+    if tokio::time::timeout(CLEANUP_BOUND, locker.shutdown())
+        .await
+        .is_err()
+    {
+        say!(
+            "{url}: a request that would have taken the lock got no answer; if the store applied it, the lock object it wrote expires after its lease ({}), or remove it with `sets3lock unlock {url}`",
+            crate::cli::human(lease)
+        );
     }
 }
 

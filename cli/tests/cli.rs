@@ -5,97 +5,10 @@
 mod support;
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
+use support::command::{code, one_line, stderr, stdout, TestCommand};
 use support::{RawAccess, Server};
-
-/// Runs the binary with the server's credentials and nothing else from the AWS environment.
-struct TestCommand {
-    cmd: Command,
-}
-
-impl TestCommand {
-    fn new(s: &Server) -> TestCommand {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sets3lock"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("AWS_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env("AWS_ACCESS_KEY_ID", &s.access_key)
-            .env("AWS_SECRET_ACCESS_KEY", &s.secret)
-            .env("AWS_ENDPOINT_URL", &s.endpoint)
-            .env("AWS_REGION", "us-east-1")
-            .env("HOME", std::env::temp_dir());
-        TestCommand { cmd }
-    }
-
-    fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
-        mut self,
-        args: I,
-    ) -> TestCommand {
-        self.cmd.args(args);
-        self
-    }
-
-    fn env(mut self, k: &str, v: &str) -> TestCommand {
-        self.cmd.env(k, v);
-        self
-    }
-
-    fn output(mut self) -> Output {
-        self.cmd
-            .stdin(Stdio::null())
-            .output()
-            .expect("run sets3lock")
-    }
-
-    /// Runs it with a stdout nobody reads (`sets3lock status ... | head -0`).
-    fn output_into_a_closed_pipe(mut self) -> Output {
-        let (reader, writer) = std::io::pipe().expect("pipe");
-        drop(reader);
-        self.cmd
-            .stdin(Stdio::null())
-            .stdout(writer)
-            .output()
-            .expect("run sets3lock")
-    }
-
-    fn spawn(mut self) -> std::process::Child {
-        self.cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sets3lock")
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// One clear line on stderr, naming what is wrong.
-fn one_line(o: &Output, mentions: &str) {
-    let err = stderr(o);
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "expected one line, got: {err}"
-    );
-    assert!(
-        err.to_lowercase().contains(&mentions.to_lowercase()),
-        "{err:?} should mention {mentions:?}"
-    );
-}
 
 /// Waits (20 s at most) until the lock object exists: a loaded machine starts processes slowly.
 fn until_held(s: &Server, key: &str) {

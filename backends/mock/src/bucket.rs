@@ -110,9 +110,13 @@ impl Reply {
     /// An S3 error document with this status and code (`SlowDown`, `NoSuchKey`, ...), and
     /// AWS's message for the code.
     pub fn error(status: StatusCode, code: &str) -> Reply {
+        Reply::error_saying(status, code, message(code))
+    }
+
+    /// An S3 error document with this code and message.
+    pub fn error_saying(status: StatusCode, code: &str, message: &str) -> Reply {
         let body = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{}</Message><RequestId>mock</RequestId></Error>",
-            message(code)
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message><RequestId>mock</RequestId></Error>"
         );
         let mut headers = HeaderMap::new();
         headers.insert(

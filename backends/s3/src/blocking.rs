@@ -9,16 +9,16 @@
 // them to completion without a runtime.
 
 use crate::clock::{nap_until, Stamp};
-use crate::http::{blocking_client, send_blocking};
+use crate::http::{blocking_client, exchange_blocking, Reply};
 use crate::mode::{sealed::Waiting, Mode};
 use crate::request::HttpRequest;
 use crate::state::{Shared, Snapshot, Standing};
-use crate::{Error, Loss};
+use crate::{Error, Loss, S3Options};
 use core::future::Future;
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use sets3lock::{IntentKind, ReleaseOutcome, Response, Wait};
+use sets3lock::{ReleaseOutcome, Response, Wait};
 use std::sync::Arc;
 
 /// The blocking mode: a thread drives the lock.
@@ -30,16 +30,16 @@ impl Mode for Blocking {}
 impl Waiting for Blocking {
     type Http = reqwest::blocking::Client;
 
-    fn http(timeout: Duration) -> Result<reqwest::blocking::Client, Error> {
-        blocking_client(timeout)
+    fn http(options: &S3Options) -> Result<reqwest::blocking::Client, Error> {
+        blocking_client(options)
     }
 
-    async fn send(
+    async fn exchange(
         http: &reqwest::blocking::Client,
         request: HttpRequest,
-        kind: IntentKind,
-    ) -> Response {
-        send_blocking(http, request, kind)
+        timeout: Duration,
+    ) -> Result<Reply, Response> {
+        exchange_blocking(http, request, timeout)
     }
 
     async fn wait(
@@ -88,7 +88,7 @@ impl Waiting for Blocking {
 
 /// Runs one of this mode's futures to completion on this thread. They block inside `poll`
 /// and are ready the first time; parking on a waker keeps this correct even if one were not.
-fn block_on<F: Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);
     impl std::task::Wake for Unpark {
         fn wake(self: Arc<Self>) {

@@ -1,8 +1,10 @@
 //! Single requests on any key of a bucket, outside the lock protocol: what operator tools
 //! (`status`, `unlock`, `doctor`) and tests need.
 
-use crate::http::{blocking_client, exchange_blocking, send_blocking};
+use crate::blocking::{block_on, Blocking};
+use crate::http::{blocking_client, Link};
 use crate::request::presign_key;
+use crate::server_time::ServerTime;
 use crate::target::bucket_of;
 use crate::{Error, S3Options};
 use sets3lock::{ETag, Holder, Intent, Response};
@@ -25,7 +27,9 @@ pub struct Client {
     bucket: rusty_s3::Bucket,
     credentials: std::sync::Arc<dyn crate::CredentialSource>,
     expiry: Duration,
+    timeout: Duration,
     http: reqwest::blocking::Client,
+    time: std::sync::Arc<ServerTime>,
 }
 
 impl Client {
@@ -36,23 +40,40 @@ impl Client {
             bucket,
             credentials,
             expiry: options.presign_expiry.max(Duration::from_secs(1)),
-            http: blocking_client(options.request_timeout)?,
+            timeout: options.request_timeout,
+            http: blocking_client(options)?,
+            time: std::sync::Arc::default(),
         })
     }
 
     /// Sends one request on `key`.
     pub fn send(&self, key: &str, intent: &Intent) -> Response {
-        match self.presign(key, intent) {
-            Ok(request) => send_blocking(&self.http, request, intent.kind()),
-            Err(no_credentials) => no_credentials,
+        block_on(
+            self.link()
+                .send(intent.kind(), |t| self.presign(key, intent, t)),
+        )
+    }
+
+    fn link(&self) -> Link<'_, Blocking> {
+        Link {
+            http: &self.http,
+            time: &self.time,
+            timeout: self.timeout,
+            deadline: None,
+            observer: None,
         }
     }
 
-    /// The request, presigned now; without credentials, the reply that stands for it (a
-    /// setback: nothing was sent).
-    fn presign(&self, key: &str, intent: &Intent) -> Result<crate::HttpRequest, Response> {
+    /// The request, presigned at `time`; without credentials, the reply that stands for it
+    /// (a setback: nothing was sent).
+    fn presign(
+        &self,
+        key: &str,
+        intent: &Intent,
+        time: &jiff::Timestamp,
+    ) -> Result<crate::HttpRequest, Response> {
         let credentials = self.credentials.current().map_err(|why| {
-            Response::Ambiguous(sets3lock::Ambiguity::Connection {
+            Response::Ambiguous(sets3lock::Ambiguity::NotSent {
                 detail: format!("no credentials to sign with: {why}"),
             })
         })?;
@@ -62,7 +83,7 @@ impl Client {
             self.expiry,
             key,
             intent,
-            &jiff::Timestamp::now(),
+            time,
         ))
     }
 
@@ -70,19 +91,18 @@ impl Client {
     /// (absent, or `null`, on a bucket without versioning): how `sets3lock doctor` learns that
     /// every write leaves a version behind.
     pub fn send_versioned(&self, key: &str, intent: &Intent) -> (Response, Option<String>) {
-        let request = match self.presign(key, intent) {
-            Ok(r) => r,
-            Err(no_credentials) => return (no_credentials, None),
-        };
-        match exchange_blocking(&self.http, request) {
-            Ok((status, headers, body)) => {
-                let version = headers
+        let sign = |t: &jiff::Timestamp| self.presign(key, intent, t);
+        match block_on(self.link().exchange(intent.kind(), sign)) {
+            Ok(reply) => {
+                let version = reply
+                    .headers
                     .get("x-amz-version-id")
                     .and_then(|v| v.to_str().ok())
                     .filter(|v| !v.is_empty() && *v != "null")
                     .map(str::to_owned);
+                let kind = intent.kind();
                 (
-                    sets3lock::classify(intent.kind(), status, &headers, &body),
+                    sets3lock::classify(kind, reply.status, &reply.headers, &reply.body),
                     version,
                 )
             }

@@ -1,12 +1,14 @@
 //! The driver: the core, the clock, the signing, and the one loop both modes run.
 
 use crate::clock::Stamp;
+use crate::http::Link;
 use crate::mode::Mode;
 use crate::request::{presign, HttpRequest};
 use crate::state::{FinishOnDrop, Shared};
 use crate::target::{hostname, Target};
 use crate::{Error, Observation, S3Options};
-use sets3lock::{Instant, Lock, Request, Response, Wait};
+use core::time::Duration;
+use sets3lock::{Event, Instant, Lock, Request, Response, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,14 +23,18 @@ pub(crate) struct Engine {
     requests: Arc<AtomicU64>,
     /// The handle's release (or cancellation) has been passed to the core.
     release_sent: bool,
+    /// How long one request may take.
+    request_timeout: Duration,
+    /// While acquiring: when the wait ends. No request of the acquisition may run on past it
+    /// by more than `http::LAST_REQUEST`.
+    deadline: Option<Stamp>,
 }
 
 /// What the driver does next.
 #[allow(clippy::large_enum_variant)] // matched as soon as it is made, never stored
 pub(crate) enum Next {
-    /// Send this request (presigned), or feed back this reply instead when there is nothing
-    /// to sign with: a setback the core retries, since nothing was sent.
-    Send(Sending, Result<HttpRequest, Response>),
+    /// Send this request.
+    Send(Sending),
     /// Wait until this time (`None`: no timer), or until the handle asks for the release if
     /// `for_release`.
     Wait {
@@ -45,12 +51,6 @@ pub(crate) struct Sending {
     started: std::time::Instant,
 }
 
-impl Sending {
-    pub(crate) fn kind(&self) -> sets3lock::IntentKind {
-        self.request.intent.kind()
-    }
-}
-
 impl Engine {
     /// A new core, already acquiring.
     pub(crate) fn acquiring(
@@ -59,6 +59,7 @@ impl Engine {
         wait: Wait,
         requests: Arc<AtomicU64>,
     ) -> Result<Engine, Error> {
+        let origin = Stamp::now();
         let mut config = options.lock.clone();
         if config.host.is_empty() {
             config.host = hostname();
@@ -71,11 +72,16 @@ impl Engine {
         let mut engine = Engine {
             lock: Lock::new(config, seed)?,
             target,
-            origin: Stamp::now(),
+            origin,
             observer: options.observer.clone(),
             shared: Arc::new(Shared::new()),
             requests,
             release_sent: false,
+            request_timeout: options.request_timeout,
+            deadline: match wait {
+                Wait::Timeout(d) => Some(origin.plus(d)),
+                Wait::No | Wait::Forever => None,
+            },
         };
         let now = engine.now();
         engine
@@ -111,6 +117,10 @@ impl Engine {
     fn publish(&mut self) {
         while let Some(event) = self.lock.poll_event() {
             self.observe(Observation::Event(&event));
+            if !matches!(event, Event::Contended { .. }) {
+                // The acquisition is over: held, given up, failed or cancelled.
+                self.deadline = None;
+            }
             self.shared.apply(&event, |t| self.to_stamp(t));
         }
     }
@@ -121,9 +131,8 @@ impl Engine {
         if let Some(request) = self.lock.poll_request() {
             self.requests.fetch_add(1, Ordering::Relaxed);
             self.observe(Observation::Sending(&request));
-            let presigned = self.presign(&request);
             let started = std::time::Instant::now();
-            return Next::Send(Sending { request, started }, presigned);
+            return Next::Send(Sending { request, started });
         }
         if self.lock.is_idle() {
             return Next::Stop;
@@ -163,21 +172,38 @@ impl Engine {
         self.lock.handle_timeout(now);
     }
 
-    /// The request, presigned now, or (when the credential source has nothing to give) the
-    /// reply to feed back instead.
-    fn presign(&self, request: &Request) -> Result<HttpRequest, Response> {
-        let credentials = self.target.credentials.current().map_err(|why| {
-            Response::Ambiguous(sets3lock::Ambiguity::Connection {
-                detail: format!("no credentials to sign with: {why}"),
-            })
-        })?;
-        Ok(presign(
-            &self.target,
-            &credentials,
-            &request.intent,
-            &jiff::Timestamp::now(),
-        ))
+    /// How the next request goes out.
+    fn link<'a, M: Mode>(&'a self, http: &'a M::Http) -> Link<'a, M> {
+        Link {
+            http,
+            time: &self.target.time,
+            timeout: self.request_timeout,
+            deadline: self.deadline,
+            observer: self.observer.as_ref(),
+        }
     }
+
+    /// Sends `sending`'s request, signed at `time`; the reply, classified.
+    async fn send<M: Mode>(&self, http: &M::Http, sending: &Sending) -> Response {
+        let intent = &sending.request.intent;
+        let sign = |time: &jiff::Timestamp| signed(&self.target, intent, time);
+        self.link::<M>(http).send(intent.kind(), sign).await
+    }
+}
+
+/// `intent` presigned at `time`, or (when the credential source has nothing to give) the reply
+/// that stands for it: a setback the core retries, since nothing was sent.
+pub(crate) fn signed(
+    target: &Target,
+    intent: &sets3lock::Intent,
+    time: &jiff::Timestamp,
+) -> Result<HttpRequest, Response> {
+    let credentials = target.credentials.current().map_err(|why| {
+        Response::Ambiguous(sets3lock::Ambiguity::NotSent {
+            detail: format!("no credentials to sign with: {why}"),
+        })
+    })?;
+    Ok(presign(target, &credentials, intent, time))
 }
 
 /// Wall-clock milliseconds, for the record only.
@@ -196,11 +222,10 @@ pub(crate) async fn drive<M: Mode>(mut engine: Engine, http: M::Http) {
     let _finish = FinishOnDrop(engine.shared.clone());
     loop {
         match engine.next() {
-            Next::Send(sending, Ok(request)) => {
-                let response = M::send(&http, request, sending.kind()).await;
+            Next::Send(sending) => {
+                let response = engine.send::<M>(&http, &sending).await;
                 engine.answer(sending, response);
             }
-            Next::Send(sending, Err(response)) => engine.answer(sending, response),
             Next::Wait { until, for_release } => {
                 let done = move |s: &crate::state::Snapshot| for_release && s.release_asked;
                 let seen = M::wait(&engine.shared, done, until).await;

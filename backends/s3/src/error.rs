@@ -40,6 +40,14 @@ pub enum Error {
     /// The HTTP client could not be built (its TLS setup failed).
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
+    /// The CA bundle named by `AWS_CA_BUNDLE` (`S3Options::ca_bundle`) cannot be used.
+    #[error("the CA bundle {path:?} (AWS_CA_BUNDLE) cannot be used: {reason}; point AWS_CA_BUNDLE at a PEM file of the CA certificates to trust, or unset it to use the system's")]
+    CaBundle {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The operating system's random source failed; owner ids are drawn from it, and a lock
     /// must not run without them.
     #[error("the operating system's random source failed ({0}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]

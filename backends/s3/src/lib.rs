@@ -38,6 +38,7 @@ mod mode;
 mod observe;
 mod profile;
 mod request;
+mod server_time;
 mod state;
 mod store_check;
 mod target;

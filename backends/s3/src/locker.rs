@@ -1,7 +1,9 @@
 //! Opening locks on one S3 object: the part of both drivers' lockers that does not wait.
 
+use crate::clock::Stamp;
 use crate::engine::{drive, Engine};
 use crate::held::{Claim, Held};
+use crate::http::Link;
 use crate::mode::Mode;
 use crate::state::{Shared, Snapshot, Standing};
 use crate::target::Target;
@@ -34,7 +36,7 @@ impl<M: Mode> Locker<M> {
     /// A locker for `url` (`s3://bucket/key`) with these options.
     pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
         let target = Target::open(url, &options)?;
-        let http = M::http(options.request_timeout)?;
+        let http = M::http(&options)?;
         Ok(Locker {
             target,
             options,
@@ -63,7 +65,7 @@ impl<M: Mode> Locker<M> {
     /// acquisition ends. Dropped while it waits, it cancels the acquisition (and the driver
     /// removes any write of ours that lands).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
-        self.check_store().await?;
+        let wait = self.check_store(wait).await?;
         let claim = self.start(wait)?;
         self.acquired(claim).await
     }
@@ -75,7 +77,7 @@ impl<M: Mode> Locker<M> {
         wait: Wait,
         work: impl AsyncFnOnce(&Held<M>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
-        self.check_store().await?;
+        let wait = self.check_store(wait).await?;
         let claim = self.start(wait)?;
         let shared = claim.shared().clone();
         let result = match self.acquired(claim).await {
@@ -89,12 +91,26 @@ impl<M: Mode> Locker<M> {
         result
     }
 
-    /// The store check, as the options say (a no-op once it has passed).
-    async fn check_store(&self) -> Result<(), Error> {
-        let fenced = self.options.lock.fenced;
-        let observer = self.options.observer.as_ref();
-        let how = &self.options.store_check;
-        crate::store_check::ensure::<M>(how, &self.target, &self.http, fenced, observer).await
+    /// The store check, as the options say (a no-op once it has passed), within the wait's
+    /// time: returns the wait that is left.
+    async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
+        let deadline = match wait {
+            Wait::Timeout(d) => Some(Stamp::now().plus(d)),
+            Wait::No | Wait::Forever => None,
+        };
+        let link = Link::<M> {
+            http: &self.http,
+            time: &self.target.time,
+            timeout: self.options.request_timeout,
+            deadline,
+            observer: self.options.observer.as_ref(),
+        };
+        let (how, fenced) = (&self.options.store_check, self.options.lock.fenced);
+        crate::store_check::ensure::<M>(how, &self.target, &link, fenced, deadline).await?;
+        Ok(match deadline {
+            Some(d) => Wait::Timeout(d.since(Stamp::now())),
+            None => wait,
+        })
     }
 
     /// Waits until every driver this locker started has finished.

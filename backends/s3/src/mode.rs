@@ -8,12 +8,13 @@
 //! both drivers.
 
 use crate::clock::Stamp;
+use crate::http::Reply;
 use crate::request::HttpRequest;
 use crate::state::{Shared, Snapshot};
-use crate::Error;
+use crate::{Error, S3Options};
 use core::future::Future;
 use core::time::Duration;
-use sets3lock::{IntentKind, Response};
+use sets3lock::Response;
 
 /// How a [`Locker`](crate::Locker) and its [`Held`](crate::Held) handles wait:
 /// [`Tokio`](crate::tokio::Tokio) (a tokio task drives the lock; the handles' methods are
@@ -31,15 +32,16 @@ pub(crate) mod sealed {
         /// The HTTP client.
         type Http: Clone + core::fmt::Debug + Send + Sync + 'static;
 
-        /// An HTTP client that never retries or redirects, with this per-request timeout.
-        fn http(timeout: Duration) -> Result<Self::Http, Error>;
+        /// An HTTP client for these options that never retries or redirects.
+        fn http(options: &S3Options) -> Result<Self::Http, Error>;
 
-        /// Sends one request; the reply, classified by the core.
-        fn send(
+        /// Sends one request, within `timeout`: the reply, or the response that stands for
+        /// no reply.
+        fn exchange(
             http: &Self::Http,
             request: HttpRequest,
-            kind: IntentKind,
-        ) -> impl Future<Output = Response> + Send;
+            timeout: Duration,
+        ) -> impl Future<Output = Result<Reply, Response>> + Send;
 
         /// Waits until `done` holds for the shared state, the driver has finished, or
         /// `deadline` (by the suspend-aware clock) has passed; returns the state as it is then.

@@ -18,6 +18,13 @@ pub enum Observation<'a> {
     /// The store check probed the store (it is not reported when a remembered verdict was
     /// used): what `DELETE If-Match` does there, or `None` if the check was inconclusive.
     StoreChecked(Option<sets3lock::ConditionalDelete>),
+    /// The server's clock differs from this machine's: requests are signed at the server's
+    /// time from now on (`offset_ms` after this machine's; negative: the server is behind).
+    /// Learned from the `Date` header of a reply.
+    ServerClock {
+        /// Milliseconds to add to this machine's wall clock to get the server's.
+        offset_ms: i64,
+    },
 }
 
 /// A callback that sees every [`Observation`]. Called on the driver's task or thread: keep it

@@ -1,4 +1,8 @@
 //! Intent → HTTP request: a rusty-s3 presigned URL plus exactly the headers it signed.
+//!
+//! Every header we send is signed (the conditions, the content type, and on PUTs the body's
+//! `Content-MD5`), so a captured URL is good only for the very request it was made for, and
+//! only for `S3Options::presign_expiry` after it was signed.
 
 use crate::target::Target;
 use bytes::Bytes;
@@ -52,6 +56,7 @@ pub(crate) fn presign_key(
         Intent::PutIfNoneMatch { body } => {
             let mut a = bucket.put_object(creds, key);
             a.headers_mut().insert("content-type", CONTENT_TYPE);
+            a.headers_mut().insert("content-md5", content_md5(body));
             a.headers_mut().insert("if-none-match", "*");
             let url = a.sign_with_time(expiry, time);
             (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
@@ -59,6 +64,7 @@ pub(crate) fn presign_key(
         Intent::PutIfMatch { etag, body } => {
             let mut a = bucket.put_object(creds, key);
             a.headers_mut().insert("content-type", CONTENT_TYPE);
+            a.headers_mut().insert("content-md5", content_md5(body));
             a.headers_mut().insert("if-match", etag.header_value());
             let url = a.sign_with_time(expiry, time);
             (Method::PUT, url, headers_of(a.headers_mut()), body.clone())
@@ -94,6 +100,16 @@ pub(crate) fn presign_key(
         headers,
         body,
     }
+}
+
+/// The `Content-MD5` of a body (base64 of its MD5). Signed with the request, it binds the
+/// body to the signature: the URL of a PUT, captured from a log or a proxy, cannot be replayed
+/// with another body (S3 and compatible stores answer `400 BadDigest` when the body does not
+/// match, and `403 SignatureDoesNotMatch` when the header is changed or left out).
+fn content_md5(body: &[u8]) -> String {
+    use base64::Engine as _;
+    use md5::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
 }
 
 /// Presigns a plain `DELETE` (no condition) on any key of `bucket`: only for throw-away keys
@@ -176,12 +192,17 @@ mod tests {
         );
         assert_eq!(r.method, Method::PUT);
         assert_eq!(r.url.path(), "/bucket/locks/job");
-        assert_eq!(signed_headers(&r.url), "content-type;host;if-none-match");
+        assert_eq!(
+            signed_headers(&r.url),
+            "content-md5;content-type;host;if-none-match"
+        );
+        // MD5("{}"), base64.
+        assert_eq!(r.headers["content-md5"], "mZFLkyvTelC5g8XnyQrpOw==");
         assert_eq!(r.headers["if-none-match"], "*");
         assert_eq!(r.headers["content-type"], "application/json");
         assert_eq!(r.headers["content-length"], "2");
         assert!(r.url.as_str().contains("X-Amz-Date=20251130T"));
-        assert!(r.url.as_str().contains("X-Amz-Expires=60"));
+        assert!(r.url.as_str().contains("X-Amz-Expires=15"));
     }
 
     #[test]
@@ -199,7 +220,10 @@ mod tests {
             &time,
         );
         assert_eq!(put.headers["if-match"], "\"abc\"");
-        assert_eq!(signed_headers(&put.url), "content-type;host;if-match");
+        assert_eq!(
+            signed_headers(&put.url),
+            "content-md5;content-type;host;if-match"
+        );
         let del = presign(&t, &creds(), &Intent::DeleteIfMatch { etag }, &time);
         assert_eq!(del.method, Method::DELETE);
         assert_eq!(del.headers["if-match"], "\"abc\"");

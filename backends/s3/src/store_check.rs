@@ -17,6 +17,8 @@
 //! A passed check is remembered for the process, and with [`StoreCheck::Cached`] for a day in
 //! a file, so that a command run every minute pays for it once a day.
 
+use crate::clock::Stamp;
+use crate::http::Link;
 use crate::mode::Mode;
 use crate::request::{presign_key, presign_plain_delete, HttpRequest};
 use crate::target::Target;
@@ -64,12 +66,15 @@ const GCS_HOST: &str = "storage.googleapis.com";
 /// headers, or, for a presence-mode lock (`fenced` false), one whose `DELETE If-Match` does
 /// not work. A check that cannot finish (timeouts, 5xx) is not held against the store: the
 /// lock goes ahead, and the next lock checks again.
+///
+/// Each request ends at `link`'s time limit; an inconclusive check whose requests ran into the
+/// acquisition's `deadline` ends the acquisition ([`Error::TimedOut`]): nothing was locked.
 pub(crate) async fn ensure<M: Mode>(
     how: &StoreCheck,
     target: &Target,
-    http: &M::Http,
+    link: &Link<'_, M>,
     fenced: bool,
-    observer: Option<&crate::Observer>,
+    deadline: Option<Stamp>,
 ) -> Result<(), Error> {
     if *how == StoreCheck::Off {
         return Ok(());
@@ -87,14 +92,17 @@ pub(crate) async fn ensure<M: Mode>(
     let id = format!("{endpoint}|{bucket}");
     let verdict = match remembered(how, &id) {
         Some(v) => v,
-        None => match probe::<M>(target, http).await.inspect(|found| {
-            if let Some(o) = observer {
+        None => match probe::<M>(target, link).await.inspect(|found| {
+            if let Some(o) = link.observer {
                 o.see(crate::Observation::StoreChecked(*found));
             }
         })? {
             Some(v) => {
                 remember(how, &id, v);
                 v
+            }
+            None if deadline.is_some_and(|d| Stamp::now() >= d) => {
+                return Err(Error::TimedOut { holder: None })
             }
             None => return Ok(()),
         },
@@ -193,7 +201,7 @@ fn write_cache(dir: &Path, file: &Path, id: &str, v: ConditionalDelete) -> std::
 /// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
 async fn probe<M: Mode>(
     target: &Target,
-    http: &M::Http,
+    link: &Link<'_, M>,
 ) -> Result<Option<ConditionalDelete>, Error> {
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
@@ -204,17 +212,21 @@ async fn probe<M: Mode>(
     );
     let probe = Probe::<M> {
         target,
-        http,
+        link,
         key: &key,
     };
     let result = probe.run().await;
-    probe.remove().await;
+    // Past the acquisition's deadline the removal would hold the caller up longer still; a
+    // probe object left behind is a few bytes beside the lock's key.
+    if link.deadline.is_none_or(|d| Stamp::now() < d) {
+        probe.remove().await;
+    }
     result
 }
 
 struct Probe<'a, M: Mode> {
     target: &'a Target,
-    http: &'a M::Http,
+    link: &'a Link<'a, M>,
     key: &'a str,
 }
 
@@ -265,11 +277,14 @@ impl<M: Mode> Probe<'_, M> {
         }
         // Anything but a refusal of the wrong ETag makes DELETE If-Match unusable for presence
         // mode, which fenced mode does not need: a verdict, not an error.
-        let request = self.presign(&Intent::DeleteIfMatch { etag: wrong })?;
         Ok(
-            match M::send(self.http, request, IntentKind::DeleteIfMatch).await {
+            match self
+                .send_raw(&Intent::DeleteIfMatch { etag: wrong })
+                .await?
+            {
                 Response::Mismatch => Some(ConditionalDelete::Honored),
                 Response::Deleted => Some(ConditionalDelete::IgnoresIfMatch),
+                Response::Refused(e @ sets3lock::Error::Clock { .. }) => return Err(Error::S3(e)),
                 Response::Refused(_) => Some(ConditionalDelete::NotImplemented),
                 _ => None,
             },
@@ -281,8 +296,7 @@ impl<M: Mode> Probe<'_, M> {
     /// credentials are wrong the lock's own request says so next). Other refusals (404
     /// NoSuchBucket, 501, ...) are the lock's error too.
     async fn send(&self, intent: &Intent) -> Result<Option<Response>, Error> {
-        let request = self.presign(intent)?;
-        match M::send(self.http, request, intent.kind()).await {
+        match self.send_raw(intent).await? {
             Response::Refused(sets3lock::Error::Refused { status: 403, .. }) => Ok(None),
             Response::Refused(e) => Err(Error::S3(e)),
             Response::Ambiguous(_) | Response::Conflict { .. } => Ok(None),
@@ -290,20 +304,18 @@ impl<M: Mode> Probe<'_, M> {
         }
     }
 
-    fn presign(&self, intent: &Intent) -> Result<HttpRequest, Error> {
+    /// Sends one probe, signed at the server's time: the reply as classified.
+    async fn send_raw(&self, intent: &Intent) -> Result<Response, Error> {
         let credentials = self
             .target
             .credentials
             .current()
             .map_err(|reason| Error::Credentials { reason })?;
-        Ok(presign_key(
-            &self.target.bucket,
-            &credentials,
-            self.target.expiry,
-            self.key,
-            intent,
-            &jiff::Timestamp::now(),
-        ))
+        let (bucket, expiry, key) = (&self.target.bucket, self.target.expiry, self.key);
+        let sign = |time: &jiff::Timestamp| -> Result<HttpRequest, Response> {
+            Ok(presign_key(bucket, &credentials, expiry, key, intent, time))
+        };
+        Ok(self.link.send(intent.kind(), sign).await)
     }
 
     /// Removes the probe object with a plain DELETE: the one request that works on every
@@ -312,14 +324,17 @@ impl<M: Mode> Probe<'_, M> {
         let Ok(credentials) = self.target.credentials.current() else {
             return;
         };
-        let request = presign_plain_delete(
-            &self.target.bucket,
-            &credentials,
-            self.target.expiry,
-            self.key,
-            &jiff::Timestamp::now(),
-        );
-        let _ = M::send(self.http, request, IntentKind::DeleteIfMatch).await;
+        let (bucket, expiry, key) = (&self.target.bucket, self.target.expiry, self.key);
+        let sign = |time: &jiff::Timestamp| -> Result<HttpRequest, Response> {
+            Ok(presign_plain_delete(
+                bucket,
+                &credentials,
+                expiry,
+                key,
+                time,
+            ))
+        };
+        let _ = self.link.send(IntentKind::DeleteIfMatch, sign).await;
     }
 
     fn unusable(&self, what: &'static str) -> Error {

@@ -40,8 +40,14 @@ pub struct S3Options {
     /// How long one request may take before its outcome counts as unknown. Generous by
     /// default (20 s): some S3-compatible servers answer losers of a race seconds apart.
     pub request_timeout: Duration,
-    /// How long presigned requests stay valid (60 s; must cover clock offset to the server).
+    /// How long a presigned request stays valid after it is signed (15 s): the window in
+    /// which a captured request could be replayed (with the same body: PUT bodies are bound
+    /// to the signature by a signed `Content-MD5`). Requests are signed at the server's time,
+    /// learned from its `Date` header, so this need not cover a skewed clock.
     pub presign_expiry: Duration,
+    /// A PEM file of the only CA certificates to trust for an `https` endpoint (read from
+    /// `AWS_CA_BUNDLE`); `None`: the system's store. Plain-`http` endpoints read none.
+    pub ca_bundle: Option<std::path::PathBuf>,
     /// The protocol settings: lease, drift bound, pacing. `host` and `pid` are filled in.
     pub lock: sets3lock::Config,
     /// Sees every request, reply and event (for logging).
@@ -59,7 +65,8 @@ impl Default for S3Options {
             credentials: None,
             credential_source: None,
             request_timeout: Duration::from_secs(20),
-            presign_expiry: Duration::from_secs(60),
+            presign_expiry: Duration::from_secs(15),
+            ca_bundle: None,
             lock: sets3lock::Config::default(),
             observer: None,
             store_check: crate::StoreCheck::default(),
@@ -69,8 +76,8 @@ impl Default for S3Options {
 
 impl S3Options {
     /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
-    /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) from the process
-    /// environment.
+    /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) and
+    /// `AWS_CA_BUNDLE` from the process environment.
     pub fn from_env() -> Result<S3Options, Error> {
         S3Options::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
@@ -84,6 +91,7 @@ impl S3Options {
         if let Some(endpoint) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
             options.endpoint = Some(parse_endpoint(&endpoint)?);
         }
+        options.ca_bundle = var("AWS_CA_BUNDLE").map(std::path::PathBuf::from);
         options.credentials = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
             (Some(key), Some(secret)) => Some(match var("AWS_SESSION_TOKEN") {
                 Some(token) => Credentials::new_with_token(key, secret, token),
@@ -126,6 +134,8 @@ pub(crate) struct Target {
     pub(crate) bucket: Bucket,
     pub(crate) credentials: std::sync::Arc<dyn crate::CredentialSource>,
     pub(crate) expiry: Duration,
+    /// The server's time, learned from its replies: what requests are signed at.
+    pub(crate) time: crate::server_time::ServerTime,
 }
 
 impl Target {
@@ -144,6 +154,7 @@ impl Target {
             bucket,
             credentials,
             expiry: options.presign_expiry.max(Duration::from_secs(1)),
+            time: crate::server_time::ServerTime::default(),
         })
     }
 }

@@ -7,14 +7,14 @@
 //! acquisition instead, await [`Locker::shutdown`] before the runtime ends.
 
 use crate::clock::{nap_until, Stamp};
-use crate::http::{async_client, send_async};
+use crate::http::{async_client, exchange_async, Reply};
 use crate::mode::{sealed::Waiting, Mode};
 use crate::request::HttpRequest;
 use crate::state::{Shared, Snapshot};
-use crate::{Error, Loss};
+use crate::{Error, Loss, S3Options};
 use core::future::Future;
 use core::time::Duration;
-use sets3lock::{IntentKind, ReleaseOutcome, Response, Wait};
+use sets3lock::{ReleaseOutcome, Response, Wait};
 
 /// The async mode: a tokio task drives the lock.
 #[derive(Clone, Copy, Debug)]
@@ -25,16 +25,16 @@ impl Mode for Tokio {}
 impl Waiting for Tokio {
     type Http = reqwest::Client;
 
-    fn http(timeout: Duration) -> Result<reqwest::Client, Error> {
-        async_client(timeout)
+    fn http(options: &S3Options) -> Result<reqwest::Client, Error> {
+        async_client(options)
     }
 
-    fn send(
+    fn exchange(
         http: &reqwest::Client,
         request: HttpRequest,
-        kind: IntentKind,
-    ) -> impl Future<Output = Response> + Send {
-        send_async(http, request, kind)
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Reply, Response>> + Send {
+        exchange_async(http, request, timeout)
     }
 
     async fn wait(

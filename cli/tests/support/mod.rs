@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)] // test-only items
 
 pub mod blackout;
+pub mod command;
 #[path = "../../../backends/s3/tests/support/raw.rs"]
 pub mod raw;
 

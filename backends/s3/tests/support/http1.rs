@@ -1,8 +1,7 @@
 //! Just enough HTTP/1.1 for the test servers: one request or response at a time, bodies
 //! framed by Content-Length.
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 pub struct Message {
     pub start: String,
@@ -20,7 +19,7 @@ impl Message {
 }
 
 /// Reads one message; `None` at a clean end of the connection.
-pub async fn read(reader: &mut BufReader<OwnedReadHalf>) -> Option<Message> {
+pub async fn read(reader: &mut (impl AsyncBufRead + Unpin)) -> Option<Message> {
     let mut start = String::new();
     if reader.read_line(&mut start).await.ok()? == 0 {
         return None;

@@ -1,13 +1,17 @@
 //! The mock S3 behind a real HTTP port, so that the drivers run the conformance suite against
 //! it exactly as against a real server. It checks the access key and the SigV4 presigned
 //! signature (by signing the same request again with rusty-s3), then applies the request to
-//! a [`MockS3`] with its exact conditional semantics.
+//! a [`MockS3`] with its exact conditional semantics. Like SeaweedFS, MiniStack and AWS, it
+//! refuses an expired presigned request (`403 AccessDenied` "Request has expired", by its own
+//! clock, which a test may set off this machine's), checks a `Content-MD5` against the body
+//! (`400 BadDigest`), and dates every reply.
 
 use super::http1;
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 use sets3lock::{ETag, Intent};
 use sets3lock_mock::{MockS3, Reply, Semantics};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -18,6 +22,10 @@ pub struct MockServer {
     pub access_key: String,
     pub secret: String,
     pub store: Arc<Mutex<MockS3>>,
+    /// The server's clock, in milliseconds after this machine's (negative: behind).
+    pub clock_offset_ms: Arc<AtomicI64>,
+    /// Whether replies carry a `Date` header (every real server's do).
+    pub dated: Arc<AtomicBool>,
 }
 
 impl MockServer {
@@ -30,11 +38,15 @@ impl MockServer {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         std_listener.set_nonblocking(true).expect("nonblocking");
         let endpoint = format!("http://{}", std_listener.local_addr().expect("addr"));
-        let (st, key, sec, ep) = (
+        let clock_offset_ms = Arc::new(AtomicI64::new(0));
+        let dated = Arc::new(AtomicBool::new(true));
+        let (st, key, sec, ep, off, dat) = (
             store.clone(),
             access_key.clone(),
             secret.clone(),
             endpoint.clone(),
+            clock_offset_ms.clone(),
+            dated.clone(),
         );
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -48,11 +60,22 @@ impl MockServer {
                         continue;
                     };
                     let (st, key, sec, ep) = (st.clone(), key.clone(), sec.clone(), ep.clone());
+                    let (off, dat) = (off.clone(), dat.clone());
                     tokio::spawn(async move {
                         let (read, mut write) = socket.into_split();
                         let mut reader = BufReader::new(read);
                         while let Some(req) = http1::read(&mut reader).await {
-                            let reply = handle(&req, &st, &key, &sec, &ep);
+                            let now = server_now(&off);
+                            let mut reply = handle(&req, &st, &key, &sec, &ep, now);
+                            let date = jiff::fmt::rfc2822::DateTimePrinter::new()
+                                .timestamp_to_rfc9110_string(&now)
+                                .expect("a printable date");
+                            if dat.load(Ordering::Relaxed) {
+                                reply.headers.insert(
+                                    http::header::DATE,
+                                    http::HeaderValue::from_str(&date).expect("a header value"),
+                                );
+                            }
                             let mut out = format!(
                                 "HTTP/1.1 {} {}\r\n",
                                 reply.status.as_u16(),
@@ -77,8 +100,25 @@ impl MockServer {
             access_key,
             secret,
             store,
+            clock_offset_ms,
+            dated,
         }
     }
+
+    /// Whether replies carry a `Date` header from now on.
+    pub fn send_date(&self, on: bool) {
+        self.dated.store(on, Ordering::Relaxed);
+    }
+
+    /// Sets the server's clock `offset_ms` after this machine's.
+    pub fn set_clock_offset(&self, offset_ms: i64) {
+        self.clock_offset_ms.store(offset_ms, Ordering::Relaxed);
+    }
+}
+
+fn server_now(offset_ms: &AtomicI64) -> jiff::Timestamp {
+    let offset = jiff::SignedDuration::from_millis(offset_ms.load(Ordering::Relaxed));
+    jiff::Timestamp::now() + offset
 }
 
 fn handle(
@@ -87,6 +127,7 @@ fn handle(
     key: &str,
     secret: &str,
     endpoint: &str,
+    now: jiff::Timestamp,
 ) -> Reply {
     let mut parts = req.start.split(' ');
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"));
@@ -176,6 +217,26 @@ fn handle(
         .map(|(_, v)| v.into_owned());
     if theirs.is_none() || theirs != ours {
         return Reply::error(http::StatusCode::FORBIDDEN, "SignatureDoesNotMatch");
+    }
+    let expiry = jiff::SignedDuration::from_secs(i64::try_from(expires).unwrap_or(i64::MAX));
+    if now > time.saturating_add(expiry).unwrap_or(time) {
+        return Reply::error_saying(
+            http::StatusCode::FORBIDDEN,
+            "AccessDenied",
+            "Request has expired",
+        );
+    }
+    if let Some(md5) = req.header("content-md5") {
+        use base64::Engine as _;
+        use md5::Digest as _;
+        let actual = base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&req.body));
+        if md5 != actual {
+            return Reply::error_saying(
+                http::StatusCode::BAD_REQUEST,
+                "BadDigest",
+                "The Content-MD5 you specified did not match what we received.",
+            );
+        }
     }
 
     let etag = |name: &str| req.header(name).and_then(|v| ETag::parse(v).ok());

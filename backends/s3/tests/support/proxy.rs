@@ -1,6 +1,7 @@
 //! A TCP proxy that loses replies: the requests on chosen connections reach the server and
 //! are applied, but the server's answer never reaches the client, which times out. The real
-//! shape of a lost reply, for the real server and the mock alike.
+//! shape of a lost reply, for the real server and the mock alike. It also records what
+//! clients send, as a proxy's log would: what a replay would start from.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +14,8 @@ pub struct LossyProxy {
     drop_on: Arc<Mutex<BTreeSet<usize>>>,
     accepted: Arc<AtomicUsize>,
     blackout: Arc<AtomicBool>,
+    /// Every byte clients sent, by connection.
+    sent: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl LossyProxy {
@@ -28,7 +31,13 @@ impl LossyProxy {
         let drop_on = Arc::new(Mutex::new(BTreeSet::new()));
         let accepted = Arc::new(AtomicUsize::new(0));
         let blackout = Arc::new(AtomicBool::new(false));
-        let (d, a, b) = (drop_on.clone(), accepted.clone(), blackout.clone());
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (d, a, b, rec) = (
+            drop_on.clone(),
+            accepted.clone(),
+            blackout.clone(),
+            sent.clone(),
+        );
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -44,6 +53,7 @@ impl LossyProxy {
                     let lose = d.lock().map(|s| s.contains(&n)).unwrap_or(false);
                     let upstream = upstream.clone();
                     let b = b.clone();
+                    let rec = rec.clone();
                     tokio::spawn(async move {
                         let Ok(server) = TcpStream::connect(&upstream).await else {
                             return;
@@ -51,7 +61,19 @@ impl LossyProxy {
                         let (mut cr, mut cw) = client.into_split();
                         let (mut sr, mut sw) = server.into_split();
                         let up = tokio::spawn(async move {
-                            let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                            let slot = {
+                                let mut r = rec.lock().unwrap_or_else(|e| e.into_inner());
+                                r.push(Vec::new());
+                                r.len() - 1
+                            };
+                            let mut buf = vec![0u8; 16 * 1024];
+                            while let Ok(n @ 1..) = cr.read(&mut buf).await {
+                                rec.lock().unwrap_or_else(|e| e.into_inner())[slot]
+                                    .extend_from_slice(&buf[..n]);
+                                if sw.write_all(&buf[..n]).await.is_err() {
+                                    break;
+                                }
+                            }
                         });
                         if lose {
                             // Swallow the answer; keep the client waiting until it gives up.
@@ -85,7 +107,24 @@ impl LossyProxy {
             drop_on,
             accepted,
             blackout,
+            sent,
         }
+    }
+
+    /// The requests clients have sent so far, in order within each connection.
+    pub fn requests(&self) -> Vec<super::http1::Message> {
+        let sent = self.sent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("rt");
+        let mut out = Vec::new();
+        for bytes in sent {
+            let mut reader = &bytes[..];
+            while let Some(m) = rt.block_on(super::http1::read(&mut reader)) {
+                out.push(m);
+            }
+        }
+        out
     }
 
     /// From now on every reply, on every connection, is lost (the server still applies the

@@ -1,0 +1,219 @@
+//! Signing: requests are signed at the server's time (learned from its `Date` header), a PUT's
+//! body is bound to its signature, and a captured request is good for a short window only.
+//!
+//! The clock tests set the mock server's clock off this machine's (a real server's clock
+//! cannot be moved from a test; the command's tests run the real binary under libfaketime
+//! against SeaweedFS for that). The replay tests run on the mock, SeaweedFS and MiniStack.
+
+mod support;
+
+use sets3lock::ReleaseOutcome;
+use sets3lock_s3::blocking::Blocking;
+use sets3lock_s3::tokio::Tokio;
+use sets3lock_s3::{Observation, Observer, S3Options, Wait};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::http1::Message;
+use support::mock_server::MockServer;
+use support::proxy::LossyProxy;
+use support::{fresh_key, Driver, RawAccess, Server};
+
+/// A mock server of its own (its clock is the test's to set).
+fn own_mock() -> (MockServer, Server) {
+    let m = MockServer::start(Default::default(), "mock-bucket");
+    let server = Server {
+        name: "mock (own clock)",
+        endpoint: m.endpoint.clone(),
+        access_key: m.access_key.clone(),
+        secret: m.secret.clone(),
+        bucket: "mock-bucket".into(),
+        missing_if_match: 404,
+    };
+    (m, server)
+}
+
+/// Options that record the server-clock offsets the driver learns.
+fn watched(server: &Server) -> (S3Options, Arc<Mutex<Vec<i64>>>) {
+    let learned = Arc::new(Mutex::new(Vec::new()));
+    let seen = learned.clone();
+    let mut options = server.options();
+    options.observer = Some(Observer::new(move |o| {
+        if let Observation::ServerClock { offset_ms } = o {
+            seen.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(offset_ms);
+        }
+    }));
+    (options, learned)
+}
+
+fn clock_offsets_are_learned<D: Driver>(offset_ms: i64) {
+    let (mock, server) = own_mock();
+    mock.set_clock_offset(offset_ms);
+    let (options, learned) = watched(&server);
+    let key = fresh_key("skew");
+    // A short lease: the renewal below is signed with the learned offset too.
+    let mut options = options;
+    options.lock.lease = Duration::from_secs(3);
+    let held = D::acquire(&server.url(&key), options, Wait::No)
+        .unwrap_or_else(|e| panic!("server clock {offset_ms} ms off: {e}"));
+    assert!(
+        D::wait_lost(&held, Duration::from_millis(2500)).is_none(),
+        "renewals failed with the server's clock {offset_ms} ms off"
+    );
+    let outcome = D::release(held).expect("release");
+    assert_eq!(outcome, ReleaseOutcome::Deleted);
+    assert!(server.raw_get(&key).is_none(), "the lock object is gone");
+    let learned = learned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let last = *learned.last().expect("the offset was learned");
+    assert!(
+        (last - offset_ms).abs() <= 1_500,
+        "learned {learned:?}, the server is {offset_ms} ms off"
+    );
+}
+
+#[test]
+fn a_server_clock_75_s_ahead_is_learned_and_every_request_goes_through() {
+    clock_offsets_are_learned::<Tokio>(75_000);
+    clock_offsets_are_learned::<Blocking>(75_000);
+}
+
+#[test]
+fn a_server_clock_ten_minutes_behind_is_learned_and_every_request_goes_through() {
+    clock_offsets_are_learned::<Tokio>(-600_000);
+    clock_offsets_are_learned::<Blocking>(-600_000);
+}
+
+#[test]
+fn a_server_clock_moved_while_the_lock_is_held_is_followed() {
+    let (mock, server) = own_mock();
+    let (mut options, learned) = watched(&server);
+    options.lock.lease = Duration::from_secs(3);
+    let key = fresh_key("skew-step");
+    let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
+    // The server's clock jumps two minutes ahead (or ours back): renewals continue.
+    mock.set_clock_offset(120_000);
+    assert!(
+        Blocking::wait_lost(&held, Duration::from_millis(3500)).is_none(),
+        "a renewal was refused after the clock step"
+    );
+    assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
+    let learned = learned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(
+        learned.iter().any(|o| (o - 120_000).abs() <= 1_500),
+        "{learned:?}"
+    );
+}
+
+#[test]
+fn a_skewed_clock_with_no_date_to_learn_from_is_named_not_blamed_on_permissions() {
+    // The server is 30 s ahead (past the 15 s a signature is valid for) and sends no Date:
+    // nothing to correct with. The error must name the clock.
+    let (mock, server) = own_mock();
+    mock.set_clock_offset(30_000);
+    mock.send_date(false);
+    let key = fresh_key("skew-no-date");
+    for e in [
+        Tokio::acquire(&server.url(&key), server.options(), Wait::No).err(),
+        Blocking::acquire(&server.url(&key), server.options(), Wait::No).err(),
+    ] {
+        let text = e.expect("refused").to_string();
+        assert!(text.contains("clock"), "{text}");
+        assert!(!text.contains("s3:PutObject"), "{text}");
+    }
+    assert!(server.raw_get(&key).is_none());
+}
+
+/// The first PUT our driver sent through `proxy`.
+fn first_put(proxy: &LossyProxy) -> Message {
+    proxy
+        .requests()
+        .into_iter()
+        .find(|m| m.start.starts_with("PUT "))
+        .expect("a PUT was sent")
+}
+
+/// Sends `m` again through `proxy`, with `body` instead of its own, and without the headers
+/// named in `leave_out`: the replay of a logged request. The reply's status.
+fn replay(proxy: &LossyProxy, m: &Message, body: &[u8], leave_out: &[&str]) -> u16 {
+    let target = m.start.split(' ').nth(1).expect("a request target");
+    let url = format!("{}{}", proxy.endpoint, target);
+    let client = reqwest::blocking::Client::new();
+    let mut request = client.put(url).body(body.to_vec());
+    for (name, value) in &m.headers {
+        let n = name.to_ascii_lowercase();
+        if n == "host" || n == "content-length" || leave_out.contains(&n.as_str()) {
+            continue;
+        }
+        request = request.header(name, value);
+    }
+    request.send().expect("a reply").status().as_u16()
+}
+
+fn replays_with_another_body_are_refused(server: &Server) {
+    eprintln!("== {}", server.name);
+    let proxy = LossyProxy::start(&server.endpoint);
+    let mut options = server.options();
+    options.endpoint = Some(sets3lock_s3::parse_endpoint(&proxy.endpoint).expect("endpoint"));
+    options.store_check = sets3lock_s3::StoreCheck::Off;
+    let key = fresh_key("replay");
+    let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
+    assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
+    let create = first_put(&proxy);
+    assert!(
+        create.header("content-md5").is_some(),
+        "the create carries a Content-MD5"
+    );
+    // Another body under the logged signature: the digest does not match.
+    let junk = br#"{"junk":true}"#;
+    assert_eq!(replay(&proxy, &create, junk, &[]), 400, "{}", server.name);
+    // Without the digest header: the signature does not match.
+    assert_eq!(
+        replay(&proxy, &create, junk, &["content-md5"]),
+        403,
+        "{}",
+        server.name
+    );
+    assert!(
+        server.raw_get(&key).is_none(),
+        "{}: a replay with another body created the lock object",
+        server.name
+    );
+    // The control: the same request, body and all, is accepted within its window (the
+    // refusals above are the body binding's doing, not a broken replay). It recreates the
+    // released lock with our record and lease, which then expires like any other.
+    assert_eq!(
+        replay(&proxy, &create, &create.body, &[]),
+        200,
+        "{}",
+        server.name
+    );
+    server.raw_delete(&key);
+}
+
+#[test]
+fn a_logged_put_replayed_with_another_body_is_refused_by_every_server() {
+    replays_with_another_body_are_refused(&support::mock(404));
+    for name in ["seaweedfs", "ministack"] {
+        if let Some(s) = support::real(name) {
+            replays_with_another_body_are_refused(&s);
+        }
+    }
+}
+
+#[test]
+fn a_logged_request_is_refused_once_its_window_has_passed() {
+    // The mock's clock moved 16 s on: past the 15 s a signature is valid for.
+    let (mock, server) = own_mock();
+    let proxy = LossyProxy::start(&server.endpoint);
+    let mut options = server.options();
+    options.endpoint = Some(sets3lock_s3::parse_endpoint(&proxy.endpoint).expect("endpoint"));
+    options.store_check = sets3lock_s3::StoreCheck::Off;
+    let key = fresh_key("replay-late");
+    let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
+    assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
+    let create = first_put(&proxy);
+    mock.set_clock_offset(16_000);
+    assert_eq!(replay(&proxy, &create, &create.body, &[]), 403);
+    assert!(server.raw_get(&key).is_none());
+}
