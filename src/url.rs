@@ -79,6 +79,8 @@ impl LockUrl {
     /// ```
     /// # use sets3lock::LockUrl;
     /// assert!(LockUrl::parse("s3://b/k").is_err()); // bucket too short
+    /// assert!(LockUrl::parse("s3://My_Bucket/k").is_err()); // upper case, '_'
+    /// assert!(LockUrl::parse("s3://my-bucket.2/k").is_ok());
     /// assert!(LockUrl::parse("gs://bucket/k").is_err());
     /// assert!(LockUrl::parse("s3://bucket/dir/").is_err());
     /// assert!(LockUrl::parse("s3://bucket/a/../b").is_err());
@@ -142,17 +144,21 @@ fn check_bucket(bucket: &str) -> Result<(), UrlError> {
     if bucket.len() < 3 || bucket.len() > 63 {
         return Err(invalid("bucket names are 3 to 63 characters long"));
     }
+    // AWS's rules since 2018, which S3-compatible stores follow. (Older us-east-1 buckets may
+    // have upper-case letters or '_', and are refused here: S3 addresses them path-style only,
+    // and a store given one answers with an error only after the lock has started.)
     if !bucket
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'))
     {
         return Err(invalid(
-            "bucket names hold only letters, digits, '.', '-' (and '_' in old buckets)",
+            "bucket names hold only lower-case letters, digits, '.' and '-'",
         ));
     }
     let first = bucket.as_bytes()[0];
     let last = bucket.as_bytes()[bucket.len() - 1];
-    if !first.is_ascii_alphanumeric() || !last.is_ascii_alphanumeric() {
+    let edge = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if !edge(first) || !edge(last) {
         return Err(invalid(
             "bucket names begin and end with a letter or a digit",
         ));

@@ -61,6 +61,11 @@ pub(crate) struct Run {
     /// (default 10s, or less to fit a short lease).
     #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) kill_after: Option<Duration>,
+    /// While waiting: the longest pause between checks of the lock (pauses are drawn
+    /// between 100ms and this). Longer means fewer requests and a slower hand-off: about
+    /// 2,300 GETs an hour with the default, 700 with 10s.
+    #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION", allow_hyphen_values = true)]
+    pub(crate) poll_max: Duration,
     /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
     /// than every earlier one (the program gets it as SETS3LOCK_TOKEN). Needs no conditional
     /// DELETE. A key that is already fenced is used fenced without this flag.
@@ -179,6 +184,15 @@ pub(crate) fn whole() -> clap::Command {
 const KILL_AFTER: Duration = Duration::from_secs(10);
 
 impl Run {
+    /// The lock settings these flags give, on top of `base`.
+    pub(crate) fn config(&self, base: sets3lock::Config) -> sets3lock::Config {
+        let mut config = base;
+        config.lease = self.lease;
+        config.fenced = self.fenced;
+        config.poll.cap = self.poll_max;
+        config
+    }
+
     /// The time between SIGTERM and SIGKILL: as given, or the default that fits the lease.
     pub(crate) fn kill_after(&self) -> Duration {
         self.kill_after
@@ -203,11 +217,15 @@ fn room(lease: Duration) -> Duration {
 /// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
 /// before the end of validity, which must come after the next renewal is due.
 fn check_timing(run: &Run) -> Result<(), String> {
-    let config = sets3lock::Config {
-        lease: run.lease,
-        ..sets3lock::Config::default()
-    };
-    config.validate().map_err(|e| e.to_string())?;
+    let config = run.config(sets3lock::Config::default());
+    config.validate().map_err(|e| match e {
+        sets3lock::ConfigError::BadBackoff { which: "poll" } => format!(
+            "--poll-max {} is shorter than the shortest pause between checks ({}): give at least that",
+            human(run.poll_max),
+            human(config.poll.floor)
+        ),
+        other => other.to_string(),
+    })?;
     let room = room(run.lease);
     if run.kill_after() >= room {
         return Err(format!(
@@ -260,15 +278,22 @@ pub(crate) fn duration(s: &str) -> Result<Duration, String> {
 /// The operator command words (a first argument that is one of these is a command).
 pub(crate) const COMMANDS: &[&str] = &["status", "unlock", "doctor", "completions"];
 
-/// Options of run mode that take a value (so the value is not the URL).
-const VALUED: &[&str] = &[
-    "--timeout",
-    "--lease",
-    "--kill-after",
-    "--endpoint",
-    "--region",
-    "--profile",
-];
+/// Whether `arg` is a long option of run mode or of an operator command that takes a value
+/// (so the next argument is its value, not the URL or a command word): read off the clap
+/// definitions, so that a new option cannot be forgotten here.
+fn takes_value(arg: &str) -> bool {
+    use clap::CommandFactory as _;
+    let Some(long) = arg.strip_prefix("--") else {
+        return false;
+    };
+    let valued = |c: &clap::Command| {
+        c.get_arguments()
+            .any(|a| a.get_long() == Some(long) && a.get_action().takes_values())
+    };
+    let run = Run::command();
+    let commands = Command::command();
+    valued(&run) || commands.get_subcommands().any(valued)
+}
 
 /// Splits run-mode arguments into (options and URL) and the program's argv, untouched:
 /// everything after the URL belongs to the program, whatever it looks like.
@@ -288,7 +313,7 @@ fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
             return (ours, args[program..].to_vec());
         }
         if a.starts_with('-') && a.len() > 1 {
-            if VALUED.contains(&a.as_ref()) {
+            if takes_value(&a) {
                 i += 1;
             }
             i += 1;
@@ -309,7 +334,6 @@ fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
 /// (`sets3lock --endpoint URL status s3://b/k`, as git, aws and cargo allow): the first word
 /// that is not an option or an option's value decides. Run mode's first word is the URL.
 pub(crate) fn command_first(args: &[OsString]) -> Option<Vec<OsString>> {
-    let valued = |a: &str| VALUED.contains(&a) || a == "--etag" || a == "--racers";
     let mut i = 1;
     while i < args.len() {
         let a = args[i].to_string_lossy();
@@ -317,7 +341,7 @@ pub(crate) fn command_first(args: &[OsString]) -> Option<Vec<OsString>> {
             return None;
         }
         if a.starts_with('-') && a.len() > 1 {
-            i += if valued(&a) { 2 } else { 1 };
+            i += if takes_value(&a) { 2 } else { 1 };
             continue;
         }
         if !COMMANDS.contains(&a.as_ref()) {

@@ -64,8 +64,9 @@ fn run_mode(args: &[OsString]) -> u8 {
             return unavailable;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread does it all: the lock's driver (a few requests a minute), the program's
+    // supervision and the signals. A worker pool would cost more to start than the work.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -51,8 +51,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     };
     let log = Log::new(args.verbose, args.quiet, url.clone());
     options.observer = Some(log.observer());
-    options.lock.lease = args.lease;
-    options.lock.fenced = args.fenced;
+    options.lock = args.config(options.lock);
     options.store_check = if args.no_store_check {
         StoreCheck::Off
     } else {
@@ -73,8 +72,10 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     };
 
     // ---- acquire, unless a signal comes first ----
-    let mut reminder = tokio::time::interval(Duration::from_secs(60));
-    reminder.tick().await;
+    // The first reminder a minute from now (awaiting an interval's immediate first tick
+    // would park the runtime for a timer-wheel millisecond).
+    let minute = Duration::from_secs(60);
+    let mut reminder = tokio::time::interval_at(tokio::time::Instant::now() + minute, minute);
     // Boxed so that it can be dropped (which cancels it) before the scope ends.
     let mut acquiring = Box::pin(locker.acquire(wait));
     let held = loop {
@@ -138,7 +139,8 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         }
     };
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
-    let mut stopped = false;
+    // Why the program was stopped, if it was.
+    let mut stopped = None;
     let status = loop {
         // SIGKILL must land before the hold's validity ends, so SIGTERM goes `--kill-after`
         // earlier; a renewal moves the deadline on. Naps of at most a second re-read the
@@ -154,14 +156,14 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 }
             }
             loss = held.lost() => {
-                stopped = true;
+                stopped = Some(Stopped::Lost(loss.clone()));
                 break stop(&url, &describe(&loss), &mut child, pid, args.kill_after()).await;
             }
             _ = tokio::time::sleep(stop_in.unwrap_or_default().min(Duration::from_secs(1))), if stop_in.is_some() => {
                 if held.remaining_validity().is_none_or(|r| r > args.kill_after()) {
                     continue; // renewed meanwhile, or not yet due
                 }
-                stopped = true;
+                stopped = Some(Stopped::Unrenewed);
                 let why = format!(
                     "no renewal got through and the lease runs out in {}",
                     crate::cli::human(args.kill_after())
@@ -172,15 +174,36 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     };
 
     // ---- release, whatever happened ----
-    if stopped {
-        drop(held); // released in the background if still ours; shutdown waits for it
-    } else {
-        report_release(&url, held.release().await);
+    match &stopped {
+        // Not ours any more: nothing to release, and the first line said why.
+        Some(Stopped::Lost(Loss::Lost(_))) => drop(held),
+        // Renewals were not getting through (or the hold expired): try the release, and say
+        // what became of the lock.
+        Some(_) => match tokio::time::timeout(CONFIRM, held.release()).await {
+            Ok(Ok(_)) => say!("{url}: S3 answered again: the lock is released"),
+            Ok(Err(Error::AlreadyExpired)) => say!(
+                "{url}: the lock object is left behind: its lease ran out before a renewal or the release got through, and others may take the lock over now"
+            ),
+            Ok(Err(e)) => {
+                say!("{url}: release failed: {e}; the lock object is left to expire after its lease")
+            }
+            Err(_) => {
+                say!(
+                    "{url}: no request got through in {}: the lock object is left to expire after its lease",
+                    crate::cli::human(CONFIRM)
+                );
+                return LOST; // waited long enough: what is left in flight dies with us
+            }
+        },
+        None => report_release(&url, held.release().await),
     }
-    finish(&locker, &url).await;
-    if stopped {
+    if stopped.is_some() {
+        // What became of the lock is said; a cleanup of renewals that may have landed gets
+        // a moment, and what it cannot do expires with the lease.
+        let _ = tokio::time::timeout(CLEANUP_BOUND, locker.shutdown()).await;
         return LOST;
     }
+    finish(&locker, &url).await;
     match status {
         Ok(s) => match (s.code(), s.signal()) {
             (Some(code), _) => u8::try_from(code).unwrap_or(255),
@@ -218,6 +241,17 @@ async fn stop(
     }
 }
 
+/// Why the program was stopped.
+enum Stopped {
+    /// The hold ended: taken over, deleted, expired.
+    Lost(Loss),
+    /// Renewals stopped getting through, and the lease was about to run out.
+    Unrenewed,
+}
+
+/// How long the command waits for a release (or the cleanup after it) to be confirmed.
+const CONFIRM: Duration = Duration::from_secs(30);
+
 /// How long a command that did not get the lock waits for the cleanup of a write of its own
 /// that may have landed (a create or takeover sent at the deadline, or when a signal came).
 pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(2);
@@ -240,11 +274,14 @@ async fn give_up(locker: &Locker, url: &LockUrl, lease: Duration) {
 /// Waits for the background driver to finish its release or cleanup, but not forever: with
 /// S3 unreachable each attempt takes a request timeout, and the lease covers what is left.
 async fn finish(locker: &Locker, url: &LockUrl) {
-    if tokio::time::timeout(Duration::from_secs(30), locker.shutdown())
+    if tokio::time::timeout(CONFIRM, locker.shutdown())
         .await
         .is_err()
     {
-        say!("{url}: could not confirm the release in 30s; the lock expires after its lease");
+        say!(
+            "{url}: could not confirm the release in {}; the lock expires after its lease",
+            crate::cli::human(CONFIRM)
+        );
     }
 }
 

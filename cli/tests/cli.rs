@@ -98,6 +98,12 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec!["s3:/bucket/key", "true"], 100, "not an s3:// URL"),
         (vec!["s3://b/key", "true"], 100, "bucket"),
+        (vec!["s3://My_Bucket/key", "true"], 100, "lower-case"),
+        (
+            vec!["--poll-max", "50ms", "s3://bucket/key", "true"],
+            100,
+            "--poll-max 50ms",
+        ),
         (vec!["s3://bucket", "true"], 100, "no object key"),
         (vec!["--bogus", &url, "true"], 100, "--bogus"),
         (vec![&url], 100, "no program"),
@@ -454,14 +460,14 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
         .spawn();
     let o = holder.wait_with_output().expect("holder");
     assert_eq!(code(&o), 112, "{}", stderr(&o));
-    // (A second line may say that the release could not be confirmed: S3 is unreachable.)
+    // The first line says why the program was stopped, the second what became of the lock.
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
     assert!(
-        stderr(&o)
-            .lines()
-            .next()
-            .is_some_and(|l| l.contains("no renewal got through")),
-        "{}",
-        stderr(&o)
+        lines.len() == 2
+            && lines[0].contains("no renewal got through")
+            && lines[1].contains("left"),
+        "{err}"
     );
     let w = waiter.wait_with_output().expect("waiter");
     assert_eq!(code(&w), 0, "{}", stderr(&w));
