@@ -152,6 +152,13 @@ impl Log {
         }
     }
 
+    /// A `-v` line.
+    pub(crate) fn note(&self, what: &str) {
+        if self.verbose {
+            self.line(what);
+        }
+    }
+
     pub(crate) fn acquired(&self, held: &sets3lock_s3::tokio::Held) {
         if self.verbose {
             self.line(&format!("acquired {} as owner {}", self.url, held.owner()));

@@ -117,6 +117,15 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         }
     };
     log.acquired(&held);
+    if !args.lease.is_zero() {
+        log.note(&format!(
+            "lease {}, renewed every {}; if renewals stop getting through, the program gets SIGTERM {} before the lease could run out (--kill-after{}), then SIGKILL",
+            crate::cli::human(args.lease),
+            crate::cli::human(args.lease / 3),
+            crate::cli::human(args.kill_after()),
+            if args.kill_after.is_none() { ", the default that fits this lease" } else { "" }
+        ));
+    }
 
     // ---- run the program ----
     let mut command = tokio::process::Command::new(&program[0]);

@@ -863,11 +863,16 @@ fn rough_edges_the_help_example_options_before_a_command_and_a_short_lease_alone
         .output();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("free"), "{}", stdout(&o));
-    // A short lease alone: the default --kill-after fits it.
+    // A short lease alone: the default --kill-after fits it, and -v says what it is.
     let o = TestCommand::new(&s)
-        .args(["--lease", "4s", &url, "true"])
+        .args(["-v", "--lease", "4s", &url, "true"])
         .output();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("SIGTERM 1.29s before the lease could run out (--kill-after, the default that fits this lease)"),
+        "{}",
+        stderr(&o)
+    );
     // A --kill-after that does not fit is refused with durations as people write them.
     let o = TestCommand::new(&s)
         .args(["--lease", "4s", "--kill-after", "3s", &url, "true"])
