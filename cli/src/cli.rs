@@ -283,16 +283,19 @@ pub(crate) const COMMANDS: &[&str] = &["status", "unlock", "doctor", "completion
 /// definitions, so that a new option cannot be forgotten here.
 fn takes_value(arg: &str) -> bool {
     use clap::CommandFactory as _;
-    let Some(long) = arg.strip_prefix("--") else {
-        return false;
-    };
-    let valued = |c: &clap::Command| {
-        c.get_arguments()
-            .any(|a| a.get_long() == Some(long) && a.get_action().takes_values())
-    };
-    let run = Run::command();
-    let commands = Command::command();
-    valued(&run) || commands.get_subcommands().any(valued)
+    static VALUED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let valued = VALUED.get_or_init(|| {
+        let run = Run::command();
+        let commands = Command::command();
+        std::iter::once(&run)
+            .chain(commands.get_subcommands())
+            .flat_map(|c| c.get_arguments())
+            .filter(|a| a.get_action().takes_values())
+            .filter_map(|a| a.get_long().map(str::to_owned))
+            .collect()
+    });
+    arg.strip_prefix("--")
+        .is_some_and(|long| valued.iter().any(|v| v == long))
 }
 
 /// Splits run-mode arguments into (options and URL) and the program's argv, untouched:

@@ -128,12 +128,20 @@ impl Log {
                     "store-check: inconclusive (no clear answer); checking again next time".into()
                 }
             }),
-            Observation::ServerClock { offset_ms } if self.verbose => {
+            Observation::ServerClock {
+                offset_ms,
+                resending,
+            } if self.verbose => {
                 let how = if offset_ms >= 0 { "ahead of" } else { "behind" };
                 let by =
                     crate::cli::human(std::time::Duration::from_millis(offset_ms.unsigned_abs()));
+                let again = if resending {
+                    "; the request it refused for its time is signed again and resent"
+                } else {
+                    ""
+                };
                 self.line(&format!(
-                    "the server's clock is {by} {how} this machine's (its Date header): signing at the server's time"
+                    "the server's clock is {by} {how} this machine's (its Date header): signing at the server's time{again}"
                 ))
             }
             _ => {}

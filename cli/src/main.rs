@@ -76,7 +76,10 @@ fn run_mode(args: &[OsString]) -> u8 {
             return CANNOT_LOCK;
         }
     };
-    runtime.block_on(run::run(run, options, program))
+    let code = runtime.block_on(run::run(run, options, program));
+    // Whatever is still in flight (a cleanup given up on, a name lookup) is not waited for.
+    runtime.shutdown_background();
+    code
 }
 
 fn command(args: &[OsString]) -> u8 {

@@ -189,7 +189,10 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         // Renewals were not getting through (or the hold expired): try the release, and say
         // what became of the lock.
         Some(_) => match tokio::time::timeout(CONFIRM, held.release()).await {
-            Ok(Ok(_)) => say!("{url}: S3 answered again: the lock is released"),
+            Ok(Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed)) => {
+                say!("{url}: S3 answered again: the lock is released")
+            }
+            Ok(Ok(other)) => report_release(&url, Ok(other)),
             Ok(Err(Error::AlreadyExpired)) => say!(
                 "{url}: the lock object is left behind: its lease ran out before a renewal or the release got through, and others may take the lock over now"
             ),
@@ -265,19 +268,27 @@ const CONFIRM: Duration = Duration::from_secs(30);
 /// that may have landed (a create or takeover sent at the deadline, or when a signal came).
 pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(2);
 
-/// After an acquisition that did not get the lock: waits up to [`CLEANUP_BOUND`] for any
-/// write of ours that may have landed to be read back and removed; if that does not finish,
-/// says that such a write, if it was applied, expires after its lease.
+/// After an acquisition that did not get the lock: waits up to [`CLEANUP_BOUND`] (with lease
+/// 0, [`CONFIRM`]) for any write of ours that may have landed to be read back and removed; if
+/// that does not finish, says what becomes of such a write, if it was applied.
 async fn give_up(locker: &Locker, url: &LockUrl, lease: Duration) {
-    if tokio::time::timeout(CLEANUP_BOUND, locker.shutdown())
-        .await
-        .is_err()
-    {
-        say!(
-            "{url}: a request that would have taken the lock got no answer; if the store applied it, the lock object it wrote expires after its lease ({}), or remove it with `sets3lock unlock {url}`",
-            crate::cli::human(lease)
-        );
+    // With lease 0 such an object would never expire: its cleanup is waited for longer.
+    let bound = if lease.is_zero() {
+        CONFIRM
+    } else {
+        CLEANUP_BOUND
+    };
+    if tokio::time::timeout(bound, locker.shutdown()).await.is_ok() {
+        return;
     }
+    let fate = if lease.is_zero() {
+        "never expires (lease 0)".to_owned()
+    } else {
+        format!("expires after its lease ({})", crate::cli::human(lease))
+    };
+    say!(
+        "{url}: a request that would have taken the lock got no answer; if the store applied it, the lock object it wrote {fate}: remove it with `sets3lock unlock {url}`"
+    );
 }
 
 /// Waits for the background driver to finish its release or cleanup, but not forever: with

@@ -145,9 +145,9 @@ fn times_out_on_a_silent_endpoint(extra: &[&str], mentions: &[&str]) {
     let took = started.elapsed();
     let err = stderr(&o);
     assert_eq!(code(&o), 111, "{err}");
-    // Half a second for starting the process on a loaded machine.
+    // A second for starting the process (two at once) on a loaded machine.
     assert!(
-        took <= timeout + BOUND + Duration::from_millis(500),
+        took <= timeout + BOUND + Duration::from_secs(1),
         "{extra:?}: took {took:?}: {err}"
     );
     assert!(

@@ -149,7 +149,9 @@ impl Releasing {
             (flight, other) => {
                 // Conflict, ambiguity, or a reply that does not fit: read, then try again.
                 let kind = flight.kind();
-                if matches!(flight, InFlight::Delete { .. } | InFlight::Free { .. }) {
+                if matches!(flight, InFlight::Delete { .. } | InFlight::Free { .. })
+                    && pending::may_have_landed(&other)
+                {
                     self.unconfirmed = true;
                 }
                 let setback = pending::setback(other, kind);

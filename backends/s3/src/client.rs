@@ -55,13 +55,7 @@ impl Client {
     }
 
     fn link(&self) -> Link<'_, Blocking> {
-        Link {
-            http: &self.http,
-            time: &self.time,
-            timeout: self.timeout,
-            deadline: None,
-            observer: None,
-        }
+        Link::new(&self.http, &self.time, self.timeout, None)
     }
 
     /// The request, presigned at `time`; without credentials, the reply that stands for it
@@ -72,11 +66,7 @@ impl Client {
         intent: &Intent,
         time: &jiff::Timestamp,
     ) -> Result<crate::HttpRequest, Response> {
-        let credentials = self.credentials.current().map_err(|why| {
-            Response::Ambiguous(sets3lock::Ambiguity::NotSent {
-                detail: format!("no credentials to sign with: {why}"),
-            })
-        })?;
+        let credentials = crate::credentials::to_sign_with(self.credentials.as_ref())?;
         Ok(presign_key(
             &self.bucket,
             &credentials,
@@ -93,18 +83,14 @@ impl Client {
     pub fn send_versioned(&self, key: &str, intent: &Intent) -> (Response, Option<String>) {
         let sign = |t: &jiff::Timestamp| self.presign(key, intent, t);
         match block_on(self.link().exchange(intent.kind(), sign)) {
-            Ok(reply) => {
+            Ok((reply, response)) => {
                 let version = reply
                     .headers
                     .get("x-amz-version-id")
                     .and_then(|v| v.to_str().ok())
                     .filter(|v| !v.is_empty() && *v != "null")
                     .map(str::to_owned);
-                let kind = intent.kind();
-                (
-                    sets3lock::classify(kind, reply.status, &reply.headers, &reply.body),
-                    version,
-                )
+                (response, version)
             }
             Err(no_reply) => (no_reply, None),
         }

@@ -37,6 +37,18 @@ impl CredentialSource for Fixed {
     }
 }
 
+/// The credentials to sign a request with now, or (when the source has none) the answer that
+/// stands for the request: not sent, so a setback the core retries.
+pub(crate) fn to_sign_with(
+    source: &dyn CredentialSource,
+) -> Result<Credentials, sets3lock::Response> {
+    source.current().map_err(|why| {
+        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::NotSent {
+            detail: format!("no credentials to sign with: {why}"),
+        })
+    })
+}
+
 /// The source the options name: a provider, or fixed credentials, or none.
 pub(crate) fn source_of(options: &crate::S3Options) -> Option<Arc<dyn CredentialSource>> {
     options.credential_source.clone().or_else(|| {

@@ -26,7 +26,7 @@ pub(crate) struct Engine {
     /// How long one request may take.
     request_timeout: Duration,
     /// While acquiring: when the wait ends. No request of the acquisition may run on past it
-    /// by more than `http::LAST_REQUEST`.
+    /// by more than `http::LAST_REQUEST` (none with lease 0).
     deadline: Option<Stamp>,
 }
 
@@ -78,9 +78,11 @@ impl Engine {
             requests,
             release_sent: false,
             request_timeout: options.request_timeout,
+            // With lease 0 nothing would ever remove a write that landed unanswered: such
+            // writes are waited for, whatever the deadline.
             deadline: match wait {
-                Wait::Timeout(d) => Some(origin.plus(d)),
-                Wait::No | Wait::Forever => None,
+                Wait::Timeout(d) if !options.lock.lease.is_zero() => Some(origin.plus(d)),
+                _ => None,
             },
         };
         let now = engine.now();
@@ -174,13 +176,13 @@ impl Engine {
 
     /// How the next request goes out.
     fn link<'a, M: Mode>(&'a self, http: &'a M::Http) -> Link<'a, M> {
-        Link {
+        Link::new(
             http,
-            time: &self.target.time,
-            timeout: self.request_timeout,
-            deadline: self.deadline,
-            observer: self.observer.as_ref(),
-        }
+            &self.target.time,
+            self.request_timeout,
+            self.observer.as_ref(),
+        )
+        .until(self.deadline)
     }
 
     /// Sends `sending`'s request, signed at `time`; the reply, classified.
@@ -198,11 +200,7 @@ pub(crate) fn signed(
     intent: &sets3lock::Intent,
     time: &jiff::Timestamp,
 ) -> Result<HttpRequest, Response> {
-    let credentials = target.credentials.current().map_err(|why| {
-        Response::Ambiguous(sets3lock::Ambiguity::NotSent {
-            detail: format!("no credentials to sign with: {why}"),
-        })
-    })?;
+    let credentials = crate::credentials::to_sign_with(target.credentials.as_ref())?;
     Ok(presign(target, &credentials, intent, time))
 }
 

@@ -98,15 +98,15 @@ impl<M: Mode> Locker<M> {
             Wait::Timeout(d) => Some(Stamp::now().plus(d)),
             Wait::No | Wait::Forever => None,
         };
-        let link = Link::<M> {
-            http: &self.http,
-            time: &self.target.time,
-            timeout: self.options.request_timeout,
-            deadline,
-            observer: self.options.observer.as_ref(),
-        };
+        let link = Link::<M>::new(
+            &self.http,
+            &self.target.time,
+            self.options.request_timeout,
+            self.options.observer.as_ref(),
+        )
+        .until(deadline);
         let (how, fenced) = (&self.options.store_check, self.options.lock.fenced);
-        crate::store_check::ensure::<M>(how, &self.target, &link, fenced, deadline).await?;
+        crate::store_check::ensure::<M>(how, &self.target, &link, fenced).await?;
         Ok(match deadline {
             Some(d) => Wait::Timeout(d.since(Stamp::now())),
             None => wait,

@@ -24,6 +24,8 @@ pub enum Observation<'a> {
     ServerClock {
         /// Milliseconds to add to this machine's wall clock to get the server's.
         offset_ms: i64,
+        /// The server refused a request for its time: it is signed again and sent once more.
+        resending: bool,
     },
 }
 

@@ -10,9 +10,9 @@
 //! `Date` has a resolution of one second and is written while the reply is made, so it is
 //! read only from replies that came back quickly ([`QUICK`]); the estimate is then within
 //! about 1.5 s of the truth. An estimate replaces the offset in use only when the two differ by
-//! more than [`TOLERANCE`], so a well-kept clock is never "corrected" by rounding noise, and a
-//! refusal for the request's time is always learned from (the refused request is then signed
-//! again and sent once more, see `http::send`).
+//! more than [`TOLERANCE`], so a well-kept clock is never "corrected" by rounding noise. A
+//! refusal for the request's time is learned from if it came back within [`QUICK_REFUSAL`]
+//! (the refused request is then signed again and sent once more, see `Link::exchange`).
 //!
 //! Leases never depend on this: they are measured on the suspend-aware monotonic clock
 //! (`clock.rs`). Only the signature's timestamp does.
@@ -25,6 +25,10 @@ use std::time::SystemTime;
 /// Replies that took longer than this to come back say too little about when their `Date`
 /// was written.
 pub(crate) const QUICK: Duration = Duration::from_secs(1);
+
+/// A refusal for the request's time is learned from if it came back within this: the estimate
+/// is then within 3 s of the truth, well inside the 15 s a signature is valid for.
+pub(crate) const QUICK_REFUSAL: Duration = Duration::from_secs(5);
 
 /// How far an estimate may be from the offset in use before it replaces it.
 pub(crate) const TOLERANCE: Duration = Duration::from_secs(2);
@@ -60,7 +64,7 @@ impl ServerTime {
         about_time: bool,
     ) -> Option<i64> {
         let took = received.duration_since(sent).ok()?;
-        if took > QUICK && !about_time {
+        if took > if about_time { QUICK_REFUSAL } else { QUICK } {
             return None;
         }
         let date = headers.get(http::header::DATE)?.to_str().ok()?;
@@ -157,6 +161,8 @@ mod tests {
         let sent = at(T);
         let slow = sent + QUICK + Duration::from_millis(1);
         assert_eq!(st.learn(&dated(T + 300), sent, slow, false), None);
+        let too_slow = sent + QUICK_REFUSAL + Duration::from_millis(1);
+        assert_eq!(st.learn(&dated(T + 300), sent, too_slow, true), None);
         assert!(st.learn(&dated(T + 300), sent, slow, true).is_some());
     }
 

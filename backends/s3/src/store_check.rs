@@ -17,7 +17,6 @@
 //! A passed check is remembered for the process, and with [`StoreCheck::Cached`] for a day in
 //! a file, so that a command run every minute pays for it once a day.
 
-use crate::clock::Stamp;
 use crate::http::Link;
 use crate::mode::Mode;
 use crate::request::{presign_key, presign_plain_delete, HttpRequest};
@@ -67,14 +66,14 @@ const GCS_HOST: &str = "storage.googleapis.com";
 /// not work. A check that cannot finish (timeouts, 5xx) is not held against the store: the
 /// lock goes ahead, and the next lock checks again.
 ///
-/// Each request ends at `link`'s time limit; an inconclusive check whose requests ran into the
-/// acquisition's `deadline` ends the acquisition ([`Error::TimedOut`]): nothing was locked.
+/// Each request ends at `link`'s time limit, and no probe is sent past its deadline; an
+/// inconclusive check that ran into the deadline ends the acquisition ([`Error::TimedOut`]):
+/// nothing was locked.
 pub(crate) async fn ensure<M: Mode>(
     how: &StoreCheck,
     target: &Target,
     link: &Link<'_, M>,
     fenced: bool,
-    deadline: Option<Stamp>,
 ) -> Result<(), Error> {
     if *how == StoreCheck::Off {
         return Ok(());
@@ -93,7 +92,7 @@ pub(crate) async fn ensure<M: Mode>(
     let verdict = match remembered(how, &id) {
         Some(v) => v,
         None => match probe::<M>(target, link).await.inspect(|found| {
-            if let Some(o) = link.observer {
+            if let Some(o) = link.observer() {
                 o.see(crate::Observation::StoreChecked(*found));
             }
         })? {
@@ -101,9 +100,7 @@ pub(crate) async fn ensure<M: Mode>(
                 remember(how, &id, v);
                 v
             }
-            None if deadline.is_some_and(|d| Stamp::now() >= d) => {
-                return Err(Error::TimedOut { holder: None })
-            }
+            None if link.past_deadline() => return Err(Error::TimedOut { holder: None }),
             None => return Ok(()),
         },
     };
@@ -218,7 +215,7 @@ async fn probe<M: Mode>(
     let result = probe.run().await;
     // Past the acquisition's deadline the removal would hold the caller up longer still; a
     // probe object left behind is a few bytes beside the lock's key.
-    if link.deadline.is_none_or(|d| Stamp::now() < d) {
+    if !link.past_deadline() {
         probe.remove().await;
     }
     result
@@ -304,8 +301,14 @@ impl<M: Mode> Probe<'_, M> {
         }
     }
 
-    /// Sends one probe, signed at the server's time: the reply as classified.
+    /// Sends one probe, signed at the server's time: the reply as classified. Past the
+    /// deadline nothing is sent, and the answer is "no reply".
     async fn send_raw(&self, intent: &Intent) -> Result<Response, Error> {
+        if self.link.past_deadline() {
+            return Ok(Response::Ambiguous(sets3lock::Ambiguity::NotSent {
+                detail: "the acquisition's deadline has passed".into(),
+            }));
+        }
         let credentials = self
             .target
             .credentials

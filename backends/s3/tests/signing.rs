@@ -7,7 +7,7 @@
 
 mod support;
 
-use sets3lock::ReleaseOutcome;
+use sets3lock::{Event, ReleaseOutcome};
 use sets3lock_s3::blocking::Blocking;
 use sets3lock_s3::tokio::Tokio;
 use sets3lock_s3::{Observation, Observer, S3Options, Wait};
@@ -32,43 +32,53 @@ fn own_mock() -> (MockServer, Server) {
     (m, server)
 }
 
-/// Options that record the server-clock offsets the driver learns.
-fn watched(server: &Server) -> (S3Options, Arc<Mutex<Vec<i64>>>) {
-    let learned = Arc::new(Mutex::new(Vec::new()));
-    let seen = learned.clone();
+/// What the driver learned and did: server-clock offsets, and renewals that got through.
+#[derive(Default)]
+struct Seen {
+    offsets: Vec<i64>,
+    renewals: usize,
+}
+
+/// Options that record what the driver learns and does.
+fn watched(server: &Server) -> (S3Options, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let s = seen.clone();
     let mut options = server.options();
     options.observer = Some(Observer::new(move |o| {
-        if let Observation::ServerClock { offset_ms } = o {
-            seen.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(offset_ms);
+        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        match o {
+            Observation::ServerClock { offset_ms, .. } => s.offsets.push(offset_ms),
+            Observation::Event(Event::Renewed { .. }) => s.renewals += 1,
+            _ => {}
         }
     }));
-    (options, learned)
+    (options, seen)
 }
 
 fn clock_offsets_are_learned<D: Driver>(offset_ms: i64) {
     let (mock, server) = own_mock();
     mock.set_clock_offset(offset_ms);
-    let (options, learned) = watched(&server);
+    let (mut options, seen) = watched(&server);
     let key = fresh_key("skew");
-    // A short lease: the renewal below is signed with the learned offset too.
-    let mut options = options;
+    // A short lease: renewals, every second, are signed with the learned offset too; waiting
+    // longer than the lease shows that they got through.
     options.lock.lease = Duration::from_secs(3);
     let held = D::acquire(&server.url(&key), options, Wait::No)
         .unwrap_or_else(|e| panic!("server clock {offset_ms} ms off: {e}"));
     assert!(
-        D::wait_lost(&held, Duration::from_millis(2500)).is_none(),
+        D::wait_lost(&held, Duration::from_millis(3500)).is_none(),
         "renewals failed with the server's clock {offset_ms} ms off"
     );
     let outcome = D::release(held).expect("release");
     assert_eq!(outcome, ReleaseOutcome::Deleted);
     assert!(server.raw_get(&key).is_none(), "the lock object is gone");
-    let learned = learned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let last = *learned.last().expect("the offset was learned");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(seen.renewals >= 2, "{} renewals", seen.renewals);
+    let last = *seen.offsets.last().expect("the offset was learned");
     assert!(
         (last - offset_ms).abs() <= 1_500,
-        "learned {learned:?}, the server is {offset_ms} ms off"
+        "learned {:?}, the server is {offset_ms} ms off",
+        seen.offsets
     );
 }
 
@@ -87,7 +97,7 @@ fn a_server_clock_ten_minutes_behind_is_learned_and_every_request_goes_through()
 #[test]
 fn a_server_clock_moved_while_the_lock_is_held_is_followed() {
     let (mock, server) = own_mock();
-    let (mut options, learned) = watched(&server);
+    let (mut options, seen) = watched(&server);
     options.lock.lease = Duration::from_secs(3);
     let key = fresh_key("skew-step");
     let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
@@ -98,11 +108,33 @@ fn a_server_clock_moved_while_the_lock_is_held_is_followed() {
         "a renewal was refused after the clock step"
     );
     assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
-    let learned = learned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(seen.renewals >= 2, "{} renewals", seen.renewals);
     assert!(
-        learned.iter().any(|o| (o - 120_000).abs() <= 1_500),
-        "{learned:?}"
+        seen.offsets.iter().any(|o| (o - 120_000).abs() <= 1_500),
+        "{:?}",
+        seen.offsets
     );
+}
+
+#[test]
+fn a_time_refusal_is_resent_once_not_again_and_again() {
+    // The server's clock is 30 s ahead, but its Date says 60 s behind: what the driver learns
+    // makes things no better. The refused create is resent once, then the clock is named.
+    let (mock, server) = own_mock();
+    mock.set_clock_offset(30_000);
+    mock.lie_in_date(-90_000);
+    let mut options = server.options();
+    options.store_check = sets3lock_s3::StoreCheck::Off;
+    let key = fresh_key("skew-liar");
+    let before = mock.requests.load(std::sync::atomic::Ordering::SeqCst);
+    let e = Blocking::acquire(&server.url(&key), options, Wait::No)
+        .err()
+        .expect("refused");
+    let sent = mock.requests.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert_eq!(sent, 2, "the create and one resend: {e}");
+    assert!(e.to_string().contains("clock"), "{e}");
+    assert!(server.raw_get(&key).is_none());
 }
 
 #[test]

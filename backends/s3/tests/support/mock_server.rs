@@ -11,7 +11,7 @@ use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 use sets3lock::{ETag, Intent};
 use sets3lock_mock::{MockS3, Reply, Semantics};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -26,6 +26,11 @@ pub struct MockServer {
     pub clock_offset_ms: Arc<AtomicI64>,
     /// Whether replies carry a `Date` header (every real server's do).
     pub dated: Arc<AtomicBool>,
+    /// How far the `Date` header is from the server's own clock (a server that lies: 0 for
+    /// every real one).
+    pub date_skew_ms: Arc<AtomicI64>,
+    /// Requests handled so far.
+    pub requests: Arc<AtomicU64>,
 }
 
 impl MockServer {
@@ -40,6 +45,8 @@ impl MockServer {
         let endpoint = format!("http://{}", std_listener.local_addr().expect("addr"));
         let clock_offset_ms = Arc::new(AtomicI64::new(0));
         let dated = Arc::new(AtomicBool::new(true));
+        let date_skew_ms = Arc::new(AtomicI64::new(0));
+        let requests = Arc::new(AtomicU64::new(0));
         let (st, key, sec, ep, off, dat) = (
             store.clone(),
             access_key.clone(),
@@ -48,6 +55,7 @@ impl MockServer {
             clock_offset_ms.clone(),
             dated.clone(),
         );
+        let (skew, count) = (date_skew_ms.clone(), requests.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -61,14 +69,18 @@ impl MockServer {
                     };
                     let (st, key, sec, ep) = (st.clone(), key.clone(), sec.clone(), ep.clone());
                     let (off, dat) = (off.clone(), dat.clone());
+                    let (skew, count) = (skew.clone(), count.clone());
                     tokio::spawn(async move {
                         let (read, mut write) = socket.into_split();
                         let mut reader = BufReader::new(read);
                         while let Some(req) = http1::read(&mut reader).await {
+                            count.fetch_add(1, Ordering::SeqCst);
                             let now = server_now(&off);
                             let mut reply = handle(&req, &st, &key, &sec, &ep, now);
+                            let dated = now
+                                + jiff::SignedDuration::from_millis(skew.load(Ordering::Relaxed));
                             let date = jiff::fmt::rfc2822::DateTimePrinter::new()
-                                .timestamp_to_rfc9110_string(&now)
+                                .timestamp_to_rfc9110_string(&dated)
                                 .expect("a printable date");
                             if dat.load(Ordering::Relaxed) {
                                 reply.headers.insert(
@@ -102,7 +114,14 @@ impl MockServer {
             store,
             clock_offset_ms,
             dated,
+            date_skew_ms,
+            requests,
         }
+    }
+
+    /// From now on the `Date` header says the server's time plus `skew_ms`.
+    pub fn lie_in_date(&self, skew_ms: i64) {
+        self.date_skew_ms.store(skew_ms, Ordering::Relaxed);
     }
 
     /// Whether replies carry a `Date` header from now on.
