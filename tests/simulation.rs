@@ -21,6 +21,11 @@ fn fault() -> impl Strategy<Value = Fault> {
     prop_oneof![
         6 => (ms(0..300), ms(0..300)).prop_map(|(to_server, to_client)| Fault::Deliver { to_server, to_client }),
         1 => ms(0..4000).prop_map(|to_server| Fault::Deliver { to_server, to_client: Duration::from_millis(5) }),
+        // Replies just before or just after the request timeout (2 s).
+        2 => (ms(0..2000), ms(1900..2100)).prop_map(|(to_server, total)| Fault::Deliver {
+            to_server: to_server.min(total),
+            to_client: total.saturating_sub(to_server),
+        }),
         2 => proptest::option::of(ms(0..6000)).prop_map(|applied_after| Fault::Lose { applied_after }),
         1 => ms(0..300).prop_map(|latency| Fault::Conflict { latency }),
         1 => ms(0..50).prop_map(|latency| Fault::Refused { latency }),
@@ -85,6 +90,9 @@ struct Schedule {
     seed: u64,
     seaweed: bool,
     mode: Mode,
+    /// A 4 s lease with the 2 s request timeout: renewals every 1.3 s, so a renewal's reply
+    /// can come after the next renewal was due.
+    short_lease: bool,
 }
 
 impl Schedule {
@@ -96,6 +104,9 @@ impl Schedule {
     fn run(&self) -> sets3lock_mock::Report {
         let mut cfg = SimConfig::default();
         cfg.lock.max_drift_ppm = DRIFT_BOUND_PPM as u32;
+        if self.short_lease {
+            cfg.lock.lease = Duration::from_secs(4);
+        }
         if self.seaweed {
             cfg.semantics.missing_key_if_match = MissingKeyIfMatch::PreconditionFailed;
         }
@@ -123,6 +134,7 @@ fn schedule() -> impl Strategy<Value = Schedule> {
         proptest::collection::vec(fault(), 0..60),
         any::<u64>(),
         any::<bool>(),
+        proptest::bool::weighted(0.4),
         prop_oneof![
             2 => Just(Mode::Presence),
             1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
@@ -131,13 +143,16 @@ fn schedule() -> impl Strategy<Value = Schedule> {
             1 => Just(Mode::Mixed),
         ],
     )
-        .prop_map(|(plans, faults, seed, seaweed, mode)| Schedule {
-            plans,
-            faults,
-            seed,
-            seaweed,
-            mode,
-        })
+        .prop_map(
+            |(plans, faults, seed, seaweed, short_lease, mode)| Schedule {
+                plans,
+                faults,
+                seed,
+                seaweed,
+                mode,
+                short_lease,
+            },
+        )
 }
 
 fn cases() -> u32 {
@@ -216,6 +231,27 @@ fn fenced_tokens_strictly_increase_over_grants_and_never_change_within_one() {
 fn a_fenced_resource_never_accepts_an_older_grants_write_after_a_newer_ones() {
     check("mutual exclusion at the resource", |v| {
         matches!(v, Violation::StaleWriteAccepted { .. })
+    });
+}
+
+#[test]
+fn validity_is_dated_from_the_send_of_the_write_it_stands_on() {
+    check("validity from the send", |v| {
+        matches!(v, Violation::ValidityNotFromSend { .. })
+    });
+}
+
+#[test]
+fn availability_an_unimpeded_hold_is_never_lost() {
+    check("no spurious loss", |v| {
+        matches!(v, Violation::SpuriousLoss { .. })
+    });
+}
+
+#[test]
+fn availability_an_unimpeded_release_removes_the_object_at_once() {
+    check("bounded release", |v| {
+        matches!(v, Violation::SlowOrFailedRelease { .. })
     });
 }
 

@@ -70,6 +70,33 @@ pub enum Violation {
         /// Which process wrote (an index into the plans).
         process: usize,
     },
+    /// Availability: a hold whose renewals all got through in time (no fault on them, no long
+    /// freeze, nobody touching the bucket) was reported lost or expired.
+    SpuriousLoss {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// Availability: the release of an unimpeded hold did not end with the object removed (or
+    /// freed) within two requests.
+    SlowOrFailedRelease {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// Requests the release sent.
+        requests: u32,
+    },
+    /// A hold's validity reaches past a lease (less the drift bound) after the send of the
+    /// process's latest write the server applied: validity was dated from a reply, or from
+    /// something later than the write it stands on.
+    ValidityNotFromSend {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
     /// Liveness: a process's plan did not finish by the horizon (it waited forever, or on its
     /// own lock), or a round that waits forever ended without the lock.
     Stuck {
@@ -78,6 +105,57 @@ pub enum Violation {
         /// The round it was in.
         round: usize,
     },
+}
+
+/// The most requests the release of an unimpeded hold may send: the delete (or the `free`
+/// record), and one more for luck (a renewal in flight when the release was asked for was
+/// sent before).
+pub(super) const RELEASE_REQUESTS: u32 = 2;
+
+/// Whether `fault`, on a request of a hold with this `lease`, leaves the hold unimpeded:
+/// delivered, with its reply back within the request timeout and within a quarter of the
+/// lease (a renewal goes out every third of it).
+pub(super) fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease: Duration) -> bool {
+    let quick = request_timeout.min(lease / 4);
+    matches!(fault, crate::Fault::Deliver { to_server, to_client }
+        if to_server.saturating_add(*to_client) <= quick)
+}
+
+/// Availability, when process `p` reports its hold lost or expired: only an impeded hold may
+/// end that way.
+pub(super) fn spurious_loss(at: Duration, process: usize, unimpeded: bool) -> Option<Violation> {
+    unimpeded.then_some(Violation::SpuriousLoss { at, process })
+}
+
+/// Availability, when process `p`'s release ends with `outcome` after `requests` requests:
+/// an unimpeded hold's release removes (or frees) the object within `RELEASE_REQUESTS`.
+pub(super) fn slow_or_failed_release(
+    at: Duration,
+    process: usize,
+    unimpeded: bool,
+    outcome: Option<sets3lock::ReleaseOutcome>,
+    requests: u32,
+) -> Option<Violation> {
+    use sets3lock::ReleaseOutcome::{Deleted, Freed};
+    let fine = matches!(outcome, Some(Deleted | Freed)) && requests <= RELEASE_REQUESTS;
+    (unimpeded && !fine).then_some(Violation::SlowOrFailedRelease {
+        at,
+        process,
+        requests,
+    })
+}
+
+/// Validity from the send, when process `p` reports a hold valid until `valid_until` (on its
+/// clock): no later than `validity` after the send of its latest applied write.
+pub(super) fn validity_not_from_send(
+    at: Duration,
+    process: usize,
+    valid_until: Option<sets3lock::Instant>,
+    latest_applied_write: Option<sets3lock::Instant>,
+    validity: Duration,
+) -> Option<Violation> {
+    let (until, sent) = (valid_until?, latest_applied_write?);
+    (until > sent + validity).then_some(Violation::ValidityNotFromSend { at, process })
 }
 
 /// Property 1, given which processes claim a valid lock at real time `at` (in process order).

@@ -194,8 +194,16 @@ impl Sim {
                 owner,
                 token,
             } => self.act(process, owner, token),
-            What::Tamper(Tamper::Delete) => self.s3.force(BUCKET, KEY, None),
-            What::Tamper(Tamper::Overwrite(body)) => self.s3.force(BUCKET, KEY, Some(body)),
+            What::Tamper(tamper) => {
+                // Behind every holder's back: no hold is unimpeded from here on.
+                for process in &mut self.processes {
+                    process.unimpeded = false;
+                }
+                match tamper {
+                    Tamper::Delete => self.s3.force(BUCKET, KEY, None),
+                    Tamper::Overwrite(body) => self.s3.force(BUCKET, KEY, Some(body)),
+                }
+            }
         }
     }
 
@@ -217,6 +225,26 @@ impl Sim {
             to_server: self.cfg.latency,
             to_client: self.cfg.latency,
         });
+        let (timeout, lease) = (self.cfg.request_timeout, self.cfg.lock.lease);
+        let unimpeding = check::unimpeding(&fault, timeout, lease);
+        let local = self.local(p);
+        let process = &mut self.processes[p];
+        if request.intent.body().is_some() {
+            process.write_sent.insert(request.id, local);
+        }
+        match process.stage {
+            Stage::Holding | Stage::Releasing => {
+                process.unimpeded &= unimpeding;
+                if process.stage == Stage::Releasing {
+                    process.release_requests += 1;
+                }
+            }
+            // A renewal sent with the acquisition's last reply, before its event is handled.
+            Stage::Acquiring if process.lock.is_held(local) => {
+                process.impeded_before_the_event |= !unimpeding;
+            }
+            _ => {}
+        }
         let timing = fault.timing(self.now, self.cfg.request_timeout);
         // Answers that do not depend on the server's reply are queued now; the others when
         // the server applies the request.
@@ -259,6 +287,13 @@ impl Sim {
         let before = self.s3.object(BUCKET, KEY).cloned();
         let served = self.s3.respond(BUCKET, KEY, &request.intent);
         let after = self.s3.object(BUCKET, KEY);
+        let process = &mut self.processes[p];
+        if let Some(sent) = process.write_sent.remove(&request.id) {
+            if after.is_some() && after != before.as_ref() {
+                process.latest_applied_write =
+                    Some(process.latest_applied_write.map_or(sent, |l| l.max(sent)));
+            }
+        }
         let foreign = check::foreign_write(
             self.now,
             p,
@@ -328,13 +363,52 @@ impl Sim {
 
     fn on_event(&mut self, p: usize, event: Event) {
         self.report.events.push((self.now, p, event.clone()));
+        let process = &self.processes[p];
+        if let Event::Acquired { valid_until, .. } | Event::Renewed { valid_until, .. } = &event {
+            let violation = check::validity_not_from_send(
+                self.now,
+                p,
+                *valid_until,
+                process.latest_applied_write,
+                self.cfg.lock.validity(),
+            );
+            self.record(violation);
+        }
+        let process = &self.processes[p];
+        let violation = match (&event, process.stage) {
+            (Event::Lost { .. } | Event::Expired, Stage::Holding) => {
+                check::spurious_loss(self.now, p, process.unimpeded)
+            }
+            (Event::Released { outcome }, Stage::Releasing) => check::slow_or_failed_release(
+                self.now,
+                p,
+                process.unimpeded,
+                Some(*outcome),
+                process.release_requests,
+            ),
+            (Event::Failed { .. } | Event::Lost { .. } | Event::Expired, Stage::Releasing) => {
+                check::slow_or_failed_release(
+                    self.now,
+                    p,
+                    process.unimpeded,
+                    None,
+                    process.release_requests,
+                )
+            }
+            _ => None,
+        };
+        self.record(violation);
         if !event.is_final() {
             return;
         }
         match event {
             Event::Acquired {
-                etag, owner, token, ..
-            } => self.hold(p, &etag, owner, token),
+                etag,
+                owner,
+                token,
+                valid_until,
+                ..
+            } => self.hold(p, &etag, owner, token, valid_until),
             // The acquisition, the hold or the release ended: so does the round.
             _ => self.end_round(p),
         }
@@ -343,16 +417,34 @@ impl Sim {
     /// Process `p` acquired: hold for the round's time (by its clock), frozen first if the
     /// plan says so. With a token it writes to the fenced resource at once, and again when
     /// it thaws from the pause, still believing it holds the lock (it checked before).
-    fn hold(&mut self, p: usize, etag: &ETag, owner: OwnerId, token: Option<u64>) {
+    fn hold(
+        &mut self,
+        p: usize,
+        etag: &ETag,
+        owner: OwnerId,
+        token: Option<u64>,
+        valid_until: Option<Instant>,
+    ) {
         let current = self.s3.object(BUCKET, KEY);
         let violation = check::acquired_without_own_write(self.now, p, current, etag, owner);
         self.record(violation);
         if let Some(token) = token {
             self.act(p, owner, token);
         }
+        let lease = self.cfg.lock.lease;
+        let local = self.local(p);
         let process = &mut self.processes[p];
         process.stage = Stage::Holding;
         process.acquired_this_round = true;
+        // Unimpeded from here: with a third of a lease of validity left at least (a slow
+        // acquisition may leave less, and its first renewal may not make it), a freeze that
+        // leaves a quarter of a lease of validity to renew in (an unimpeded renewal takes at
+        // most that), and a first renewal in time.
+        let left = valid_until.map(|v| v.saturating_duration_since(local));
+        let pause = process.round().pause.unwrap_or_default();
+        process.unimpeded = left.is_none_or(|l| l >= lease / 3 && pause + lease / 4 < l)
+            && !std::mem::take(&mut process.impeded_before_the_event);
+        process.release_requests = 0;
         process.hold = token.map(|t| (owner, t));
         let (pause, hold) = (process.round().pause, process.round().hold);
         if let Some(pause) = pause {

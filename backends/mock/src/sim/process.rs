@@ -37,6 +37,20 @@ pub(super) struct Process {
     pub(super) paused_until: Duration,
     /// Every owner id its core has written: the objects its release and cleanup may remove.
     pub(super) owners: BTreeSet<OwnerId>,
+    /// The current hold (and its release) has been unimpeded so far: every request of it was
+    /// delivered and answered in time, the process was not frozen for long, and nobody
+    /// touched the bucket behind its back. Such a hold must not be lost, and its release
+    /// must end quickly with the object removed (or freed).
+    pub(super) unimpeded: bool,
+    /// Requests sent since the release was asked for.
+    pub(super) release_requests: u32,
+    /// A request its core sent already holding, before the simulation saw the `Acquired`
+    /// event (the first renewal, when it was due at once), was impeded.
+    pub(super) impeded_before_the_event: bool,
+    /// When (by its clock) each of its writes still on the way was sent, by request id.
+    pub(super) write_sent: std::collections::BTreeMap<sets3lock::RequestId, sets3lock::Instant>,
+    /// The send time of its latest write that the server applied.
+    pub(super) latest_applied_write: Option<sets3lock::Instant>,
     /// Generations of the timer and of the plan's next step: a scheduled wake-up whose
     /// generation is no longer current has been superseded.
     pub(super) timer_gen: u64,
@@ -71,6 +85,11 @@ impl Process {
             hold: None,
             paused_until: Duration::ZERO,
             owners: BTreeSet::new(),
+            unimpeded: false,
+            release_requests: 0,
+            impeded_before_the_event: false,
+            write_sent: std::collections::BTreeMap::new(),
+            latest_applied_write: None,
             timer_gen: 0,
             step_gen: 0,
         })
