@@ -367,12 +367,7 @@ fn renewals_that_never_get_through_end_in_expiry_then_cleanup() {
     while c.now < c.at(validity) {
         match c.request() {
             Some(req) => c.answer(&req, Response::Ambiguous(Ambiguity::Timeout)),
-            None => {
-                let t = c.lock.poll_timeout().unwrap();
-                c.now = c.now.max(t);
-                c.lock.handle_timeout(c.now);
-                c.collect();
-            }
+            None => c.tick(),
         }
         assert_eq!(c.lock.is_held(c.now), c.now < c.at(validity));
     }
@@ -672,10 +667,7 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
                 c.now = c.now + secs(2);
                 c.answer(&req, Response::Ambiguous(Ambiguity::Timeout));
             }
-            None => {
-                c.now = c.lock.poll_timeout().unwrap();
-                c.lock.handle_timeout(c.now);
-            }
+            None => c.tick(),
         }
     }
     // The read goes through: our own, expired write. The core replaces it...
@@ -683,8 +675,7 @@ fn own_write_found_after_its_validity_is_replaced_not_waited_on() {
         if let Some(req) = c.request() {
             break req;
         }
-        c.now = c.lock.poll_timeout().unwrap();
-        c.lock.handle_timeout(c.now);
+        c.tick();
     };
     let reply = s3.execute(B, K, &get.intent);
     c.answer(
@@ -722,13 +713,17 @@ fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
                     }),
                 );
             }
-            None => {
-                c.now = c.lock.poll_timeout().unwrap();
-                c.lock.handle_timeout(c.now);
-                c.collect();
-            }
+            None => c.tick(),
         }
         assert!(attempts < 50, "still trying after {attempts} requests");
+    }
+    // The first attempt and `retry_limit` retries, exactly.
+    let limit = config().retry_limit;
+    match c.events.last() {
+        Some(Event::Failed {
+            error: sets3lock::Error::GaveUp { attempts: n, .. },
+        }) => assert_eq!(*n, limit + 1),
+        other => panic!("{other:?}"),
     }
     match c.events.last() {
         Some(Event::Failed { error }) => {

@@ -257,7 +257,9 @@ fn availability_an_unimpeded_release_removes_the_object_at_once() {
 
 #[test]
 fn liveness_every_waiter_eventually_acquires() {
-    check("liveness", |v| matches!(v, Violation::Stuck { .. }));
+    check("liveness", |v| {
+        matches!(v, Violation::Stuck { .. } | Violation::Spinning { .. })
+    });
 }
 
 /// The generator must reach the interesting paths, or the properties above prove little.

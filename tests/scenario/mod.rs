@@ -33,6 +33,8 @@ pub struct Process {
     pub now: Instant,
     pub events: Vec<Event>,
     pub sent: Vec<Request>,
+    /// Timers fired in a row without time moving on.
+    stalled: usize,
 }
 
 impl Process {
@@ -42,16 +44,49 @@ impl Process {
             now: Instant::ZERO,
             events: Vec::new(),
             sent: Vec::new(),
+            stalled: 0,
         }
     }
 
-    /// The next request, which the test then answers.
+    /// The next request, which the test then answers. A core that keeps asking fails the
+    /// test after [`MAX_STEPS`] requests, with what it did last.
     pub fn request(&mut self) -> Option<Request> {
         let r = self.lock.poll_request();
         if let Some(r) = &r {
             self.sent.push(r.clone());
+            assert!(
+                self.sent.len() < MAX_STEPS,
+                "spinning: {MAX_STEPS} requests sent: {:?}",
+                self.timeline()
+            );
         }
         r
+    }
+
+    /// Moves the clock to the core's next timer and fires it (the test's loops wait this
+    /// way). A core with no timer, or one that keeps firing without moving time on, fails
+    /// the test with what it did last.
+    pub fn tick(&mut self) {
+        let Some(t) = self.lock.poll_timeout() else {
+            panic!(
+                "nothing in flight and no timer: the core cannot move on: {:?}",
+                self.timeline()
+            );
+        };
+        if t <= self.now {
+            self.stalled += 1;
+            assert!(
+                self.stalled < MAX_STEPS,
+                "spinning: {MAX_STEPS} timers at {:?} without time moving: {:?}",
+                self.now,
+                self.timeline()
+            );
+        } else {
+            self.stalled = 0;
+        }
+        self.now = self.now.max(t);
+        self.lock.handle_timeout(self.now);
+        self.collect();
     }
 
     pub fn answer(&mut self, req: &Request, response: Response) {

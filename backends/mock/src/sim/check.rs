@@ -97,6 +97,12 @@ pub enum Violation {
         /// Which process (an index into the plans).
         process: usize,
     },
+    /// The run handled more happenings than any schedule needs: some core keeps sending or
+    /// firing timers without letting time move on.
+    Spinning {
+        /// When, in real time.
+        at: Duration,
+    },
     /// Liveness: a process's plan did not finish by the horizon (it waited forever, or on its
     /// own lock), or a round that waits forever ended without the lock.
     Stuck {

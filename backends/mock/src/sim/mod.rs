@@ -28,6 +28,11 @@ const KEY: &str = "lock";
 /// A run goes on after a violation, so that every property is judged on every schedule, but
 /// stops once this many are recorded.
 const MAX_VIOLATIONS: usize = 64;
+/// More happenings than any schedule needs (they number in the thousands): past this the run
+/// stops with [`Violation::Spinning`].
+const MAX_HANDLED: usize = 2_000_000;
+/// More happenings at one instant than any schedule has (a handful): time has stopped.
+const MAX_AT_ONCE: usize = 10_000;
 /// How soon a process that finished a round checks again whether its core is idle.
 const IDLE_RECHECK: Duration = Duration::from_millis(10);
 
@@ -117,9 +122,18 @@ impl Sim {
     /// Runs to the end: every plan finished and nothing in flight, 64 violations, or the
     /// horizon.
     pub fn run(mut self) -> Report {
+        let (mut handled, mut at_once) = (0usize, 0usize);
         while let Some((at, what)) = self.timeline.pop() {
             if at > self.cfg.horizon {
                 break;
+            }
+            handled += 1;
+            at_once = if at == self.now { at_once + 1 } else { 0 };
+            if handled > MAX_HANDLED || at_once > MAX_AT_ONCE {
+                // A core that never lets time move on (requests answered at once, timers
+                // that fire at once): a finding, not a hang.
+                self.record(Some(Violation::Spinning { at }));
+                return self.finish();
             }
             self.now = at;
             self.handle(what);
