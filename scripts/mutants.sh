@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Mutation testing: how many small changes to the code (a `<` for a `<=`, a deleted match
+# arm, a function returning a default) the tests notice. Not run by CI (a full run of the core
+# takes about an hour on two cores); its summary goes into README ("Numbers").
+#
+#   bash scripts/mutants.sh core                  # src/ (the core), against the core's tests
+#   bash scripts/mutants.sh core src/rng.rs ...   # only these files of the core
+#   bash scripts/mutants.sh engine                # the drivers' engine, http and signing
+#   bash scripts/mutants.sh cli                   # the command's argument handling
+#
+# cargo-mutants is installed from crates.io if missing. SIM_CASES is CI's value (2000) unless
+# set. Results: mutants.out/<target>/ (caught.txt, missed.txt, timeout.txt, unviable.txt), and
+# a one-line summary with the score caught / (caught + missed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:-core}
+shift || true
+command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
+export SIM_CASES=${SIM_CASES:-2000}
+# Release builds with incremental compilation: rebuilds take seconds, and the simulation runs
+# at release speed. (Release has no overflow checks: a mutant that wraps a counter is judged
+# by the tests' assertions, not by a debug panic.)
+export CARGO_PROFILE_RELEASE_INCREMENTAL=true
+out="mutants.out/$target"
+mkdir -p "$out"
+files=()
+case "$target" in
+  core)
+    package=sets3lock
+    if [ $# -gt 0 ]; then for f in "$@"; do files+=(--file "$f"); done
+    else files=(--file 'src/**/*.rs'); fi ;;
+  engine)
+    package=sets3lock-s3
+    files=(--file backends/s3/src/engine.rs --file backends/s3/src/http.rs
+           --file backends/s3/src/server_time.rs --file backends/s3/src/request.rs) ;;
+  cli)
+    package=sets3lock-cli
+    files=(--file cli/src/cli.rs) ;;
+  *) echo "unknown target $target: core, engine or cli" >&2; exit 2 ;;
+esac
+# The drivers' and the command's tests need the servers (as in scripts/test.sh).
+if [ "$target" != core ]; then
+  trap 'for s in seaweedfs ministack; do bash scripts/s3-server.sh stop "$s" || true; done' EXIT
+  for s in seaweedfs ministack; do
+    bash scripts/s3-server.sh start "$s"
+    # shellcheck disable=SC1090
+    . ".local/$s/env"
+  done
+  unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
+fi
+cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
+  --profile release --timeout-multiplier 3 -j 1 -o "$out" || true
+count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l < "$out/mutants.out/$1.txt" || echo 0; }
+caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
+score=$(python3 -c "c,m=$caught,$missed; print(f'{100*c/(c+m):.1f}%' if c+m else 'n/a')")
+echo "$target: $caught caught, $missed missed, $timeout timeouts, $unviable unviable: $score caught of viable (caught / (caught + missed))"
+echo "missed mutants: $out/mutants.out/missed.txt"
