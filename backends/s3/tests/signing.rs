@@ -128,9 +128,9 @@ fn a_time_refusal_is_resent_once_not_again_and_again() {
     options.store_check = sets3lock_s3::StoreCheck::Off;
     let key = fresh_key("skew-liar");
     let before = mock.requests.load(std::sync::atomic::Ordering::SeqCst);
-    let e = Blocking::acquire(&server.url(&key), options, Wait::No)
-        .err()
-        .expect("refused");
+    let Err(e) = Blocking::acquire(&server.url(&key), options, Wait::No) else {
+        panic!("acquired under a server that refuses every request's time");
+    };
     let sent = mock.requests.load(std::sync::atomic::Ordering::SeqCst) - before;
     assert_eq!(sent, 2, "the create and one resend: {e}");
     assert!(e.to_string().contains("clock"), "{e}");
