@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::Output;
 use std::time::{Duration, Instant};
 use support::command::{code, one_line, stderr, stdout, TestCommand};
-use support::{RawAccess, Server};
+use support::{scratch_dir, RawAccess, Server};
 
 /// Waits (20 s at most) until the lock object exists: a loaded machine starts processes slowly.
 fn until_held(s: &Server, key: &str) {
@@ -704,16 +704,6 @@ fn a_passed_store_check_is_cached_for_the_endpoint_and_bucket() {
 }
 
 /// A fresh directory under the system's temporary directory.
-fn scratch_dir(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "sets3lock-cli-{name}-{}-{:x}",
-        std::process::id(),
-        support::rand_u64()
-    ));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir.to_string_lossy().into_owned()
-}
-
 /// The README's recipe for fencing a resource with the token, as a script: the resource is a
 /// file, written only by `fenced-write`, which refuses a token lower than the one recorded
 /// (under flock, the file's own lock, so that check and write are one step).

@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 use support::command::{code, stderr, TestCommand};
-use support::{RawAccess, Server};
+use support::{scratch_dir, RawAccess, Server};
 
 /// libfaketime's preload library (Debian's `faketime` package; `scripts/test.sh` installs
 /// it). Without it the clock tests skip, unless the test script requires them.
@@ -33,17 +33,7 @@ fn faked(s: &Server, lib: &str, offset: &str) -> TestCommand {
         .env("LD_PRELOAD", lib)
         .env("FAKETIME", offset)
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .env("XDG_CACHE_HOME", &scratch("cache"))
-}
-
-fn scratch(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "sets3lock-time-test-{}-{name}-{:x}",
-        std::process::id(),
-        support::rand_u64()
-    ));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir.to_string_lossy().into_owned()
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
 }
 
 #[test]
@@ -76,7 +66,7 @@ fn a_wall_clock_stepped_back_two_minutes_while_holding_keeps_the_lock() {
         return;
     };
     let Some(lib) = libfaketime() else { return };
-    let dir = scratch("step");
+    let dir = scratch_dir("step");
     let clock = format!("{dir}/faketime");
     std::fs::write(&clock, "+0s\n").expect("clock file");
     let key = support::fresh_key("cli-clock-step");
@@ -86,7 +76,7 @@ fn a_wall_clock_stepped_back_two_minutes_while_holding_keeps_the_lock() {
         .env("FAKETIME_TIMESTAMP_FILE", &clock)
         .env("FAKETIME_NO_CACHE", "1")
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .env("XDG_CACHE_HOME", &scratch("cache"))
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
         .args(["-v", "--lease", "3s", &s.url(&key), "sleep", "4"])
         .spawn();
     let started = Instant::now();
@@ -137,7 +127,7 @@ fn times_out_on_a_silent_endpoint(extra: &[&str], mentions: &[&str]) {
     let timeout = Duration::from_secs(3);
     let started = Instant::now();
     let o = TestCommand::new(&server)
-        .env("XDG_CACHE_HOME", &scratch("cache"))
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
         .args(["--timeout", "3s"])
         .args(extra)
         .args([&server.url("k"), "true"])

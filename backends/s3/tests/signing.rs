@@ -182,16 +182,23 @@ fn replay(proxy: &LossyProxy, m: &Message, body: &[u8], leave_out: &[&str]) -> u
     request.send().expect("a reply").status().as_u16()
 }
 
-fn replays_with_another_body_are_refused(server: &Server) {
-    eprintln!("== {}", server.name);
+/// Takes and releases a lock at `key` through a proxy that records what is sent, as a
+/// proxy's or an access log would: the proxy, and the create as it was sent.
+fn lock_through_a_logging_proxy(server: &Server, key: &str) -> (LossyProxy, Message) {
     let proxy = LossyProxy::start(&server.endpoint);
     let mut options = server.options();
     options.endpoint = Some(sets3lock_s3::parse_endpoint(&proxy.endpoint).expect("endpoint"));
     options.store_check = sets3lock_s3::StoreCheck::Off;
-    let key = fresh_key("replay");
-    let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
+    let held = Blocking::acquire(&server.url(key), options, Wait::No).expect("acquire");
     assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
     let create = first_put(&proxy);
+    (proxy, create)
+}
+
+fn replays_with_another_body_are_refused(server: &Server) {
+    eprintln!("== {}", server.name);
+    let key = fresh_key("replay");
+    let (proxy, create) = lock_through_a_logging_proxy(server, &key);
     assert!(
         create.header("content-md5").is_some(),
         "the create carries a Content-MD5"
@@ -237,14 +244,8 @@ fn a_logged_put_replayed_with_another_body_is_refused_by_every_server() {
 fn a_logged_request_is_refused_once_its_window_has_passed() {
     // The mock's clock moved 16 s on: past the 15 s a signature is valid for.
     let (mock, server) = own_mock();
-    let proxy = LossyProxy::start(&server.endpoint);
-    let mut options = server.options();
-    options.endpoint = Some(sets3lock_s3::parse_endpoint(&proxy.endpoint).expect("endpoint"));
-    options.store_check = sets3lock_s3::StoreCheck::Off;
     let key = fresh_key("replay-late");
-    let held = Blocking::acquire(&server.url(&key), options, Wait::No).expect("acquire");
-    assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);
-    let create = first_put(&proxy);
+    let (proxy, create) = lock_through_a_logging_proxy(&server, &key);
     mock.set_clock_offset(16_000);
     assert_eq!(replay(&proxy, &create, &create.body, &[]), 403);
     assert!(server.raw_get(&key).is_none());

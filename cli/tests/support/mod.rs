@@ -40,3 +40,14 @@ impl RawAccess for Server {
         (&self.endpoint, &self.access_key, &self.secret, &self.bucket)
     }
 }
+
+/// A fresh directory of its own under the temporary directory, for one test.
+pub fn scratch_dir(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "sets3lock-cli-{name}-{}-{:x}",
+        std::process::id(),
+        rand_u64()
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir.to_string_lossy().into_owned()
+}
