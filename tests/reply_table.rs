@@ -352,3 +352,62 @@ fn error_codes_are_letters_digits_and_dots_of_at_most_64_characters() {
     assert_eq!(message(" a &amp; b ").as_deref(), Some("a & b"));
     assert_eq!(message(&"m".repeat(400)).map(|m| m.len()), Some(300));
 }
+
+#[test]
+fn replies_fit_only_the_requests_the_table_gives_them_to() {
+    use IntentKind::*;
+    let etag = sets3lock::ETag::parse("e").expect("etag");
+    let replies = [
+        (
+            Response::Written { etag: etag.clone() },
+            "written",
+            vec![PutIfNoneMatch, PutIfMatch],
+        ),
+        (Response::Deleted, "deleted", vec![DeleteIfMatch]),
+        (
+            Response::Object {
+                etag,
+                body: bytes::Bytes::new(),
+            },
+            "object",
+            vec![Get],
+        ),
+        (Response::NotModified, "not modified", vec![Get]),
+        (Response::Exists, "exists", vec![PutIfNoneMatch]),
+        (
+            Response::Mismatch,
+            "mismatch",
+            vec![PutIfMatch, DeleteIfMatch],
+        ),
+        (
+            Response::Absent,
+            "absent",
+            vec![PutIfMatch, DeleteIfMatch, Get],
+        ),
+        (
+            Response::Conflict { code: None },
+            "conflict",
+            vec![PutIfNoneMatch, PutIfMatch, DeleteIfMatch],
+        ),
+        (
+            Response::Ambiguous(Ambiguity::Timeout),
+            "ambiguous",
+            KINDS.to_vec(),
+        ),
+        (
+            Response::Refused(Error::NoSuchBucket { message: None }),
+            "refused",
+            KINDS.to_vec(),
+        ),
+    ];
+    for (reply, name, fits) in replies {
+        assert_eq!(reply.name(), name);
+        for kind in KINDS {
+            assert_eq!(
+                reply.fits(kind),
+                fits.contains(&kind),
+                "{reply:?} to {kind}"
+            );
+        }
+    }
+}
