@@ -202,3 +202,27 @@ fn an_unknown_body_is_described_by_a_printable_preview() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn keys_that_http_would_rewrite_or_that_name_folders_are_refused() {
+    let url = |key: &str| LockUrl::parse(&format!("s3://bucket/{key}"));
+    for bad in [
+        "a/./b", "a/../b", "./k", "../k", "k/.", "k/..", "dir/", "a\u{7}b", "a\nb",
+    ] {
+        assert!(url(bad).is_err(), "{bad:?} was accepted");
+    }
+    for good in ["a/.b", "a/..b", "a/b.", ".k", "a b", "a/b/c"] {
+        assert!(url(good).is_ok(), "{good:?} was refused");
+    }
+}
+
+#[test]
+fn a_lock_url_and_an_etag_read_and_print_back_the_same() {
+    let url = LockUrl::parse("s3://my-bucket/locks/nightly job").expect("url");
+    assert_eq!(url.bucket(), "my-bucket");
+    assert_eq!(url.key(), "locks/nightly job");
+    assert_eq!(url.to_string(), "s3://my-bucket/locks/nightly job");
+    assert_eq!(LockUrl::parse(&url.to_string()), Ok(url));
+    let etag = ETag::parse("\"abc\"").expect("etag");
+    assert_eq!(etag.to_string(), "\"abc\"", "printed as sent: quoted");
+}
