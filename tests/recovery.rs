@@ -6,6 +6,25 @@ use sets3lock::{Ambiguity, CommandError, Event, Purpose, ReleaseOutcome, Respons
 
 mod scenario;
 use scenario::*;
+use sets3lock_mock::MockS3;
+
+/// A process (seeded `seed`) holding the lock on `s3`.
+fn acquired(s3: &mut MockS3, seed: u8) -> Process {
+    let mut c = Process::new(config(), seed);
+    c.lock
+        .acquire(c.now, 0, Wait::No)
+        .expect("an idle lock takes an acquisition");
+    c.run(s3, c.now);
+    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
+    c
+}
+
+/// A fresh bucket, and a process holding the lock on it.
+fn holding(seed: u8) -> (MockS3, Process) {
+    let mut s3 = bucket();
+    let c = acquired(&mut s3, seed);
+    (s3, c)
+}
 
 fn slow_down() -> Response {
     Response::Ambiguous(Ambiguity::Status {
@@ -16,10 +35,7 @@ fn slow_down() -> Response {
 
 #[test]
 fn a_second_acquisition_while_holding_or_cleaning_up_is_refused_as_busy() {
-    let mut s3 = bucket();
-    let mut c = Process::new(config(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
+    let (mut s3, mut c) = holding(1);
     assert!(c.lock.is_held(c.now));
     // Held, nothing in flight (between renewals): the hold must not be thrown away.
     assert_eq!(c.lock.acquire(c.now, 0, Wait::No), Err(CommandError::Busy));
@@ -36,10 +52,7 @@ fn a_second_acquisition_while_holding_or_cleaning_up_is_refused_as_busy() {
 
 #[test]
 fn one_503_on_the_release_is_retried_and_the_lock_is_deleted() {
-    let mut s3 = bucket();
-    let mut c = Process::new(config(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
+    let (mut s3, mut c) = holding(1);
     c.lock.release(c.now).unwrap();
     let delete = c.request().unwrap();
     assert_eq!(delete.purpose, Purpose::Release);
@@ -65,10 +78,7 @@ fn one_503_on_the_release_is_retried_and_the_lock_is_deleted() {
 #[test]
 fn a_release_whose_reply_was_lost_reports_what_the_read_back_finds() {
     // Applied, reply lost: the read finds the key gone, and the release says Deleted (ours).
-    let mut s3 = bucket();
-    let mut c = Process::new(config(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
+    let (mut s3, mut c) = holding(1);
     c.lock.release(c.now).unwrap();
     let delete = c.request().unwrap();
     s3.execute(B, K, &delete.intent);
@@ -83,9 +93,7 @@ fn a_release_whose_reply_was_lost_reports_what_the_read_back_finds() {
     // Not applied, reply lost, and meanwhile the key was deleted by someone else: already
     // gone is all the core can say... unless its own delete may have done it: Deleted.
     // Not sent at all (no connection): nothing of ours can have removed it: AlreadyGone.
-    let mut c = Process::new(config(), 2);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
+    let mut c = acquired(&mut s3, 2);
     c.lock.release(c.now).unwrap();
     let delete = c.request().unwrap();
     s3.force(B, K, None);
@@ -155,10 +163,7 @@ fn a_try_once_acquisition_retries_a_create_that_lost_a_race_with_a_release() {
 
 #[test]
 fn a_refused_renewal_is_delayed_and_retried_not_treated_as_a_loss() {
-    let mut s3 = bucket();
-    let mut c = Process::new(config(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
+    let (mut s3, mut c) = holding(1);
     c.now = c.at(secs(10));
     c.lock.handle_timeout(c.now);
     let renew = c.request().unwrap();
