@@ -22,4 +22,5 @@ mod sim;
 pub use bucket::{etag_of, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
 pub use clock::DriftClock;
 pub use fault::Fault;
+pub use sim::check;
 pub use sim::{Exit, ProcessPlan, Report, Round, Sim, SimConfig, Tamper, Violation};

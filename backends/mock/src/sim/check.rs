@@ -1,5 +1,17 @@
-//! The properties of docs/PROTOCOL.md ("Properties"), as pure functions of what the
-//! simulation saw, and the [`Violation`] each one reports.
+//! The properties of docs/PROTOCOL.md ("Properties"), as pure functions of what a run saw,
+//! and the [`Violation`] each one reports. The simulator ([`Sim`](crate::Sim)) judges every
+//! schedule with them, and so does any other harness that drives cores against a
+//! [`MockS3`](crate::MockS3) (the repository's exhaustive exploration does), so that both
+//! judge by one definition.
+//!
+//! ```
+//! use core::time::Duration;
+//! use sets3lock_mock::check;
+//! // Processes 0 and 2 both claim the lock at 5 s:
+//! let v = check::two_holders(Duration::from_secs(5), [true, false, true]);
+//! assert_eq!(v, Some(sets3lock_mock::Violation::TwoHolders {
+//!     at: Duration::from_secs(5), processes: (0, 2) }));
+//! ```
 
 use crate::Object;
 use core::time::Duration;
@@ -116,12 +128,12 @@ pub enum Violation {
 /// The most requests the release of an unimpeded hold may send: the delete (or the `free`
 /// record), and one more for luck (a renewal in flight when the release was asked for was
 /// sent before).
-pub(super) const RELEASE_REQUESTS: u32 = 2;
+pub const RELEASE_REQUESTS: u32 = 2;
 
 /// Whether `fault`, on a request of a hold with this `lease`, leaves the hold unimpeded:
 /// delivered, with its reply back within the request timeout and within a quarter of the
 /// lease (a renewal goes out every third of it).
-pub(super) fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease: Duration) -> bool {
+pub fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease: Duration) -> bool {
     let quick = request_timeout.min(lease / 4);
     matches!(fault, crate::Fault::Deliver { to_server, to_client }
         if to_server.saturating_add(*to_client) <= quick)
@@ -129,13 +141,13 @@ pub(super) fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease:
 
 /// Availability, when process `p` reports its hold lost or expired: only an impeded hold may
 /// end that way.
-pub(super) fn spurious_loss(at: Duration, process: usize, unimpeded: bool) -> Option<Violation> {
+pub fn spurious_loss(at: Duration, process: usize, unimpeded: bool) -> Option<Violation> {
     unimpeded.then_some(Violation::SpuriousLoss { at, process })
 }
 
 /// Availability, when process `p`'s release ends with `outcome` after `requests` requests:
 /// an unimpeded hold's release removes (or frees) the object within `RELEASE_REQUESTS`.
-pub(super) fn slow_or_failed_release(
+pub fn slow_or_failed_release(
     at: Duration,
     process: usize,
     unimpeded: bool,
@@ -153,7 +165,7 @@ pub(super) fn slow_or_failed_release(
 
 /// Validity from the send, when process `p` reports a hold valid until `valid_until` (on its
 /// clock): no later than `validity` after the send of its latest applied write.
-pub(super) fn validity_not_from_send(
+pub fn validity_not_from_send(
     at: Duration,
     process: usize,
     valid_until: Option<sets3lock::Instant>,
@@ -167,10 +179,7 @@ pub(super) fn validity_not_from_send(
 /// Property 1, given which processes claim a valid lock at real time `at` (in process order).
 /// Checked after every event: claims begin only at events, so two claims that overlap in time
 /// overlap at the later one's start.
-pub(super) fn two_holders(
-    at: Duration,
-    claims: impl IntoIterator<Item = bool>,
-) -> Option<Violation> {
+pub fn two_holders(at: Duration, claims: impl IntoIterator<Item = bool>) -> Option<Violation> {
     let mut holders = claims
         .into_iter()
         .enumerate()
@@ -187,7 +196,7 @@ pub(super) fn two_holders(
 /// object was `before` and is now `after`. When a renewal, release or cleanup changed or
 /// removed it, the object it replaced must have been written by the same process (`owners`:
 /// every owner id its core has written); for a renewal, by the very owner renewing.
-pub(super) fn foreign_write(
+pub fn foreign_write(
     at: Duration,
     process: usize,
     request: &Request,
@@ -222,7 +231,7 @@ pub(super) fn foreign_write(
 
 /// Property 3, when process `process` reports "acquired" with `etag` as `owner`: the current
 /// object must be that write of that owner.
-pub(super) fn acquired_without_own_write(
+pub fn acquired_without_own_write(
     at: Duration,
     process: usize,
     current: Option<&Object>,
@@ -240,7 +249,7 @@ pub(super) fn acquired_without_own_write(
 /// token larger than every earlier grant's; a renewal, release or cleanup keeps the token of
 /// the record it replaces; nothing deletes a fenced object. Returns the violation, if any, and
 /// the owner and token of a grant the write made.
-pub(super) fn tokens(
+pub fn tokens(
     at: Duration,
     process: usize,
     request: &Request,
@@ -294,18 +303,19 @@ pub(super) fn tokens(
 /// included; the property is that it never accepts a write from an older grant after one from
 /// a newer grant.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Resource {
+pub struct Resource {
     highest: Option<u64>,
     newest_grant: Option<usize>,
-    /// Writes accepted and refused so far.
-    pub(super) accepted: usize,
-    pub(super) refused: usize,
+    /// Writes accepted so far.
+    pub accepted: usize,
+    /// Writes refused so far (a token lower than one accepted before).
+    pub refused: usize,
 }
 
 impl Resource {
     /// Process `process` writes with `token`, from grant number `grant` (grants numbered in
     /// the real-time order of their granting writes).
-    pub(super) fn write(
+    pub fn write(
         &mut self,
         at: Duration,
         process: usize,
@@ -327,7 +337,7 @@ impl Resource {
 }
 
 /// Liveness, when a round ends: a round that waits forever ends only with the lock.
-pub(super) fn waited_in_vain(
+pub fn waited_in_vain(
     process: usize,
     round: usize,
     wait: Wait,
@@ -337,7 +347,7 @@ pub(super) fn waited_in_vain(
 }
 
 /// Liveness, at the end of the run: every plan is done (or its process crashed).
-pub(super) fn unfinished(process: usize, round: usize, done: bool) -> Option<Violation> {
+pub fn unfinished(process: usize, round: usize, done: bool) -> Option<Violation> {
     (!done).then_some(Violation::Stuck { process, round })
 }
 

@@ -5,7 +5,7 @@
 //! each process's core and carries its requests through [`Fault`]s to the bucket, and
 //! [`check`] judges the properties on what it sees, into a [`Report`].
 
-mod check;
+pub mod check;
 mod plan;
 mod process;
 mod report;
