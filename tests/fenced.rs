@@ -43,6 +43,11 @@ fn cycle(c: &mut Process, s3: &mut MockS3) -> Option<u64> {
         .expect("an idle lock can acquire");
     c.run(s3, c.now);
     let token = acquired_token(&c.take_events());
+    assert_eq!(
+        c.lock.token(),
+        token,
+        "the held lock's token is its grant's"
+    );
     c.lock.release(c.now).expect("a held lock can release");
     c.run(s3, c.now);
     let events = c.take_events();
