@@ -231,7 +231,15 @@ fn a_renewal_answered_absent_is_lost_at_once_unless_an_earlier_renewal_is_unreso
     );
     assert_eq!(purposes_since(&c, n)[..1], [Purpose::Renew]);
     assert!(
-        matches!(&c.events[..], [.., Event::Lost { .. }]),
+        matches!(
+            &c.events[..],
+            [
+                ..,
+                Event::Lost {
+                    reason: LostReason::Deleted
+                }
+            ]
+        ),
         "{:?}",
         c.timeline()
     );
@@ -242,28 +250,51 @@ fn a_renewal_answered_absent_is_lost_at_once_unless_an_earlier_renewal_is_unreso
             .count(),
         0
     );
-    // A renewal whose reply was lost may still land: read before concluding.
+    // A renewal whose reply was lost may still land: while it is unresolved, a later
+    // renewal answered 404 is read back before the hold is given up.
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 2);
     let renewal = next_request(&mut c);
+    assert_eq!(renewal.purpose, Purpose::Renew);
     c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout));
+    let read = next_request(&mut c);
+    assert_eq!(read.purpose, Purpose::Resolve);
+    let reply = s3.execute(B, K, &read.intent).classify(read.intent.kind());
+    c.answer(&read, reply); // our last confirmed write: the renewal did not land (yet)
+    let again = next_request(&mut c);
+    assert_eq!(again.purpose, Purpose::Renew);
     s3.force(B, K, None);
-    let n = c.sent.len();
-    drive(
-        &mut c,
-        &mut s3,
-        |_| None,
-        |c| c.events.iter().any(|e| matches!(e, Event::Lost { .. })),
-    );
-    let after: Vec<Purpose> = purposes_since(&c, n);
-    let first_read = after.iter().position(|p| *p == Purpose::Resolve);
-    assert!(first_read.is_some(), "no read before concluding: {after:?}");
+    let reply = s3
+        .execute(B, K, &again.intent)
+        .classify(again.intent.kind());
+    assert_eq!(reply, Response::Absent);
+    c.answer(&again, reply);
     assert!(
-        c.events.contains(&Event::Lost {
-            reason: LostReason::Deleted
-        }),
+        !c.events.iter().any(|e| matches!(e, Event::Lost { .. })),
         "{:?}",
         c.timeline()
+    );
+    assert_eq!(next_request(&mut c).purpose, Purpose::Resolve);
+}
+
+/// An acquisition cancelled while its create was in flight, the create's reply lost: the
+/// cleanup reads to find out, and a failed read is read again, not given up on.
+#[test]
+fn a_cleanup_reads_again_after_a_failed_read() {
+    let mut s3 = bucket();
+    let mut c = Process::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::Forever).expect("idle");
+    let create = next_request(&mut c);
+    c.lock.release(c.now).expect("acquiring");
+    c.answer(&create, Response::Ambiguous(Ambiguity::Timeout));
+    let read = next_request(&mut c);
+    assert_eq!(read.purpose, Purpose::Resolve);
+    c.answer(&read, slow_down());
+    assert!(!c.lock.is_idle(), "gave up after one failed read");
+    drive(&mut c, &mut s3, |_| None, |c| c.lock.is_idle());
+    assert_eq!(
+        c.purposes(),
+        [Purpose::Acquire, Purpose::Resolve, Purpose::Resolve]
     );
 }
 
