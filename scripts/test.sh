@@ -36,7 +36,11 @@ unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
 echo "== workspace tests (unit, scenarios, simulation, conformance, doc tests)"
-cargo test --workspace --locked
+# The exhaustive exploration runs next, optimized: unoptimized, it explores a fifth as fast.
+cargo test --workspace --locked -- --skip every_interleaving
+
+echo "== every interleaving of small configurations (tests/exhaustive.rs, release build)"
+cargo test --release --locked -p sets3lock --test exhaustive
 
 echo "== the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
 cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
