@@ -670,6 +670,9 @@ impl Hash for State {
     }
 }
 
+/// A condition on a state, as stateright's properties take it.
+type Condition = fn(&Explore, &State) -> bool;
+
 struct Explore {
     bound: Bound,
 }
@@ -725,7 +728,7 @@ impl Model for Explore {
         // The bound reaches what matters: both processes hold the lock in turn, a lost reply
         // is recovered by reading back, a stale holder is taken over, and a write left behind
         // by an expired hold is cleaned up. (Without faults only the first can happen.)
-        let reached: [(&'static str, fn(&Self, &State) -> bool); 4] = [
+        let reached: [(&'static str, Condition); 4] = [
             ("both processes acquire", |_, s| s.seen.both_acquired),
             ("a write is read back", |_, s| s.seen.read_back),
             ("a stale holder is taken over", |_, s| s.seen.takeover),
