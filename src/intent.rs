@@ -7,7 +7,8 @@ use core::fmt;
 /// The `Content-Type` of every lock record the core writes.
 pub const CONTENT_TYPE: &str = "application/json";
 
-/// Identifies a request so that its reply can be matched to it.
+/// Identifies a request so that its reply can be matched to it. A lock numbers its requests
+/// 1, 2, 3, … in the order it sends them (logs can be read in that order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(u64);
 

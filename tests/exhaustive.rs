@@ -11,17 +11,20 @@
 //!
 //! What may happen, at every step, in any order:
 //! - a process starts its next round (it waits forever), or ends a hold by releasing;
-//! - any request in the network reaches the bucket and is applied; its reply goes back;
+//! - any request in the network reaches the bucket and is applied, its reply sent back;
 //! - any reply in the network reaches its process; a request unanswered for the request
-//!   timeout is answered "timeout" by the driver (it may still land later: nothing in the
-//!   network is ever forced to arrive, so every loss and every delay is explored for free);
-//! - a process's timer fires once due; the clock moves on one tick only when nothing is due;
-//! - and, within the fault budget: the bucket answers 500 (applied or not) or 409 instead, a
-//!   process crashes (its requests in flight may still land), or freezes (a GC pause: time
-//!   moves on without it) until it thaws.
+//!   timeout (1 s) is answered "timeout" by its driver;
+//! - a process's timer fires once due. The clock moves on one tick only when no live process
+//!   has a timer or a timeout due and every message in the network has arrived, unless held up;
+//! - and, within the fault budget: a request or a reply is held up, to arrive at any later
+//!   time (after its process gave up on it, after the lock changed hands) or never; the bucket
+//!   answers 500 (having applied the request or not) or 409 instead; a process crashes (its
+//!   requests in flight may still land) or freezes (a GC pause: time moves on without it) for
+//!   any number of ticks.
 //!
-//! `cargo test --release --test exhaustive` runs the bound CI checks (under two minutes);
-//! `EXHAUSTIVE=large` a larger one, reported in README.
+//! `cargo test --release --test exhaustive` explores CI's bound (under two minutes);
+//! `EXHAUSTIVE="rounds faults horizon" cargo test --release --test exhaustive -- --ignored`
+//! a larger one (README, "Numbers").
 
 use core::time::Duration;
 use http::StatusCode;
