@@ -357,3 +357,66 @@ fn a_fenced_acquisition_that_may_not_list_the_bucket_creates_a_missing_key() {
         vec![Purpose::Observe, Purpose::Acquire, Purpose::Observe]
     );
 }
+
+#[test]
+fn our_free_record_found_after_our_validity_is_still_our_release_and_anothers_is_not() {
+    // Our `free` record's reply lost, the read comes after our validity ended: the record is
+    // ours (our owner id), so the release landed.
+    let mut s3 = bucket();
+    let mut c = Process::new(fenced(), 1);
+    c.lock.acquire(c.now, 0, Wait::No).unwrap();
+    c.run(&mut s3, c.now);
+    c.take_events();
+    c.lock.release(c.now).unwrap();
+    let free = c.request().unwrap();
+    s3.execute(B, K, &free.intent);
+    c.now = c.at(secs(60));
+    c.answer(&free, Response::Ambiguous(Ambiguity::Timeout));
+    c.run(&mut s3, c.now);
+    assert_eq!(
+        c.take_events(),
+        vec![Event::Released {
+            outcome: ReleaseOutcome::Freed
+        }]
+    );
+    // The same, but someone else acquired and released since: a `free` record that is not
+    // ours, after our validity: we cannot tell, and say so.
+    let mut s3 = bucket();
+    let mut c = Process::new(fenced(), 2);
+    c.lock.acquire(c.now, 0, Wait::No).unwrap();
+    c.run(&mut s3, c.now);
+    c.take_events();
+    c.lock.release(c.now).unwrap();
+    let free = c.request().unwrap();
+    s3.execute(B, K, &free.intent);
+    let mut other = Process::new(fenced(), 3);
+    assert_eq!(cycle(&mut other, &mut s3), Some(2));
+    c.now = c.at(secs(60));
+    c.answer(&free, Response::Ambiguous(Ambiguity::Timeout));
+    c.run(&mut s3, c.now);
+    assert_eq!(
+        c.take_events(),
+        vec![Event::Released {
+            outcome: ReleaseOutcome::TakenOver
+        }]
+    );
+}
+
+#[test]
+fn a_token_seen_while_waiting_is_exceeded_even_if_the_object_is_deleted_before_the_grant() {
+    let mut s3 = bucket();
+    let mut first = Process::new(fenced(), 1);
+    assert_eq!(cycle(&mut first, &mut s3), Some(1));
+    let mut holder = Process::new(fenced(), 2);
+    holder.lock.acquire(holder.now, 0, Wait::No).unwrap();
+    holder.run(&mut s3, holder.now);
+    assert_eq!(acquired_token(&holder.take_events()), Some(2));
+    let mut w = Process::new(fenced(), 3);
+    w.lock.acquire(w.now, 0, Wait::Forever).unwrap();
+    w.run(&mut s3, w.at(secs(1)));
+    // An operator deletes the fenced object (never done by the protocol): the next grant
+    // still exceeds every token seen.
+    s3.force(B, K, None);
+    w.run(&mut s3, w.at(secs(10)));
+    assert_eq!(acquired_token(&w.take_events()), Some(3));
+}

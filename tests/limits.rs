@@ -304,3 +304,90 @@ fn a_presence_hold_has_no_token() {
     let c = holding_with(config(), &mut s3, 1);
     assert_eq!(c.lock.token(), None);
 }
+
+/// Answers `r` from the bucket.
+fn serve(c: &mut Process, s3: &mut MockS3, r: &sets3lock::Request) {
+    let reply = s3.execute(B, K, &r.intent).classify(r.intent.kind());
+    c.answer(r, reply);
+}
+
+/// The object is deleted behind the holder's back; its next renewal is answered 404: with no
+/// write of its own left unresolved, the hold is lost at once, without a read.
+fn deleted_then_lost_at_once(c: &mut Process, s3: &mut MockS3) {
+    s3.force(B, K, None);
+    let renewal = next_request(c);
+    assert_eq!(renewal.purpose, Purpose::Renew);
+    serve(c, s3, &renewal);
+    assert!(
+        c.events.contains(&Event::Lost {
+            reason: LostReason::Deleted
+        }),
+        "an earlier write was left unresolved: {:?}",
+        c.timeline()
+    );
+    assert_eq!(c.request(), None);
+}
+
+#[test]
+fn a_renewal_found_landed_by_a_read_settles_it() {
+    let mut s3 = bucket();
+    let mut c = holding_with(config(), &mut s3, 1);
+    let renewal = next_request(&mut c);
+    s3.execute(B, K, &renewal.intent);
+    c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout));
+    let read = next_request(&mut c);
+    assert_eq!(read.purpose, Purpose::Resolve);
+    serve(&mut c, &mut s3, &read);
+    assert!(
+        c.events.iter().any(|e| matches!(e, Event::Renewed { .. })),
+        "{:?}",
+        c.timeline()
+    );
+    deleted_then_lost_at_once(&mut c, &mut s3);
+}
+
+#[test]
+fn a_later_renewal_that_lands_settles_an_earlier_unresolved_one() {
+    let mut s3 = bucket();
+    let mut c = holding_with(config(), &mut s3, 1);
+    let renewal = next_request(&mut c);
+    c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout)); // not applied
+    let read = next_request(&mut c);
+    serve(&mut c, &mut s3, &read); // our last confirmed write: retry the renewal
+    let again = next_request(&mut c);
+    assert_eq!(again.purpose, Purpose::Renew);
+    serve(&mut c, &mut s3, &again);
+    assert!(
+        c.events.iter().any(|e| matches!(e, Event::Renewed { .. })),
+        "{:?}",
+        c.timeline()
+    );
+    deleted_then_lost_at_once(&mut c, &mut s3);
+}
+
+#[test]
+fn an_acquisition_found_landed_by_a_read_leaves_nothing_unresolved() {
+    let mut s3 = bucket();
+    let mut c = Process::new(config(), 1);
+    c.lock.acquire(c.now, 0, Wait::No).expect("idle");
+    let create = next_request(&mut c);
+    s3.execute(B, K, &create.intent);
+    c.answer(&create, Response::Ambiguous(Ambiguity::Timeout));
+    let read = next_request(&mut c);
+    serve(&mut c, &mut s3, &read);
+    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
+    deleted_then_lost_at_once(&mut c, &mut s3);
+}
+
+#[test]
+fn a_cleanup_paces_its_retries() {
+    let mut s3 = bucket();
+    let mut c = holding_with(config(), &mut s3, 1);
+    expire(&mut c, &mut s3);
+    let delete = next_request(&mut c);
+    assert_eq!(delete.purpose, Purpose::Cleanup);
+    c.answer(&delete, slow_down());
+    assert_eq!(c.request(), None, "retried at once");
+    let retry_at = c.lock.poll_timeout().expect("a retry is scheduled");
+    assert!(retry_at >= c.now + config().retry.floor, "{retry_at:?}");
+}

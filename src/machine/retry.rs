@@ -57,6 +57,18 @@ mod tests {
     }
 
     #[test]
+    fn the_first_paced_try_after_the_ones_at_once_waits_the_backoffs_first_step() {
+        // Floor 100 ms, no spread at the first step: after one try at once, the second waits
+        // exactly the floor, whatever the generator draws.
+        let b = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+        let mut rng = Rng::from_seed([5; 32]);
+        let now = Instant::ZERO;
+        for _ in 0..20 {
+            assert_eq!(pace(&b, &mut rng, now, 2, 1), now + b.floor);
+        }
+    }
+
+    #[test]
     fn tries_count_from_one_and_reset() {
         let mut t = Tries::default();
         assert_eq!(t.count(), 1);
