@@ -151,3 +151,21 @@ fn a_fenced_claim_answered_409_is_sent_again_as_a_claim_not_a_create() {
     assert_eq!(again.purpose, Purpose::Acquire);
     assert_eq!(if_match(&again.intent), if_match(&claim.intent));
 }
+
+#[test]
+fn a_change_between_two_foreign_holders_is_reported_too() {
+    let go = |id: &str| {
+        bytes::Bytes::from(format!(
+            r#"{{"id":"{id}","created_at":"2026-11-30T10:00:00Z"}}"#
+        ))
+    };
+    let mut s3 = bucket();
+    s3.force(B, K, Some(go("6f9619ff-8b86-d011-b42d-00c04fc964ff")));
+    let mut w = Process::new(config(), 2);
+    w.lock.acquire(w.now, 0, Wait::Forever).expect("idle");
+    w.run(&mut s3, w.at(secs(5)));
+    assert_eq!(contended(&w), 1, "{:?}", w.timeline());
+    s3.force(B, K, Some(go("0e7a2b1c-0000-4000-8000-000000000001")));
+    w.run(&mut s3, w.at(secs(10)));
+    assert_eq!(contended(&w), 2, "{:?}", w.timeline());
+}
