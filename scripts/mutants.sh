@@ -8,6 +8,8 @@
 #   bash scripts/mutants.sh engine                # the drivers' engine, http and signing
 #   bash scripts/mutants.sh cli                   # the command's argument handling
 #
+#   ITERATE=1 bash scripts/mutants.sh core       # again, testing only what was not caught
+#
 # cargo-mutants is installed from crates.io if missing. SIM_CASES is CI's value (2000) unless
 # set. Results: mutants.out/<target>/ (caught.txt, missed.txt, timeout.txt, unviable.txt), and
 # a one-line summary with the score caught / (caught + missed).
@@ -52,9 +54,13 @@ fi
 # not the exhaustive exploration (a minute per mutant; its teeth are shown by planted bugs,
 # docs/PROTOCOL.md "Properties"): the score is a lower bound.
 cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
-  --profile release --timeout-multiplier 3 -j 1 -o "$out" -- --tests -- --skip every_interleaving || true
+  ${ITERATE:+--iterate} --profile release --timeout-multiplier 3 -j 1 -o "$out" \
+  -- --tests -- --skip every_interleaving || true
 count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l < "$out/mutants.out/$1.txt" || echo 0; }
 caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
 score=$(python3 -c "c,m=$caught,$missed; print(f'{100*c/(c+m):.1f}%' if c+m else 'n/a')")
 echo "$target: $caught caught, $missed missed, $timeout timeouts, $unviable unviable: $score caught of viable (caught / (caught + missed))"
+if [ -n "${ITERATE:-}" ]; then
+  echo "this pass only; earlier passes caught (or found unviable) $(count previously_caught) more"
+fi
 echo "missed mutants: $out/mutants.out/missed.txt"

@@ -4,8 +4,8 @@
 
 use core::time::Duration;
 use sets3lock::{
-    ConditionalDelete, Config, ETag, Event, Instant, Lock, NotAcquired, OwnerId, Purpose,
-    ReleaseOutcome, RequestId, Response, Setback, Wait,
+    ConditionalDelete, Config, ETag, Error, Event, Holder, Instant, Lock, LostReason, NotAcquired,
+    OwnerId, Purpose, ReleaseOutcome, RequestId, Response, Setback, Wait,
 };
 
 fn lock() -> Lock {
@@ -110,6 +110,12 @@ fn events_that_end_an_operation_are_final_and_the_others_are_not() {
             outcome: ReleaseOutcome::Deleted,
         },
         Event::Cancelled,
+        Event::Lost {
+            reason: LostReason::Deleted,
+        },
+        Event::Failed {
+            error: Error::NoSuchBucket { message: None },
+        },
     ];
     for e in finals {
         assert!(e.is_final(), "{e:?}");
@@ -121,6 +127,11 @@ fn events_that_end_an_operation_are_final_and_the_others_are_not() {
         },
         Event::RenewalDelayed {
             setback: Setback::LostRace,
+        },
+        Event::Contended {
+            holder: Holder::decode(b"not a record"),
+            etag: ETag::parse("\"h\"").expect("an ETag"),
+            stale_at: None,
         },
     ];
     for e in progress {

@@ -60,11 +60,16 @@ fn an_unsupported_delete_points_to_fenced_mode_and_anything_else_to_another_stor
         );
     }
     // A code without a message, and a message without a code.
-    assert!(
-        unsupported(IntentKind::PutIfMatch, some("NotImplemented"), None)
-            .contains("(HTTP 501 NotImplemented):")
+    let fix = "a lock needs conditional writes; use a store that supports them (run `sets3lock \
+               doctor`)";
+    assert_eq!(
+        unsupported(IntentKind::PutIfMatch, some("NotImplemented"), None),
+        format!("the endpoint does not support PUT If-Match (HTTP 501 NotImplemented): {fix}")
     );
-    assert!(unsupported(IntentKind::PutIfMatch, None, some("no")).contains("(HTTP 501: no):"));
+    assert_eq!(
+        unsupported(IntentKind::PutIfMatch, None, some("no")),
+        format!("the endpoint does not support PUT If-Match (HTTP 501: no): {fix}")
+    );
 }
 
 #[test]
@@ -121,11 +126,9 @@ fn a_refusal_carries_its_code_message_and_hint_and_giving_up_its_last_setback() 
         attempts: 7,
         last: Box::new(Setback::Ambiguous(Ambiguity::Timeout)),
     };
-    let last = Setback::Ambiguous(Ambiguity::Timeout).to_string();
-    assert!(!last.is_empty());
     assert_eq!(
         gave_up.to_string(),
-        format!("gave up after 7 attempts; the last: {last}")
+        "gave up after 7 attempts; the last: no reply before the request timeout"
     );
 }
 

@@ -11,6 +11,9 @@
 //! - [`Sim`]: runs several processes, each driving a core, against one mock bucket on a
 //!   virtual timeline, in the spirit of quinn-proto's `Pair`, and checks the properties of
 //!   docs/PROTOCOL.md ("Properties") at every step.
+//! - [`check`]: those properties as pure functions, for any harness that drives cores against
+//!   a [`MockS3`] (the repository's exhaustive exploration uses them too). Times named `at`
+//!   are real time; [`sets3lock::Instant`]s are a process's own clock.
 
 #![forbid(unsafe_code)]
 
