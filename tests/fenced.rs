@@ -5,7 +5,7 @@
 
 use sets3lock::{
     Ambiguity, Config, Event, Fence, Holder, Instant, Intent, LockState, Purpose, ReleaseOutcome,
-    Response, Wait,
+    Request, Response, Wait,
 };
 use sets3lock_mock::MockS3;
 
@@ -59,6 +59,17 @@ fn cycle(c: &mut Process, s3: &mut MockS3) -> Option<u64> {
     );
     assert!(c.lock.is_idle());
     token
+}
+
+/// A fenced process (seeded `seed`) that held the lock on `s3` and released it: its `free`
+/// record applied, the reply not yet given. Returns the process and that request.
+fn released_on(s3: &mut MockS3, seed: u8) -> (Process, Request) {
+    let mut c = holding_with(fenced(), s3, seed);
+    c.take_events();
+    c.lock.release(c.now).expect("held");
+    let free = c.request().expect("the free record");
+    s3.execute(B, K, &free.intent);
+    (c, free)
 }
 
 fn no_deletes(c: &Process) {
@@ -230,13 +241,7 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
 #[test]
 fn a_lost_reply_to_an_applied_release_is_recognised_as_our_free_record() {
     let mut s3 = bucket();
-    let mut c = Process::new(fenced(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
-    c.take_events();
-    c.lock.release(c.now).unwrap();
-    let free = c.request().unwrap();
-    s3.execute(B, K, &free.intent);
+    let (mut c, free) = released_on(&mut s3, 1);
     c.answer(&free, Response::Ambiguous(Ambiguity::Timeout));
     c.run(&mut s3, c.at(secs(1)));
     assert_eq!(
@@ -363,13 +368,7 @@ fn our_free_record_found_after_our_validity_is_still_our_release_and_anothers_is
     // Our `free` record's reply lost, the read comes after our validity ended: the record is
     // ours (our owner id), so the release landed.
     let mut s3 = bucket();
-    let mut c = Process::new(fenced(), 1);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
-    c.take_events();
-    c.lock.release(c.now).unwrap();
-    let free = c.request().unwrap();
-    s3.execute(B, K, &free.intent);
+    let (mut c, free) = released_on(&mut s3, 1);
     c.now = c.at(secs(60));
     c.answer(&free, Response::Ambiguous(Ambiguity::Timeout));
     c.run(&mut s3, c.now);
@@ -382,13 +381,7 @@ fn our_free_record_found_after_our_validity_is_still_our_release_and_anothers_is
     // The same, but someone else acquired and released since: a `free` record that is not
     // ours, after our validity: we cannot tell, and say so.
     let mut s3 = bucket();
-    let mut c = Process::new(fenced(), 2);
-    c.lock.acquire(c.now, 0, Wait::No).unwrap();
-    c.run(&mut s3, c.now);
-    c.take_events();
-    c.lock.release(c.now).unwrap();
-    let free = c.request().unwrap();
-    s3.execute(B, K, &free.intent);
+    let (mut c, free) = released_on(&mut s3, 2);
     let mut other = Process::new(fenced(), 3);
     assert_eq!(cycle(&mut other, &mut s3), Some(2));
     c.now = c.at(secs(60));

@@ -11,13 +11,6 @@ mod scenario;
 use scenario::*;
 use sets3lock_mock::MockS3;
 
-fn slow_down() -> Response {
-    Response::Ambiguous(Ambiguity::Status {
-        status: 503,
-        code: Some("SlowDown".into()),
-    })
-}
-
 fn not_sent() -> Response {
     Response::Ambiguous(Ambiguity::NotSent {
         detail: "connection refused".into(),
@@ -29,17 +22,6 @@ fn fenced() -> Config {
         fenced: true,
         ..config()
     }
-}
-
-/// A process holding the lock on `s3`, configured with `cfg`.
-fn holding_with(cfg: Config, s3: &mut MockS3, seed: u8) -> Process {
-    let mut c = Process::new(cfg, seed);
-    c.lock
-        .acquire(c.now, 0, Wait::No)
-        .expect("an idle lock takes an acquisition");
-    c.run(s3, c.now);
-    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
-    c
 }
 
 /// Answers every request with `answer` (or the bucket, when it returns None) and fires
@@ -77,17 +59,6 @@ fn expire(c: &mut Process, s3: &mut MockS3) {
     );
 }
 
-/// The next request the core sends, firing its timers until it does (at most 100).
-fn next_request(c: &mut Process) -> sets3lock::Request {
-    for _ in 0..100 {
-        if let Some(r) = c.request() {
-            return r;
-        }
-        c.tick();
-    }
-    panic!("no request after 100 timers: {:?}", c.timeline());
-}
-
 fn purposes_since(c: &Process, n: usize) -> Vec<Purpose> {
     c.purposes()[n..].to_vec()
 }
@@ -119,7 +90,7 @@ fn a_cleanup_removes_a_renewal_that_landed_unseen_not_only_the_last_confirmed_wr
     let mut c = holding_with(config(), &mut s3, 1);
     let first = s3.object(B, K).expect("held").etag.clone();
     // The first renewal lands, its reply is lost; nothing else gets through until expiry.
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     assert_eq!(renewal.purpose, Purpose::Renew);
     s3.execute(B, K, &renewal.intent);
     assert_ne!(s3.object(B, K).expect("renewed").etag, first);
@@ -157,7 +128,7 @@ fn a_release_asked_for_during_a_renewal_reads_first_only_if_the_renewal_may_have
     // Landed, reply lost: read, then delete the renewal's version: two requests.
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     assert_eq!(renewal.purpose, Purpose::Renew);
     c.lock.release(c.now).expect("held");
     s3.execute(B, K, &renewal.intent);
@@ -174,7 +145,7 @@ fn a_release_asked_for_during_a_renewal_reads_first_only_if_the_renewal_may_have
     // Never sent: nothing to read; the delete goes out at once with the ETag it has.
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 2);
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     c.lock.release(c.now).expect("held");
     let n = c.sent.len();
     c.answer(&renewal, not_sent());
@@ -191,7 +162,7 @@ fn release_outcome_after_a_lost_reply(
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
     c.lock.release(c.now).expect("held");
-    let delete = next_request(&mut c);
+    let delete = c.next_request();
     s3.execute(B, K, &delete.intent);
     let _other = holding_with(config(), &mut s3, 2);
     c.now = after(&c);
@@ -254,14 +225,14 @@ fn a_renewal_answered_absent_is_lost_at_once_unless_an_earlier_renewal_is_unreso
     // renewal answered 404 is read back before the hold is given up.
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 2);
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     assert_eq!(renewal.purpose, Purpose::Renew);
     c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout));
-    let read = next_request(&mut c);
+    let read = c.next_request();
     assert_eq!(read.purpose, Purpose::Resolve);
     let reply = s3.execute(B, K, &read.intent).classify(read.intent.kind());
     c.answer(&read, reply); // our last confirmed write: the renewal did not land (yet)
-    let again = next_request(&mut c);
+    let again = c.next_request();
     assert_eq!(again.purpose, Purpose::Renew);
     s3.force(B, K, None);
     let reply = s3
@@ -274,7 +245,7 @@ fn a_renewal_answered_absent_is_lost_at_once_unless_an_earlier_renewal_is_unreso
         "{:?}",
         c.timeline()
     );
-    assert_eq!(next_request(&mut c).purpose, Purpose::Resolve);
+    assert_eq!(c.next_request().purpose, Purpose::Resolve);
 }
 
 /// An acquisition cancelled while its create was in flight, the create's reply lost: the
@@ -284,10 +255,10 @@ fn a_cleanup_reads_again_after_a_failed_read() {
     let mut s3 = bucket();
     let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::Forever).expect("idle");
-    let create = next_request(&mut c);
+    let create = c.next_request();
     c.lock.release(c.now).expect("acquiring");
     c.answer(&create, Response::Ambiguous(Ambiguity::Timeout));
-    let read = next_request(&mut c);
+    let read = c.next_request();
     assert_eq!(read.purpose, Purpose::Resolve);
     c.answer(&read, slow_down());
     assert!(!c.lock.is_idle(), "gave up after one failed read");
@@ -305,19 +276,13 @@ fn a_presence_hold_has_no_token() {
     assert_eq!(c.lock.token(), None);
 }
 
-/// Answers `r` from the bucket.
-fn serve(c: &mut Process, s3: &mut MockS3, r: &sets3lock::Request) {
-    let reply = s3.execute(B, K, &r.intent).classify(r.intent.kind());
-    c.answer(r, reply);
-}
-
 /// The object is deleted behind the holder's back; its next renewal is answered 404: with no
 /// write of its own left unresolved, the hold is lost at once, without a read.
 fn deleted_then_lost_at_once(c: &mut Process, s3: &mut MockS3) {
     s3.force(B, K, None);
-    let renewal = next_request(c);
+    let renewal = c.next_request();
     assert_eq!(renewal.purpose, Purpose::Renew);
-    serve(c, s3, &renewal);
+    c.serve(s3, &renewal);
     assert!(
         c.events.contains(&Event::Lost {
             reason: LostReason::Deleted
@@ -332,12 +297,12 @@ fn deleted_then_lost_at_once(c: &mut Process, s3: &mut MockS3) {
 fn a_renewal_found_landed_by_a_read_settles_it() {
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     s3.execute(B, K, &renewal.intent);
     c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout));
-    let read = next_request(&mut c);
+    let read = c.next_request();
     assert_eq!(read.purpose, Purpose::Resolve);
-    serve(&mut c, &mut s3, &read);
+    c.serve(&mut s3, &read);
     assert!(
         c.events.iter().any(|e| matches!(e, Event::Renewed { .. })),
         "{:?}",
@@ -350,13 +315,13 @@ fn a_renewal_found_landed_by_a_read_settles_it() {
 fn a_later_renewal_that_lands_settles_an_earlier_unresolved_one() {
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
-    let renewal = next_request(&mut c);
+    let renewal = c.next_request();
     c.answer(&renewal, Response::Ambiguous(Ambiguity::Timeout)); // not applied
-    let read = next_request(&mut c);
-    serve(&mut c, &mut s3, &read); // our last confirmed write: retry the renewal
-    let again = next_request(&mut c);
+    let read = c.next_request();
+    c.serve(&mut s3, &read); // our last confirmed write: retry the renewal
+    let again = c.next_request();
     assert_eq!(again.purpose, Purpose::Renew);
-    serve(&mut c, &mut s3, &again);
+    c.serve(&mut s3, &again);
     assert!(
         c.events.iter().any(|e| matches!(e, Event::Renewed { .. })),
         "{:?}",
@@ -370,11 +335,11 @@ fn an_acquisition_found_landed_by_a_read_leaves_nothing_unresolved() {
     let mut s3 = bucket();
     let mut c = Process::new(config(), 1);
     c.lock.acquire(c.now, 0, Wait::No).expect("idle");
-    let create = next_request(&mut c);
+    let create = c.next_request();
     s3.execute(B, K, &create.intent);
     c.answer(&create, Response::Ambiguous(Ambiguity::Timeout));
-    let read = next_request(&mut c);
-    serve(&mut c, &mut s3, &read);
+    let read = c.next_request();
+    c.serve(&mut s3, &read);
     assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
     deleted_then_lost_at_once(&mut c, &mut s3);
 }
@@ -384,7 +349,7 @@ fn a_cleanup_paces_its_retries() {
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
     expire(&mut c, &mut s3);
-    let delete = next_request(&mut c);
+    let delete = c.next_request();
     assert_eq!(delete.purpose, Purpose::Cleanup);
     c.answer(&delete, slow_down());
     assert_eq!(c.request(), None, "retried at once");

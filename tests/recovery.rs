@@ -8,29 +8,11 @@ mod scenario;
 use scenario::*;
 use sets3lock_mock::MockS3;
 
-/// A process (seeded `seed`) holding the lock on `s3`.
-fn acquired(s3: &mut MockS3, seed: u8) -> Process {
-    let mut c = Process::new(config(), seed);
-    c.lock
-        .acquire(c.now, 0, Wait::No)
-        .expect("an idle lock takes an acquisition");
-    c.run(s3, c.now);
-    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
-    c
-}
-
 /// A fresh bucket, and a process holding the lock on it.
 fn holding(seed: u8) -> (MockS3, Process) {
     let mut s3 = bucket();
-    let c = acquired(&mut s3, seed);
+    let c = holding_with(config(), &mut s3, seed);
     (s3, c)
-}
-
-fn slow_down() -> Response {
-    Response::Ambiguous(Ambiguity::Status {
-        status: 503,
-        code: Some("SlowDown".into()),
-    })
 }
 
 #[test]
@@ -93,7 +75,7 @@ fn a_release_whose_reply_was_lost_reports_what_the_read_back_finds() {
     // Not applied, reply lost, and meanwhile the key was deleted by someone else: already
     // gone is all the core can say... unless its own delete may have done it: Deleted.
     // Not sent at all (no connection): nothing of ours can have removed it: AlreadyGone.
-    let mut c = acquired(&mut s3, 2);
+    let mut c = holding_with(config(), &mut s3, 2);
     c.lock.release(c.now).unwrap();
     let delete = c.request().unwrap();
     s3.force(B, K, None);

@@ -8,27 +8,13 @@ mod scenario;
 use scenario::*;
 use sets3lock_mock::MockS3;
 
-/// A process holding the lock on `s3`, configured with `cfg`.
-fn holder(cfg: Config, s3: &mut MockS3, seed: u8) -> Process {
-    let mut c = Process::new(cfg, seed);
-    c.lock
-        .acquire(c.now, 0, Wait::No)
-        .expect("an idle lock takes an acquisition");
-    c.run(s3, c.now);
-    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
-    c
-}
-
 /// Drives `c` against `s3` (firing its timers) until it sends a request `wanted` picks, which
 /// is returned unanswered; fails after 1,000 steps.
 fn until_request(c: &mut Process, s3: &mut MockS3, wanted: impl Fn(&Request) -> bool) -> Request {
     for _ in 0..1000 {
         match c.request() {
             Some(r) if wanted(&r) => return r,
-            Some(r) => {
-                let reply = s3.execute(B, K, &r.intent).classify(r.intent.kind());
-                c.answer(&r, reply);
-            }
+            Some(r) => c.serve(s3, &r),
             None => c.tick(),
         }
     }
@@ -58,7 +44,7 @@ fn conflict() -> Response {
 #[test]
 fn contended_is_reported_when_waiting_starts_and_when_the_holder_changes_not_when_it_renews() {
     let mut s3 = bucket();
-    let mut a = holder(config(), &mut s3, 1);
+    let mut a = holding_with(config(), &mut s3, 1);
     let mut w = Process::new(config(), 2);
     w.lock.acquire(w.now, 0, Wait::Forever).expect("idle");
     w.run(&mut s3, w.at(secs(5)));
@@ -77,7 +63,7 @@ fn contended_is_reported_when_waiting_starts_and_when_the_holder_changes_not_whe
     assert_eq!(contended(&w), 1, "{:?}", w.timeline());
     // Another holder's record replaces it: reported.
     let mut elsewhere = bucket();
-    holder(config(), &mut elsewhere, 3);
+    holding_with(config(), &mut elsewhere, 3);
     let other = elsewhere.object(B, K).expect("held").body.clone();
     s3.force(B, K, Some(other));
     w.run(&mut s3, w.at(secs(20)));
@@ -87,7 +73,7 @@ fn contended_is_reported_when_waiting_starts_and_when_the_holder_changes_not_whe
 #[test]
 fn an_acquisition_after_waiting_for_a_release_names_no_stale_holder() {
     let mut s3 = bucket();
-    let mut a = holder(config(), &mut s3, 1);
+    let mut a = holding_with(config(), &mut s3, 1);
     let mut w = Process::new(config(), 2);
     w.lock.acquire(w.now, 0, Wait::Forever).expect("idle");
     w.run(&mut s3, w.at(secs(2)));
@@ -104,7 +90,7 @@ fn an_acquisition_after_waiting_for_a_release_names_no_stale_holder() {
 #[test]
 fn a_takeover_answered_409_is_sent_again_as_a_takeover() {
     let mut s3 = bucket();
-    let _crashed = holder(config(), &mut s3, 1); // never driven again: it crashed
+    let _crashed = holding_with(config(), &mut s3, 1); // never driven again: it crashed
     let mut w = Process::new(config(), 2);
     w.lock.acquire(w.now, 0, Wait::Forever).expect("idle");
     let takeover = until_request(&mut w, &mut s3, |r| r.purpose == Purpose::Takeover);
@@ -136,7 +122,7 @@ fn a_fenced_claim_answered_409_is_sent_again_as_a_claim_not_a_create() {
         ..config()
     };
     let mut s3 = bucket();
-    let mut a = holder(fenced.clone(), &mut s3, 1);
+    let mut a = holding_with(fenced.clone(), &mut s3, 1);
     a.lock.release(a.now).expect("held");
     a.run(&mut s3, a.now);
     let mut w = Process::new(fenced, 2);

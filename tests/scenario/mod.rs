@@ -4,7 +4,9 @@
 #![allow(dead_code, unreachable_pub)] // each test file uses part of it
 
 use core::time::Duration;
-use sets3lock::{classify, Config, ETag, Event, Instant, Lock, Purpose, Request, Response};
+use sets3lock::{
+    classify, Ambiguity, Config, ETag, Event, Instant, Lock, Purpose, Request, Response, Wait,
+};
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 
 /// More timer firings or rounds of requests than any scenario needs: a protocol that spins
@@ -89,6 +91,24 @@ impl Process {
         self.collect();
     }
 
+    /// The next request the core sends, firing its timers until it does; fails after 100
+    /// timers with what it did last.
+    pub fn next_request(&mut self) -> Request {
+        for _ in 0..100 {
+            if let Some(r) = self.request() {
+                return r;
+            }
+            self.tick();
+        }
+        panic!("no request after 100 timers: {:?}", self.timeline());
+    }
+
+    /// Answers `req` with what `s3` makes of it.
+    pub fn serve(&mut self, s3: &mut MockS3, req: &Request) {
+        let reply = s3.execute(B, K, &req.intent).classify(req.intent.kind());
+        self.answer(req, reply);
+    }
+
     pub fn answer(&mut self, req: &Request, response: Response) {
         self.lock.handle_response(req.id, response, self.now);
         self.collect();
@@ -151,6 +171,25 @@ impl Process {
     pub fn purposes(&self) -> Vec<Purpose> {
         self.sent.iter().map(|r| r.purpose).collect()
     }
+}
+
+/// A process (configured with `cfg`, seeded `seed`) holding the lock on `s3`.
+pub fn holding_with(cfg: Config, s3: &mut MockS3, seed: u8) -> Process {
+    let mut c = Process::new(cfg, seed);
+    c.lock
+        .acquire(c.now, 0, Wait::No)
+        .expect("an idle lock takes an acquisition");
+    c.run(s3, c.now);
+    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
+    c
+}
+
+/// S3's 503 SlowDown, as the core hears it.
+pub fn slow_down() -> Response {
+    Response::Ambiguous(Ambiguity::Status {
+        status: 503,
+        code: Some("SlowDown".into()),
+    })
 }
 
 pub fn bucket() -> MockS3 {
