@@ -88,6 +88,9 @@ pub enum ConfigError {
     /// The drift bound is 10% or more.
     #[error("a clock-drift bound of {0} ppm is not credible: use less than 100000 (10%)")]
     DriftTooLarge(u32),
+    /// A watch's polling interval is shorter than 10 ms.
+    #[error("a polling interval of {0:?} is too short: use at least 10ms")]
+    IntervalTooShort(Duration),
     /// A backoff range is empty or has a zero floor.
     #[error("the {which} backoff needs 0 < floor <= cap")]
     BadBackoff {

@@ -22,6 +22,9 @@
 //!   sequence number, never by guessing;
 //! - release that tells "deleted", "taken over" and "already gone" apart.
 //!
+//! Beside it, a [`Watch`] observes a lock without taking part: the holder now and every
+//! change, by polling with conditional GETs.
+//!
 //! Replies are classified by one pure function, [`classify`], shared by every driver.
 //!
 //! The protocol itself (the record format, the reply table, every path and why it is safe, the
@@ -44,6 +47,7 @@ mod store;
 mod time;
 mod url;
 mod wait;
+mod watch;
 
 pub use backoff::Backoff;
 pub use classify::{classify, Ambiguity, Response, S3ErrorBody};
@@ -61,6 +65,7 @@ pub use store::ConditionalDelete;
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};
 pub use wait::Wait;
+pub use watch::{Sighting, Watch, WatchConfig, WatchEvent};
 
 /// The README's examples are compiled and run as doc tests.
 #[cfg(doctest)]
