@@ -1,39 +1,5 @@
 //! Observing a lock without taking part in it: who holds it now, and every change, learned by
 //! polling the lock object with conditional GETs.
-//!
-//! A [`Watch`] is a second sans-IO state machine beside [`Lock`](crate::Lock), driven the same
-//! way: drain [`poll_request`](Watch::poll_request) and answer each request once with
-//! [`handle_response`](Watch::handle_response), sleep until
-//! [`poll_timeout`](Watch::poll_timeout) and call [`handle_timeout`](Watch::handle_timeout),
-//! and read [`poll_event`](Watch::poll_event) after every input. It only ever sends `GET`s,
-//! so it can neither take nor disturb the lock.
-//!
-//! **Cadence and cost.** One `GET` at a time, each pause drawn uniformly between ¾ and 5⁄4 of
-//! [`WatchConfig::interval`] (observers started together drift apart instead of polling in
-//! lockstep): on average `60 s / interval` requests a minute per observer (30 with the default
-//! 2 s). Every poll after the first names the last ETag seen (`If-None-Match`), so while the
-//! lock does not change each costs a `304` without a body. A failed poll is retried sooner,
-//! paced by [`WatchConfig::retry`].
-//!
-//! **What is seen.** Each sighting is the object as one `GET` found it, so sightings come in
-//! the order the writes were made; a holder that came and went between two polls is not
-//! seen. A record left unchanged for a full lease (the holder's own, from its record) on the
-//! observer's clock is reported [`Sighting::Stale`]: its holder stopped renewing, and a waiter
-//! may take it over now (the same rule the lock uses).
-//!
-//! ```
-//! use core::time::Duration;
-//! use sets3lock::{Instant, Intent, Response, Sighting, Watch, WatchConfig, WatchEvent};
-//!
-//! let mut watch = Watch::new(WatchConfig::default(), [1; 32]).unwrap();
-//! let request = watch.poll_request().unwrap(); // the first poll goes out at once
-//! assert_eq!(request.intent, Intent::Get { if_none_match: None });
-//! watch.handle_response(request.id, Response::Absent, Instant::ZERO);
-//! assert_eq!(watch.poll_event(), Some(WatchEvent::Changed(Sighting::Free)));
-//! // The next poll is due within 5/4 of the interval.
-//! let next = watch.poll_timeout().unwrap();
-//! assert!(next <= Instant::ZERO + Duration::from_millis(2500));
-//! ```
 
 use crate::rng::Rng;
 use crate::{
@@ -203,7 +169,41 @@ pub enum WatchEvent {
     },
 }
 
-/// An observer of one lock key: a sans-IO state machine (see the [module docs](self)).
+/// An observer of one lock key: a sans-IO state machine.
+///
+/// A [`Watch`] is a second sans-IO state machine beside [`Lock`](crate::Lock), driven the same
+/// way: drain [`poll_request`](Watch::poll_request) and answer each request once with
+/// [`handle_response`](Watch::handle_response), sleep until
+/// [`poll_timeout`](Watch::poll_timeout) and call [`handle_timeout`](Watch::handle_timeout),
+/// and read [`poll_event`](Watch::poll_event) after every input. It only ever sends `GET`s,
+/// so it can neither take nor disturb the lock.
+///
+/// **Cadence and cost.** One `GET` at a time, each pause drawn uniformly between ¾ and 5⁄4 of
+/// [`WatchConfig::interval`] (observers started together drift apart instead of polling in
+/// lockstep): on average `60 s / interval` requests a minute per observer (30 with the default
+/// 2 s). Every poll after the first names the last ETag seen (`If-None-Match`), so while the
+/// lock does not change each costs a `304` without a body. A failed poll is retried sooner,
+/// paced by [`WatchConfig::retry`].
+///
+/// **What is seen.** Each sighting is the object as one `GET` found it, so sightings come in
+/// the order the writes were made; a holder that came and went between two polls is not
+/// seen. A record left unchanged for a full lease (the holder's own, from its record) on the
+/// observer's clock is reported [`Sighting::Stale`]: its holder stopped renewing, and a waiter
+/// may take it over now (the same rule the lock uses).
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::{Instant, Intent, Response, Sighting, Watch, WatchConfig, WatchEvent};
+///
+/// let mut watch = Watch::new(WatchConfig::default(), [1; 32]).unwrap();
+/// let request = watch.poll_request().unwrap(); // the first poll goes out at once
+/// assert_eq!(request.intent, Intent::Get { if_none_match: None });
+/// watch.handle_response(request.id, Response::Absent, Instant::ZERO);
+/// assert_eq!(watch.poll_event(), Some(WatchEvent::Changed(Sighting::Free)));
+/// // The next poll is due within 5/4 of the interval.
+/// let next = watch.poll_timeout().unwrap();
+/// assert!(next <= Instant::ZERO + Duration::from_millis(2500));
+/// ```
 #[derive(Debug)]
 pub struct Watch {
     cfg: WatchConfig,

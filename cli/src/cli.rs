@@ -18,7 +18,9 @@ Examples:
   sets3lock -n s3://my-bucket/locks/cron make report       give up at once if it is held
   sets3lock --timeout 5m --lease 2m s3://b/deploy -- ./deploy --prod
   sets3lock --fenced s3://b/locks/db ./migrate.sh          hand $SETS3LOCK_TOKEN to the database
+  sets3lock --slots 3 s3://b/deploys ./deploy.sh           at most 3 at once ($SETS3LOCK_SLOT)
   sets3lock status s3://my-bucket/locks/backup             who holds it (exit 0 free, 1 held)
+  sets3lock watch --json s3://my-bucket/locks/leader       the holder, then every change
   sets3lock unlock s3://my-bucket/locks/backup --etag ETAG  delete only the lock you saw
   sets3lock doctor s3://my-bucket/sets3lock-probe/          can this store protect a lock?
 
@@ -29,7 +31,8 @@ SIGKILL after --kill-after).
 
 Environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
 AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER,
-SETS3LOCK_ETAG and, in fenced mode, SETS3LOCK_TOKEN (larger with every grant of the lock).
+SETS3LOCK_ETAG, in fenced mode SETS3LOCK_TOKEN (larger with every grant of the lock), and with
+--slots SETS3LOCK_SLOT (which slot, from 0).
 
 Before its first lock on an endpoint and bucket each day, sets3lock checks that the store honours
 conditional writes (five requests on a throw-away key beside the lock's), and refuses a store that
@@ -71,6 +74,11 @@ pub(crate) struct Run {
     /// DELETE. A key that is already fenced is used fenced without this flag.
     #[arg(long)]
     pub(crate) fenced: bool,
+    /// A semaphore: run while holding one of N slots (the locks URL/slot-0 .. URL/slot-N-1),
+    /// so that at most N programs run at once; the program gets SETS3LOCK_SLOT. Everyone
+    /// using the name must give the same N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sets3lock_s3::MAX_SLOTS)))]
+    pub(crate) slots: Option<u32>,
     /// Skip the check that the store honours conditional writes.
     #[arg(long)]
     pub(crate) no_store_check: bool,
@@ -113,6 +121,23 @@ pub(crate) enum Command {
         /// Print the record as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The lock: s3://bucket/key.
+        #[arg(value_parser = LockUrl::parse)]
+        url: LockUrl,
+    },
+    /// Watch a lock: print the holder now, then one line per change (a new holder, freed,
+    /// stale), until interrupted (exit 0; 111 if the lock cannot be read).
+    Watch {
+        /// One JSON object per line: at, url, state, etag, holder, owner, host, pid, since,
+        /// lease_ms, token (fenced), seen_ms.
+        #[arg(long)]
+        json: bool,
+        /// The mean time between reads (each a conditional GET: a 304 while nothing
+        /// changes): 30 a minute with the default.
+        #[arg(long, value_parser = duration, default_value = "2s", value_name = "DURATION")]
+        interval: Duration,
         #[command(flatten)]
         s3: S3Flags,
         /// The lock: s3://bucket/key.
@@ -276,7 +301,7 @@ pub(crate) fn duration(s: &str) -> Result<Duration, String> {
 }
 
 /// The operator command words (a first argument that is one of these is a command).
-pub(crate) const COMMANDS: &[&str] = &["status", "unlock", "doctor", "completions"];
+pub(crate) const COMMANDS: &[&str] = &["status", "watch", "unlock", "doctor", "completions"];
 
 /// Whether `arg` is a long option of run mode or of an operator command that takes a value
 /// (so the next argument is its value, not the URL or a command word): read off the clap

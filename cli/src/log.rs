@@ -14,6 +14,8 @@ pub(crate) struct Log {
     quiet: bool,
     colour: bool,
     url: LockUrl,
+    /// Under a semaphore (`--slots`): how many slots; one waiting line, not one per slot.
+    slots: Option<u32>,
     started: Instant,
     waiting_on: Arc<Mutex<Option<String>>>,
     /// Requests that got a reply, and requests that got none (timeouts, broken connections).
@@ -29,11 +31,17 @@ impl Log {
             quiet,
             colour: std::io::stderr().is_terminal(),
             url,
+            slots: None,
             started: Instant::now(),
             waiting_on: Arc::new(Mutex::new(None)),
             replies: Arc::default(),
             check_unanswered: Arc::default(),
         }
+    }
+
+    /// The same, for a semaphore of `slots` slots.
+    pub(crate) fn with_slots(self, slots: Option<u32>) -> Log {
+        Log { slots, ..self }
     }
 
     /// A `-v` line: the time since the start, then what `say!` would write.
@@ -108,16 +116,25 @@ impl Log {
                 } else {
                     "never taken over: no lease"
                 };
-                let text = format!(
-                    "waiting for {}: held by {} (ETag {}; {takeover})",
-                    self.url,
-                    crate::holder::describe(holder),
-                    etag.as_str()
-                );
-                if let Ok(mut w) = self.waiting_on.lock() {
-                    *w = Some(text.clone());
-                }
-                if !self.quiet {
+                let text = match self.slots {
+                    None => format!(
+                        "waiting for {}: held by {} (ETag {}; {takeover})",
+                        self.url,
+                        crate::holder::describe(holder),
+                        etag.as_str()
+                    ),
+                    Some(n) => format!(
+                        "waiting for a slot of {}: all {n} are held (the latest seen by {}; each {takeover})",
+                        self.url,
+                        crate::holder::describe(holder),
+                    ),
+                };
+                // Under a semaphore each slot reports its holder: one line says it all.
+                let first = match self.waiting_on.lock() {
+                    Ok(mut w) => w.replace(text.clone()).is_none(),
+                    Err(_) => true,
+                };
+                if !self.quiet && (first || self.slots.is_none()) {
                     say!("{text}");
                 }
             }

@@ -15,6 +15,7 @@ mod options;
 mod run;
 mod status;
 mod unlock;
+mod watch;
 
 use exit_codes::{CANNOT_LOCK, OK, USAGE};
 use std::ffi::OsString;
@@ -100,6 +101,12 @@ fn command(args: &[OsString]) -> u8 {
             s3: flags,
             url,
         } => s3(&flags).map(|o| status::status(&url, &o, json)),
+        cli::Command::Watch {
+            json,
+            interval,
+            s3: flags,
+            url,
+        } => s3(&flags).map(|o| watch::watch(&url, o, json, interval)),
         cli::Command::Unlock {
             etag,
             s3: flags,

@@ -7,7 +7,8 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::{LockUrl, ReleaseOutcome};
-use sets3lock_s3::{tokio::Locker, Error, Loss, S3Options, StoreCheck, Wait};
+use sets3lock_s3::tokio::{Held, Locker, Semaphore};
+use sets3lock_s3::{Error, Loss, S3Options, StoreCheck, Wait};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             return CANNOT_LOCK;
         }
     };
-    let log = Log::new(args.verbose, args.quiet, url.clone());
+    let log = Log::new(args.verbose, args.quiet, url.clone()).with_slots(args.slots);
     options.observer = Some(log.observer());
     options.lock = args.config(options.lock);
     options.store_check = if args.no_store_check {
@@ -58,7 +59,11 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         crate::options::store_check_cache()
     };
     let unavailable = if args.exit_zero { OK } else { CANNOT_LOCK };
-    let locker = match Locker::new(&url.to_string(), options) {
+    let gate = match args.slots {
+        None => Locker::new(&url.to_string(), options).map(Gate::Lock),
+        Some(n) => Semaphore::new(&url.to_string(), n, options).map(Gate::Slots),
+    };
+    let gate = match gate {
         Ok(l) => l,
         Err(e) => {
             say!("{url}: {e}");
@@ -77,7 +82,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     let minute = Duration::from_secs(60);
     let mut reminder = tokio::time::interval_at(tokio::time::Instant::now() + minute, minute);
     // Boxed so that it can be dropped (which cancels it) before the scope ends.
-    let mut acquiring = Box::pin(locker.acquire(wait));
+    let mut acquiring = Box::pin(gate.acquire(wait));
     let held = loop {
         tokio::select! {
             result = acquiring.as_mut() => break result,
@@ -86,7 +91,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 // that lands to be removed.
                 drop(acquiring);
                 say!("{url}: {sig} while waiting for the lock: stopped");
-                give_up(&locker, &url, args.lease).await;
+                give_up(&gate, &url, args.lease).await;
                 return signalled(sig as i32);
             }
             _ = reminder.tick() => log.remind(),
@@ -105,17 +110,19 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             };
             match &e {
                 // As setlock: with -x, not getting the lock is not worth a word.
-                Error::Busy { .. } | Error::TimedOut { .. } => {
+                Error::Busy { .. } | Error::AllSlotsBusy { .. } | Error::TimedOut { .. } => {
                     if !args.quiet && !args.exit_zero {
                         say!("{url}: {e}{unanswered}");
                     }
                 }
                 _ => say!("{url}: {e}{unanswered}"),
             }
-            give_up(&locker, &url, args.lease).await;
+            give_up(&gate, &url, args.lease).await;
             return unavailable;
         }
     };
+    // From here on, messages name the lock held: the slot's, under a semaphore.
+    let url = held.url().clone();
     log.acquired(&held);
     if !args.lease.is_zero() {
         log.note(&format!(
@@ -138,12 +145,15 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     if let Some(token) = held.token() {
         command.env("SETS3LOCK_TOKEN", token.to_string());
     }
+    if let Some(slot) = held.slot() {
+        command.env("SETS3LOCK_SLOT", slot.to_string());
+    }
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             say!("cannot run {}: {e}", program[0].to_string_lossy());
             report_release(&url, held.release().await);
-            finish(&locker, &url).await;
+            finish(&gate, &url).await;
             return CANNOT_LOCK;
         }
     };
@@ -212,10 +222,10 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
     if stopped.is_some() {
         // What became of the lock is said; a cleanup of renewals that may have landed gets
         // a moment, and what it cannot do expires with the lease.
-        let _ = tokio::time::timeout(CLEANUP_BOUND, locker.shutdown()).await;
+        let _ = tokio::time::timeout(CLEANUP_BOUND, gate.shutdown()).await;
         return LOST;
     }
-    finish(&locker, &url).await;
+    finish(&gate, &url).await;
     match status {
         Ok(s) => match (s.code(), s.signal()) {
             (Some(code), _) => u8::try_from(code).unwrap_or(255),
@@ -253,6 +263,30 @@ async fn stop(
     }
 }
 
+/// What the program runs under: one lock, or a slot of a semaphore (`--slots`).
+#[allow(clippy::large_enum_variant)] // one per process, made once
+enum Gate {
+    Lock(Locker),
+    Slots(Semaphore),
+}
+
+impl Gate {
+    async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        match self {
+            Gate::Lock(l) => l.acquire(wait).await,
+            Gate::Slots(s) => s.acquire(wait).await,
+        }
+    }
+
+    /// Waits until every background driver has finished.
+    async fn shutdown(&self) {
+        match self {
+            Gate::Lock(l) => l.shutdown().await,
+            Gate::Slots(s) => s.shutdown().await,
+        }
+    }
+}
+
 /// Why the program was stopped.
 enum Stopped {
     /// The hold ended: taken over, deleted, expired.
@@ -271,14 +305,14 @@ pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(2);
 /// After an acquisition that did not get the lock: waits up to [`CLEANUP_BOUND`] (with lease
 /// 0, [`CONFIRM`]) for any write of ours that may have landed to be read back and removed; if
 /// that does not finish, says what becomes of such a write, if it was applied.
-async fn give_up(locker: &Locker, url: &LockUrl, lease: Duration) {
+async fn give_up(gate: &Gate, url: &LockUrl, lease: Duration) {
     // With lease 0 such an object would never expire: its cleanup is waited for longer.
     let bound = if lease.is_zero() {
         CONFIRM
     } else {
         CLEANUP_BOUND
     };
-    if tokio::time::timeout(bound, locker.shutdown()).await.is_ok() {
+    if tokio::time::timeout(bound, gate.shutdown()).await.is_ok() {
         return;
     }
     let fate = if lease.is_zero() {
@@ -293,8 +327,8 @@ async fn give_up(locker: &Locker, url: &LockUrl, lease: Duration) {
 
 /// Waits for the background driver to finish its release or cleanup, but not forever: with
 /// S3 unreachable each attempt takes a request timeout, and the lease covers what is left.
-async fn finish(locker: &Locker, url: &LockUrl) {
-    if tokio::time::timeout(CONFIRM, locker.shutdown())
+async fn finish(gate: &Gate, url: &LockUrl) {
+    if tokio::time::timeout(CONFIRM, gate.shutdown())
         .await
         .is_err()
     {

@@ -55,7 +55,7 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
     }
 }
 
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {

@@ -68,6 +68,17 @@ impl Waiting for Blocking {
         }
     }
 
+    async fn sleep_until(deadline: Stamp) {
+        loop {
+            // At most a second at a time (see `clock`).
+            let nap = nap_until(deadline);
+            if nap.is_zero() {
+                return;
+            }
+            std::thread::sleep(nap);
+        }
+    }
+
     fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
         std::thread::Builder::new()
             .name("sets3lock".into())
@@ -156,5 +167,51 @@ impl crate::Held<Blocking> {
     /// Releases the lock and reports what the conditional delete found.
     pub fn release(self) -> Result<ReleaseOutcome, Error> {
         block_on(self.end())
+    }
+}
+
+/// Watches a lock from blocking code: an iterator over the holder now, then each change.
+///
+/// ```no_run
+/// use sets3lock_s3::{blocking::Watcher, S3Options, WatchConfig, WatchEvent};
+/// # fn run() -> Result<(), sets3lock_s3::Error> {
+/// let watcher = Watcher::new("s3://my-bucket/locks/leader", S3Options::from_env()?,
+///     WatchConfig::default())?;
+/// for event in watcher {
+///     if let WatchEvent::Changed(sighting) = event {
+///         println!("{:?}", sighting.holder());
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub type Watcher = crate::Watcher<Blocking>;
+
+impl Iterator for crate::Watcher<Blocking> {
+    type Item = sets3lock::WatchEvent;
+
+    /// Blocks until the next change (the first: the holder now) or trouble; `None` once the
+    /// watch has stopped on a refusal that retrying cannot fix.
+    fn next(&mut self) -> Option<sets3lock::WatchEvent> {
+        block_on(self.next_event())
+    }
+}
+
+/// A semaphore from blocking code: at most N holders at once (see [`crate::Semaphore`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{blocking::Semaphore, S3Options, Wait};
+/// # fn run() -> Result<(), sets3lock_s3::Error> {
+/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, S3Options::from_env()?)?;
+/// let held = deploys.acquire(Wait::Forever)?;
+/// println!("deploying in slot {:?}", held.slot());
+/// held.release()?;
+/// # Ok(()) }
+/// ```
+pub type Semaphore = crate::Semaphore<Blocking>;
+
+impl crate::Semaphore<Blocking> {
+    /// Takes a slot: the handle renews it in a thread until released or dropped.
+    pub fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        block_on(self.acquire_as(wait))
     }
 }

@@ -58,6 +58,7 @@ impl Engine {
         options: &S3Options,
         wait: Wait,
         requests: Arc<AtomicU64>,
+        bell: Option<Arc<Shared>>,
     ) -> Result<Engine, Error> {
         let origin = Stamp::now();
         let mut config = options.lock.clone();
@@ -74,7 +75,7 @@ impl Engine {
             target,
             origin,
             observer: options.observer.clone(),
-            shared: Arc::new(Shared::new()),
+            shared: Arc::new(Shared::ringing(bell)),
             requests,
             release_sent: false,
             request_timeout: options.request_timeout,

@@ -81,6 +81,18 @@ pub enum Error {
         /// The last holder seen.
         holder: Option<Box<Holder>>,
     },
+    /// Try-once on a semaphore: every slot is held.
+    #[error("all {slots} slots are held")]
+    AllSlotsBusy {
+        /// How many slots the semaphore has.
+        slots: u32,
+    },
+    /// A semaphore was given no slots, or more than [`MAX_SLOTS`](crate::MAX_SLOTS).
+    #[error("a semaphore of {slots} slots: give 1 to {} slots", crate::MAX_SLOTS)]
+    Slots {
+        /// The number given.
+        slots: u32,
+    },
     /// The acquisition was cancelled.
     #[error("the acquisition was cancelled")]
     Cancelled,

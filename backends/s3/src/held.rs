@@ -19,16 +19,59 @@ pub struct Held<M: Mode> {
     /// every renewal (read them from the shared state).
     acquired: Hold,
     url: LockUrl,
+    /// How long a confirmed write keeps the hold valid (`None` with a zero lease).
+    validity: Option<std::time::Duration>,
+    /// The slot, when this is a semaphore's.
+    slot: Option<u32>,
     claim: Claim<M>,
 }
 
+/// How a hold is doing, for a readiness probe or a leader's health check
+/// ([`Held::health`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Health {
+    /// Renewals are landing on time (or the lease is zero: nothing to renew).
+    Renewing,
+    /// Less than half the validity is left: at least one renewal did not land when due (the
+    /// store is slow, failing or unreachable). The hold is still valid for `remaining`, and
+    /// ends then unless a renewal lands first: stop taking on new work.
+    Behind {
+        /// How long the hold stays valid if no renewal lands.
+        remaining: std::time::Duration,
+    },
+    /// The hold has ended: lost, expired or released.
+    Ended,
+}
+
 impl<M: Mode> Held<M> {
-    pub(crate) fn new(acquired: Hold, url: LockUrl, claim: Claim<M>) -> Held<M> {
+    pub(crate) fn new(
+        acquired: Hold,
+        url: LockUrl,
+        validity: Option<std::time::Duration>,
+        claim: Claim<M>,
+    ) -> Held<M> {
         Held {
             acquired,
             url,
+            validity,
+            slot: None,
             claim,
         }
+    }
+
+    /// The same hold, as slot `i` of a semaphore.
+    pub(crate) fn in_slot(self, i: usize) -> Held<M> {
+        Held {
+            slot: u32::try_from(i).ok(),
+            ..self
+        }
+    }
+
+    /// Which slot this is, when the hold is a [`Semaphore`](crate::Semaphore)'s (from 0; its
+    /// lock is `<name>/slot-<i>`, the [`url`](Held::url)).
+    pub fn slot(&self) -> Option<u32> {
+        self.slot
     }
 
     /// This hold's owner id (in the lock record).
@@ -62,6 +105,26 @@ impl<M: Mode> Held<M> {
     /// through system suspend (`None` with a zero lease, or once the hold has ended).
     pub fn remaining_validity(&self) -> Option<std::time::Duration> {
         self.claim.shared.get().remaining(Stamp::now())
+    }
+
+    /// How the hold is doing: renewing on time, behind (a renewal is late, the hold ends soon
+    /// unless one lands), or ended. Cheap (no request): call it from a readiness probe.
+    ///
+    /// A renewal is sent every third of the lease and each confirmed one restores the whole
+    /// validity, so while renewals land more than half of it is always left; less means a
+    /// renewal is overdue.
+    pub fn health(&self) -> Health {
+        let snapshot = self.claim.shared.get();
+        let now = Stamp::now();
+        if !snapshot.is_held(now) {
+            return Health::Ended;
+        }
+        match (snapshot.remaining(now), self.validity) {
+            (Some(remaining), Some(validity)) if remaining < validity / 2 => {
+                Health::Behind { remaining }
+            }
+            _ => Health::Renewing,
+        }
     }
 
     /// Whether the lock is held and valid now.

@@ -93,7 +93,7 @@ impl<M: Mode> Locker<M> {
 
     /// The store check, as the options say (a no-op once it has passed), within the wait's
     /// time: returns the wait that is left.
-    async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
+    pub(crate) async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
         let deadline = match wait {
             Wait::Timeout(d) => Some(Stamp::now().plus(d)),
             Wait::No | Wait::Forever => None,
@@ -128,11 +128,21 @@ impl<M: Mode> Locker<M> {
 
     /// Starts a driver acquiring the lock; dropping the claim cancels it.
     fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
+        self.start_ringing(wait, None)
+    }
+
+    /// Starts a driver acquiring the lock that also rings `bell` on every change.
+    pub(crate) fn start_ringing(
+        &self,
+        wait: Wait,
+        bell: Option<Arc<Shared>>,
+    ) -> Result<Claim<M>, Error> {
         let engine = Engine::acquiring(
             self.target.clone(),
             &self.options,
             wait,
             self.requests.clone(),
+            bell,
         )?;
         let shared = engine.shared().clone();
         M::spawn(drive::<M>(engine, self.http.clone()))?;
@@ -142,11 +152,19 @@ impl<M: Mode> Locker<M> {
         Ok(Claim::new(shared))
     }
 
+    /// Acquires without the store check (its caller made it): a handle, or why not.
+    pub(crate) async fn acquire_checked(&self, wait: Wait) -> Result<Held<M>, Error> {
+        let claim = self.start(wait)?;
+        self.acquired(claim).await
+    }
+
     /// The acquisition's outcome: a handle, or why not.
-    async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
+    pub(crate) async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
         let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
         let seen = M::wait(claim.shared(), over, None).await;
         let hold = seen.acquired()?;
-        Ok(Held::new(hold, self.target.url.clone(), claim))
+        let lease = &self.options.lock;
+        let validity = (!lease.lease.is_zero()).then(|| lease.validity());
+        Ok(Held::new(hold, self.target.url.clone(), validity, claim))
     }
 }

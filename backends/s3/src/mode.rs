@@ -51,6 +51,9 @@ pub(crate) mod sealed {
             deadline: Option<Stamp>,
         ) -> impl Future<Output = Snapshot> + Send;
 
+        /// Sleeps until `deadline` by the suspend-aware clock.
+        fn sleep_until(deadline: Stamp) -> impl Future<Output = ()> + Send;
+
         /// Runs a driver to its end in the background.
         fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error>;
 

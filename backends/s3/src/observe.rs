@@ -15,6 +15,8 @@ pub enum Observation<'a> {
     Received(&'a Request, &'a Response, Duration),
     /// An event from the core.
     Event(&'a Event),
+    /// A [`Watcher`](crate::Watcher) saw the lock change hands (or go free, or go stale).
+    Sighting(&'a sets3lock::Sighting),
     /// The store check probed the store (it is not reported when a remembered verdict was
     /// used): what `DELETE If-Match` does there, or `None` if the check was inconclusive.
     StoreChecked(Option<sets3lock::ConditionalDelete>),

@@ -239,11 +239,19 @@ pub struct Shared {
     pub(crate) changed: Condvar,
     /// Woken on every change, for tasks.
     pub(crate) notify: tokio::sync::Notify,
+    /// Rung on every change too: a semaphore waits on one bell for all its slots.
+    bell: Option<std::sync::Arc<Shared>>,
 }
 
 impl Shared {
     pub(crate) fn new() -> Shared {
+        Shared::ringing(None)
+    }
+
+    /// A shared state that also wakes `bell`'s waiters on every change.
+    pub(crate) fn ringing(bell: Option<std::sync::Arc<Shared>>) -> Shared {
         Shared {
+            bell,
             snapshot: Mutex::new(Snapshot {
                 standing: Standing::Acquiring,
                 release_asked: false,
@@ -252,6 +260,17 @@ impl Shared {
             changed: Condvar::new(),
             notify: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Whether the acquisition is over: held, or ended.
+    pub(crate) fn is_decided(&self) -> bool {
+        !matches!(self.lock().standing, Standing::Acquiring)
+    }
+
+    /// Whether the acquisition got the lock (and it is not being released).
+    pub(crate) fn is_holding(&self) -> bool {
+        let s = self.lock();
+        matches!(s.standing, Standing::Holding(_)) && !s.release_asked
     }
 
     pub(crate) fn get(&self) -> Snapshot {
@@ -292,6 +311,12 @@ impl Shared {
     fn wake(&self) {
         self.changed.notify_all();
         self.notify.notify_waiters();
+        if let Some(bell) = &self.bell {
+            // Through the bell's lock: a thread between reading the slots and waiting on the
+            // bell holds it, so this ring cannot fall in between and be lost.
+            drop(bell.lock());
+            bell.wake();
+        }
     }
 }
 

@@ -64,6 +64,17 @@ impl Waiting for Tokio {
         }
     }
 
+    async fn sleep_until(deadline: Stamp) {
+        loop {
+            // At most a second at a time (see `clock`).
+            let nap = nap_until(deadline);
+            if nap.is_zero() {
+                return;
+            }
+            tokio::time::sleep(nap).await;
+        }
+    }
+
     fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // Not joined: the task ends by itself (see the module docs).
@@ -147,5 +158,58 @@ impl crate::Held<Tokio> {
     /// Releases the lock and reports what the conditional delete found.
     pub async fn release(self) -> Result<ReleaseOutcome, Error> {
         self.end().await
+    }
+}
+
+/// Watches a lock from async code: the holder now, then one event per change.
+///
+/// ```no_run
+/// use sets3lock_s3::{tokio::Watcher, S3Options, WatchConfig, WatchEvent};
+/// # async fn run() -> Result<(), sets3lock_s3::Error> {
+/// let mut watcher = Watcher::new("s3://my-bucket/locks/leader", S3Options::from_env()?,
+///     WatchConfig::default())?;
+/// while let Some(event) = watcher.next().await {
+///     if let WatchEvent::Changed(sighting) = event {
+///         println!("{:?}", sighting.holder());
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub type Watcher = crate::Watcher<Tokio>;
+
+impl crate::Watcher<Tokio> {
+    /// The next change (the first call: the holder now), or trouble reaching the store;
+    /// `None` once the watch has stopped on a refusal that retrying cannot fix (it was the
+    /// last event). Cancel-safe between polls: dropping the future mid-request only loses that
+    /// poll's answer, and the next call polls again.
+    pub async fn next(&mut self) -> Option<sets3lock::WatchEvent> {
+        self.next_event().await
+    }
+}
+
+/// A semaphore from async code: at most N holders at once (see [`crate::Semaphore`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{tokio::Semaphore, S3Options, Wait};
+/// # async fn run() -> Result<(), sets3lock_s3::Error> {
+/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, S3Options::from_env()?)?;
+/// let held = deploys.acquire(Wait::Forever).await?;
+/// println!("deploying in slot {:?}", held.slot());
+/// held.release().await?;
+/// # Ok(()) }
+/// ```
+pub type Semaphore = crate::Semaphore<Tokio>;
+
+impl crate::Semaphore<Tokio> {
+    /// Takes a slot: the handle renews it in the background until released or dropped, like a
+    /// lock's. Dropping this future while it waits cancels every slot's acquisition.
+    pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        self.acquire_as(wait).await
+    }
+
+    /// Waits until every driver this semaphore started has finished (see
+    /// [`Locker::shutdown`](crate::Locker)).
+    pub async fn shutdown(&self) {
+        self.settle().await;
     }
 }

@@ -1,0 +1,112 @@
+//! Observing a lock on S3: the core's [`Watch`] driven over HTTP, by whoever asks for the next
+//! change (no background task or thread: the caller's `next` does the polling).
+
+use crate::clock::Stamp;
+use crate::engine::signed;
+use crate::http::Link;
+use crate::mode::Mode;
+use crate::target::Target;
+use crate::{Error, Observation, S3Options};
+use sets3lock::{Instant, LockUrl, Sighting, Watch, WatchConfig, WatchEvent};
+use std::sync::Arc;
+
+/// Watches one lock: who holds it now, and every change after, for anyone (a holder, a
+/// waiter, a dashboard). It only reads (conditional `GET`s, see [`sets3lock::Watch`] for the
+/// cadence and the cost), so it needs only `s3:GetObject` (and `s3:ListBucket` for a free
+/// key to read as free rather than as access denied).
+///
+/// Generic over how it waits: [`tokio::Watcher`](crate::tokio::Watcher) (async `next`) and
+/// [`blocking::Watcher`](crate::blocking::Watcher) (an iterator).
+#[derive(Debug)]
+pub struct Watcher<M: Mode> {
+    target: Arc<Target>,
+    options: S3Options,
+    http: M::Http,
+    watch: Watch,
+    origin: Stamp,
+    requests: u64,
+}
+
+impl<M: Mode> Watcher<M> {
+    /// A watcher of `url` (`s3://bucket/key`), with these S3 options and this cadence.
+    pub fn new(url: &str, options: S3Options, cfg: WatchConfig) -> Result<Self, Error> {
+        let url = LockUrl::parse(url)?;
+        let target = Arc::new(Target::new(url, &options)?);
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
+        let watch = Watch::new(cfg, seed)?;
+        Ok(Watcher {
+            target,
+            http: M::http(&options)?,
+            options,
+            watch,
+            origin: Stamp::now(),
+            requests: 0,
+        })
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.target.url
+    }
+
+    /// The latest sighting (`None` before the first answered poll).
+    pub fn current(&self) -> Option<&Sighting> {
+        self.watch.current()
+    }
+
+    /// Now, on the clock of the sightings' `since` and `stale_at` (which counts through system
+    /// suspend): `watcher.now().saturating_duration_since(since)` is how long a holder has
+    /// been seen.
+    pub fn now(&self) -> Instant {
+        Instant::from_duration(Stamp::now().since(self.origin))
+    }
+
+    /// How many requests this watcher has sent.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Polls until the core has something to say; `None` once the watch has stopped (after
+    /// [`WatchEvent::Failed`]).
+    pub(crate) async fn next_event(&mut self) -> Option<WatchEvent> {
+        loop {
+            if let Some(event) = self.watch.poll_event() {
+                if let (Some(o), WatchEvent::Changed(s)) = (&self.options.observer, &event) {
+                    o.see(Observation::Sighting(s));
+                }
+                return Some(event);
+            }
+            if let Some(request) = self.watch.poll_request() {
+                self.requests += 1;
+                let observer = self.options.observer.as_ref();
+                if let Some(o) = observer {
+                    o.see(Observation::Sending(&request));
+                }
+                let started = std::time::Instant::now();
+                let link = Link::<M>::new(
+                    &self.http,
+                    &self.target.time,
+                    self.options.request_timeout,
+                    observer,
+                );
+                let sign = |t: &jiff::Timestamp| signed(&self.target, &request.intent, t);
+                let response = link.send(request.intent.kind(), sign).await;
+                if let Some(o) = observer {
+                    o.see(Observation::Received(
+                        &request,
+                        &response,
+                        started.elapsed(),
+                    ));
+                }
+                let now = self.now();
+                self.watch.handle_response(request.id, response, now);
+                continue;
+            }
+            let until = self.watch.poll_timeout()?;
+            M::sleep_until(self.origin.plus(until.since_origin())).await;
+            let now = self.now();
+            self.watch.handle_timeout(now);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! `sets3lock watch`: the holder now, then one line per change, until interrupted (like
+//! `etcdctl elect --listen`, or client-go's `OnNewLeader`).
+
+use crate::exit_codes::{CANNOT_LOCK, OK};
+use crate::status::quote;
+use sets3lock::{Holder, LockUrl, Sighting, WatchConfig, WatchEvent};
+use sets3lock_s3::{tokio::Watcher, S3Options};
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+pub(crate) fn watch(url: &LockUrl, options: S3Options, json: bool, interval: Duration) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            say!("cannot start: {e}");
+            return CANNOT_LOCK;
+        }
+    };
+    let cfg = WatchConfig {
+        interval,
+        ..WatchConfig::default()
+    };
+    let code = runtime.block_on(watch_until_interrupted(url, options, cfg, json));
+    runtime.shutdown_background();
+    code
+}
+
+async fn watch_until_interrupted(
+    url: &LockUrl,
+    options: S3Options,
+    cfg: WatchConfig,
+    json: bool,
+) -> u8 {
+    let (mut int, mut term) = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(i), Ok(t)) => (i, t),
+        (Err(e), _) | (_, Err(e)) => {
+            say!("cannot handle signals: {e}");
+            return CANNOT_LOCK;
+        }
+    };
+    let mut watcher = match Watcher::new(&url.to_string(), options, cfg) {
+        Ok(w) => w,
+        Err(e) => {
+            say!("{url}: {e}");
+            return CANNOT_LOCK;
+        }
+    };
+    loop {
+        tokio::select! {
+            event = watcher.next() => match event {
+                Some(WatchEvent::Failed { error }) => {
+                    say!("{url}: {error}");
+                    return CANNOT_LOCK;
+                }
+                Some(event) => print(url, &event, json, &watcher),
+                None => return CANNOT_LOCK,
+            },
+            // Interrupted: the normal way to end a watch.
+            _ = int.recv() => return OK,
+            _ = term.recv() => return OK,
+        }
+    }
+}
+
+fn print(url: &LockUrl, event: &WatchEvent, json: bool, watcher: &Watcher) {
+    let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ");
+    if json {
+        out!("{}", event_json(url, &at.to_string(), event, watcher));
+        return;
+    }
+    let what = match event {
+        WatchEvent::Changed(Sighting::Free) => "free".to_string(),
+        WatchEvent::Changed(Sighting::Released { holder, .. }) => format!(
+            "free, last token {} (fenced)",
+            holder.fence().map_or(0, |f| f.token)
+        ),
+        WatchEvent::Changed(Sighting::Held { holder, .. }) => {
+            format!("held by {}", crate::holder::describe(holder))
+        }
+        WatchEvent::Changed(Sighting::Stale { holder, .. }) => format!(
+            "stale: unchanged for a full lease, a waiter may take it over (held by {})",
+            crate::holder::describe(holder)
+        ),
+        WatchEvent::Unreachable { setback } => format!("cannot read the lock, retrying: {setback}"),
+        WatchEvent::Reachable => "readable again".to_string(),
+        other => format!("{other:?}"),
+    };
+    out!("{at} {url}: {what}");
+}
+
+/// One JSON line: `at`, `url`, `state` (free, held, stale, released, unreachable, readable),
+/// and for a record: `etag`, `holder` (as people read it), `owner`, `host`, `pid`, `since`
+/// (the holder's acquisition, by its clock), `lease_ms`, `token` (fenced), `seen_ms` (how long
+/// this watcher has seen this holder).
+fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, watcher: &Watcher) -> String {
+    let mut s = format!("{{\"at\":{},\"url\":{}", quote(at), quote(&url.to_string()));
+    let sighting = match event {
+        WatchEvent::Changed(sighting) => sighting,
+        WatchEvent::Unreachable { setback } => {
+            s.push_str(&format!(
+                ",\"state\":\"unreachable\",\"error\":{}}}",
+                quote(&setback.to_string())
+            ));
+            return s;
+        }
+        _ => {
+            s.push_str(",\"state\":\"readable\"}");
+            return s;
+        }
+    };
+    let state = match sighting {
+        Sighting::Free => "free",
+        Sighting::Released { .. } => "released",
+        Sighting::Held { .. } => "held",
+        Sighting::Stale { .. } => "stale",
+    };
+    s.push_str(&format!(",\"state\":\"{state}\""));
+    if let Some(etag) = sighting.etag() {
+        s.push_str(&format!(",\"etag\":{}", quote(etag.as_str())));
+    }
+    if let Some(holder) = sighting.holder() {
+        s.push_str(&format!(
+            ",\"holder\":{}",
+            quote(&crate::holder::describe(holder))
+        ));
+        if let Holder::Sets3lock(r) = holder {
+            let since = jiff::Timestamp::from_millisecond(r.acquired_unix_ms as i64)
+                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                .unwrap_or_default();
+            s.push_str(&format!(
+                ",\"owner\":{},\"host\":{},\"pid\":{},\"since\":{},\"lease_ms\":{}",
+                quote(&r.owner.to_string()),
+                quote(&r.host),
+                r.pid,
+                quote(&since),
+                r.lease.as_millis()
+            ));
+        }
+        if let Some(f) = holder.fence() {
+            s.push_str(&format!(",\"token\":{}", f.token));
+        }
+    }
+    if let Sighting::Held { since, .. } | Sighting::Stale { since, .. } = sighting {
+        let seen = watcher.now().saturating_duration_since(*since);
+        s.push_str(&format!(",\"seen_ms\":{}", seen.as_millis()));
+    }
+    s.push('}');
+    s
+}
