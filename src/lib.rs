@@ -23,7 +23,8 @@
 //! - release that tells "deleted", "taken over" and "already gone" apart.
 //!
 //! Beside it, a [`Watch`] observes a lock without taking part: the holder now and every
-//! change, by polling with conditional GETs.
+//! change, by polling with conditional GETs; and a [`SlotChoice`] makes a counting semaphore
+//! of N ordinary locks (which slot to try, wait on, keep and give back).
 //!
 //! Replies are classified by one pure function, [`classify`], shared by every driver.
 //!
@@ -43,6 +44,7 @@ mod intent;
 mod machine;
 mod record;
 mod rng;
+mod slots;
 mod store;
 mod time;
 mod url;
@@ -61,6 +63,7 @@ pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
     FORMAT_VERSION, MAX_TOKEN,
 };
+pub use slots::{SlotChoice, SlotOutcome, SlotStep};
 pub use store::ConditionalDelete;
 pub use time::Instant;
 pub use url::{LockUrl, UrlError};

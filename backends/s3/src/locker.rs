@@ -152,12 +152,6 @@ impl<M: Mode> Locker<M> {
         Ok(Claim::new(shared))
     }
 
-    /// Acquires without the store check (its caller made it): a handle, or why not.
-    pub(crate) async fn acquire_checked(&self, wait: Wait) -> Result<Held<M>, Error> {
-        let claim = self.start(wait)?;
-        self.acquired(claim).await
-    }
-
     /// The acquisition's outcome: a handle, or why not.
     pub(crate) async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
         let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);

@@ -1,12 +1,12 @@
 //! At most N holders of a named resource: N slot keys, each an ordinary lock.
 
 use crate::clock::Stamp;
-use crate::held::Held;
+use crate::held::{Claim, Held};
 use crate::locker::Locker;
 use crate::mode::Mode;
 use crate::state::Shared;
 use crate::{Error, S3Options};
-use sets3lock::{LockUrl, Wait};
+use sets3lock::{LockUrl, SlotChoice, SlotOutcome, SlotStep, Wait};
 use std::sync::Arc;
 
 /// The most slots a semaphore may have: each waiter drives one core per slot.
@@ -66,7 +66,7 @@ impl<M: Mode> Semaphore<M> {
         self.slots.iter().map(Locker::requests).sum()
     }
 
-    /// Takes a slot (see the type's docs for how).
+    /// Takes a slot, as [`SlotChoice`] decides (see the type's docs).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
         let first = self.slots.first().ok_or(Error::Slots { slots: 0 })?;
         let deadline = match wait {
@@ -75,53 +75,63 @@ impl<M: Mode> Semaphore<M> {
         };
         // One check covers every slot: they share the endpoint and the bucket.
         first.check_store(wait).await?;
-        let n = self.slots.len();
-        let start = random_below(n)?;
-        for i in (0..n).map(|k| (start + k) % n) {
-            match self.slots[i].acquire_checked(Wait::No).await {
-                Ok(held) => return Ok(held.in_slot(i)),
-                Err(Error::Busy { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let wait = match (wait, deadline) {
-            (Wait::No, _) => {
-                return Err(Error::AllSlotsBusy {
-                    slots: self.slots(),
-                })
-            }
-            (_, Some(d)) => Wait::Timeout(d.since(Stamp::now())),
-            (w, None) => w,
-        };
-        self.wait_for_any(wait).await
-    }
-
-    /// Waits on every slot at once; keeps the first won.
-    async fn wait_for_any(&self, wait: Wait) -> Result<Held<M>, Error> {
+        let (mut choice, mut steps) =
+            SlotChoice::new(self.slots(), random_u32()?, wait.is_try_once());
         let bell = Arc::new(Shared::new());
-        let mut claims = Vec::with_capacity(self.slots.len());
-        for slot in &self.slots {
-            claims.push(slot.start_ringing(wait, Some(bell.clone()))?);
-        }
-        let decided = |_: &crate::state::Snapshot| {
-            claims.iter().any(|c| c.shared().is_holding())
-                || claims.iter().all(|c| c.shared().is_decided())
-        };
-        M::wait(&bell, decided, None).await;
-        let won = claims.iter().position(|c| c.shared().is_holding());
-        let mut kept = None;
-        let mut errors = Vec::new();
-        for (i, claim) in claims.into_iter().enumerate() {
-            if Some(i) == won {
-                kept = Some((i, claim));
-            } else if claim.shared().is_decided() && !claim.shared().is_holding() {
-                errors.push(claim.shared().get().acquired().err());
+        // Each slot's acquisition under way, and whether its end was reported to `choice`.
+        let mut claims: Vec<Option<(Claim<M>, bool)>> = self.slots.iter().map(|_| None).collect();
+        loop {
+            for step in steps.drain(..) {
+                let i = step_slot(&step);
+                match step {
+                    SlotStep::Acquire { try_once, .. } => {
+                        let wait = match (try_once, deadline) {
+                            (true, _) => Wait::No,
+                            (false, Some(d)) => Wait::Timeout(d.since(Stamp::now())),
+                            (false, None) => wait,
+                        };
+                        let claim = self.slots[i].start_ringing(wait, Some(bell.clone()))?;
+                        claims[i] = Some((claim, false));
+                    }
+                    // Dropped: the driver cancels the acquisition, or releases the slot.
+                    SlotStep::Cancel { .. } | SlotStep::Release { .. } => drop(claims[i].take()),
+                    SlotStep::Won { .. } => {
+                        let (claim, _) = claims[i].take().ok_or(Error::DriverGone)?;
+                        // Every other claim is dropped on the way out: cancelled, or given
+                        // back if won meanwhile.
+                        return Ok(self.slots[i].acquired(claim).await?.in_slot(i));
+                    }
+                    SlotStep::AllBusy => {
+                        return Err(Error::AllSlotsBusy {
+                            slots: self.slots(),
+                        })
+                    }
+                    SlotStep::TimedOut => return Err(Error::TimedOut { holder: None }),
+                    SlotStep::Failed { .. } => {
+                        let (claim, _) = claims[i].take().ok_or(Error::DriverGone)?;
+                        let seen = claim.shared().get();
+                        return Err(seen.acquired().err().unwrap_or(Error::DriverGone));
+                    }
+                }
             }
-            // Any other: dropped, which cancels its wait (or releases a slot won just now).
-        }
-        match kept {
-            Some((i, claim)) => Ok(self.slots[i].acquired(claim).await?.in_slot(i)),
-            None => Err(worst(errors.into_iter().flatten())),
+            // Until an acquisition under way has ended; then tell `choice` how.
+            let ended = |_: &crate::state::Snapshot| {
+                let unreported =
+                    |(c, reported): &(Claim<M>, bool)| !reported && c.shared().is_decided();
+                claims.iter().flatten().any(unreported)
+            };
+            M::wait(&bell, ended, None).await;
+            for (i, entry) in claims.iter_mut().enumerate() {
+                let Some((claim, reported)) = entry else {
+                    continue;
+                };
+                if *reported || !claim.shared().is_decided() {
+                    continue;
+                }
+                *reported = true;
+                let outcome = outcome(&claim.shared().get());
+                steps.extend(choice.settled(i as u32, outcome));
+            }
         }
     }
 
@@ -138,23 +148,31 @@ pub(crate) fn slot_url(name: &LockUrl, i: u32) -> String {
     format!("{name}/slot-{i}")
 }
 
-/// The error that says most: a failure over a timeout.
-fn worst(errors: impl Iterator<Item = Error>) -> Error {
-    let mut timed_out = None;
-    for e in errors {
-        match e {
-            Error::TimedOut { .. } | Error::Busy { .. } | Error::Cancelled => {
-                timed_out.get_or_insert(Error::TimedOut { holder: None });
-            }
-            other => return other,
-        }
-    }
-    timed_out.unwrap_or(Error::DriverGone)
+/// Where the try-once pass starts: at random, so that waiters arriving together spread out.
+fn random_u32() -> Result<u32, Error> {
+    let mut b = [0u8; 4];
+    getrandom::fill(&mut b).map_err(Error::NoRandomness)?;
+    Ok(u32::from_le_bytes(b))
 }
 
-/// A random index below `n` (`n` > 0).
-fn random_below(n: usize) -> Result<usize, Error> {
-    let mut b = [0u8; 8];
-    getrandom::fill(&mut b).map_err(Error::NoRandomness)?;
-    Ok((u64::from_le_bytes(b) % n as u64) as usize)
+/// The slot a step is about (0 for the steps about none).
+fn step_slot(step: &SlotStep) -> usize {
+    match *step {
+        SlotStep::Acquire { slot, .. }
+        | SlotStep::Cancel { slot }
+        | SlotStep::Release { slot }
+        | SlotStep::Won { slot }
+        | SlotStep::Failed { slot } => slot as usize,
+        _ => 0,
+    }
+}
+
+/// How a slot's acquisition ended, from its driver's state.
+fn outcome(seen: &crate::state::Snapshot) -> SlotOutcome {
+    match seen.acquired() {
+        Ok(_) => SlotOutcome::Acquired,
+        Err(Error::Busy { .. } | Error::Cancelled) => SlotOutcome::Busy,
+        Err(Error::TimedOut { .. }) => SlotOutcome::TimedOut,
+        Err(_) => SlotOutcome::Failed,
+    }
 }

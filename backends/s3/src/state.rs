@@ -267,12 +267,6 @@ impl Shared {
         !matches!(self.lock().standing, Standing::Acquiring)
     }
 
-    /// Whether the acquisition got the lock (and it is not being released).
-    pub(crate) fn is_holding(&self) -> bool {
-        let s = self.lock();
-        matches!(s.standing, Standing::Holding(_)) && !s.release_asked
-    }
-
     pub(crate) fn get(&self) -> Snapshot {
         self.lock().clone()
     }

@@ -168,6 +168,15 @@ pub trait Driver: Mode {
         wait: Wait,
         work: impl FnOnce(&Held<Self>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error>;
+    /// Takes a slot of the semaphore `url` of `slots` slots.
+    fn take_slot(
+        url: &str,
+        slots: u32,
+        options: S3Options,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error>;
+    /// The watcher's next event.
+    fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent>;
 }
 
 impl Driver for Tokio {
@@ -193,6 +202,20 @@ impl Driver for Tokio {
         let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
         runtime().block_on(locker.with_lock(wait, async |held| work(held)))
     }
+
+    fn take_slot(
+        url: &str,
+        slots: u32,
+        options: S3Options,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error> {
+        let semaphore = sets3lock_s3::tokio::Semaphore::new(url, slots, options)?;
+        runtime().block_on(semaphore.acquire(wait))
+    }
+
+    fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
+        runtime().block_on(watcher.next())
+    }
 }
 
 impl Driver for Blocking {
@@ -215,5 +238,18 @@ impl Driver for Blocking {
         work: impl FnOnce(&Held<Self>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
         sets3lock_s3::blocking::Locker::new(url, options)?.with_lock(wait, work)
+    }
+
+    fn take_slot(
+        url: &str,
+        slots: u32,
+        options: S3Options,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error> {
+        sets3lock_s3::blocking::Semaphore::new(url, slots, options)?.acquire(wait)
+    }
+
+    fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
+        watcher.next()
     }
 }
