@@ -93,6 +93,8 @@ struct Schedule {
     /// A 4 s lease with the 2 s request timeout: renewals every 1.3 s, so a renewal's reply
     /// can come after the next renewal was due.
     short_lease: bool,
+    /// `Some(n)`: the processes share a semaphore of `n` slots instead of one lock.
+    slots: Option<u32>,
 }
 
 impl Schedule {
@@ -110,6 +112,7 @@ impl Schedule {
         if self.seaweed {
             cfg.semantics.missing_key_if_match = MissingKeyIfMatch::PreconditionFailed;
         }
+        cfg.slots = self.slots;
         let mut plans = self.plans.clone();
         match self.mode {
             Mode::Presence | Mode::Fenced(_) => {
@@ -151,6 +154,36 @@ fn schedule() -> impl Strategy<Value = Schedule> {
                 seaweed,
                 mode,
                 short_lease,
+                slots: None,
+            },
+        )
+}
+
+/// Schedules of 3 to 6 processes sharing a semaphore of 2 or 3 slots, in presence or fenced
+/// mode (fenced slots may run on stores without a conditional DELETE), with the same faults.
+fn semaphore_schedule() -> impl Strategy<Value = Schedule> {
+    (
+        proptest::collection::vec(plan(), 3..=6),
+        proptest::collection::vec(fault(), 0..60),
+        any::<u64>(),
+        any::<bool>(),
+        proptest::bool::weighted(0.4),
+        prop_oneof![
+            2 => Just(Mode::Presence),
+            1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
+            1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
+        ],
+        2u32..=3,
+    )
+        .prop_map(
+            |(plans, faults, seed, seaweed, short_lease, mode, slots)| Schedule {
+                plans,
+                faults,
+                seed,
+                seaweed,
+                mode,
+                short_lease,
+                slots: Some(slots),
             },
         )
 }
@@ -165,12 +198,21 @@ fn cases() -> u32 {
 /// Runs `cases()` schedules and fails, with the shrunk schedule and its size, on the first
 /// that breaks `property`.
 fn check(name: &str, property: impl Fn(&Violation) -> bool) {
+    check_on(schedule(), name, property);
+}
+
+/// [`check`] on schedules drawn from `schedules`.
+fn check_on(
+    schedules: impl Strategy<Value = Schedule>,
+    name: &str,
+    property: impl Fn(&Violation) -> bool,
+) {
     let mut runner = TestRunner::new(ProptestConfig {
         cases: cases(),
         failure_persistence: None,
         ..ProptestConfig::default()
     });
-    let result = runner.run(&schedule(), |s| {
+    let result = runner.run(&schedules, |s| {
         let report = s.run();
         if let Some(v) = report.violations.iter().find(|v| property(v)) {
             return Err(TestCaseError::fail(format!("{name} broken: {v:?}")));
@@ -260,6 +302,123 @@ fn liveness_every_waiter_eventually_acquires() {
     check("liveness", |v| {
         matches!(v, Violation::Stuck { .. } | Violation::Spinning { .. })
     });
+}
+
+/// A semaphore of N slots: never more than N processes holding a valid slot at once, at most
+/// one per slot, and every property of the lock on each slot (foreign writes, our own write,
+/// tokens, validity, no spurious loss, bounded release, liveness).
+#[test]
+fn semaphore_never_more_than_n_holders_and_every_slot_a_lock() {
+    check_on(semaphore_schedule(), "the semaphore", |_| true);
+}
+
+/// The semaphore schedules reach what they are for: all slots held at once, a waiter that
+/// waited on every slot, a slot won late and given back, a crashed holder's slot taken over.
+#[test]
+fn semaphore_schedules_reach_every_path() {
+    use proptest::strategy::ValueTree;
+    use sets3lock::Event;
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 400,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let (mut full, mut taken_over, mut given_back) = (0u32, 0u32, 0u32);
+    for _ in 0..400 {
+        let s = semaphore_schedule()
+            .new_tree(&mut runner)
+            .expect("tree")
+            .current();
+        let report = s.run();
+        let n = s.slots.unwrap_or(1) as usize;
+        // All slots held at once: n acquisitions without a release or loss between.
+        let mut inside = 0usize;
+        let mut most = 0usize;
+        let mut acquired = 0usize;
+        for (_, _, e) in &report.events {
+            match e {
+                Event::Acquired { took_over, .. } => {
+                    inside += 1;
+                    acquired += 1;
+                    most = most.max(inside);
+                    taken_over += u32::from(took_over.is_some());
+                }
+                Event::Released { .. } | Event::Lost { .. } | Event::Expired => {
+                    inside = inside.saturating_sub(1)
+                }
+                _ => {}
+            }
+        }
+        full += u32::from(most >= n);
+        // More acquisitions than rounds that held: some slot was won and given back.
+        let held_rounds: usize = report
+            .events
+            .iter()
+            .filter(|(_, _, e)| matches!(e, Event::Released { .. }))
+            .count();
+        given_back += u32::from(acquired > held_rounds + 3);
+    }
+    assert!(full > 40, "all slots held at once in only {full} of 400");
+    assert!(
+        taken_over > 10,
+        "a crashed slot taken over in only {taken_over}"
+    );
+    assert!(given_back > 0, "no slot ever won late and given back");
+}
+
+/// A freed slot is taken by a waiter within the same bound as a freed lock: the polling cap
+/// plus a few round trips. Side by side, no faults: two holders and a waiter on a semaphore of
+/// two; a holder and a waiter on a lock.
+#[test]
+fn a_freed_slot_is_taken_as_soon_as_a_freed_lock() {
+    use sets3lock::Event;
+    let hold = |start_ms, hold_s, wait| Round {
+        start_after: Duration::from_millis(start_ms),
+        wait,
+        hold: Duration::from_secs(hold_s),
+        pause: None,
+        exit: Exit::Release,
+    };
+    let plan = |round: Round| ProcessPlan {
+        drift_ppm: 0,
+        clock_offset: Duration::ZERO,
+        rounds: vec![round],
+        fenced: None,
+    };
+    let handoff = |slots: Option<u32>, holders: usize| {
+        let cfg = SimConfig {
+            slots,
+            ..SimConfig::default()
+        };
+        let mut plans: Vec<ProcessPlan> =
+            (0..holders).map(|_| plan(hold(0, 5, Wait::No))).collect();
+        plans.push(plan(hold(500, 1, Wait::Forever)));
+        let waiter = plans.len() - 1;
+        let report = Sim::new(cfg.clone(), plans, vec![], 7)
+            .expect("valid")
+            .run();
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        let freed = report
+            .events
+            .iter()
+            .find(|(_, p, e)| *p == 0 && matches!(e, Event::Released { .. }))
+            .map(|(t, _, _)| *t)
+            .expect("released");
+        let taken = report
+            .events
+            .iter()
+            .find(|(_, p, e)| *p == waiter && matches!(e, Event::Acquired { .. }))
+            .map(|(t, _, _)| *t)
+            .expect("acquired");
+        (
+            taken.saturating_sub(freed),
+            cfg.lock.poll.cap + cfg.latency * 6,
+        )
+    };
+    let (lock_gap, bound) = handoff(None, 1);
+    let (slot_gap, _) = handoff(Some(2), 2);
+    assert!(lock_gap <= bound, "lock: {lock_gap:?} > {bound:?}");
+    assert!(slot_gap <= bound, "slot: {slot_gap:?} > {bound:?}");
 }
 
 /// The generator must reach the interesting paths, or the properties above prove little.

@@ -28,6 +28,26 @@ pub enum Violation {
         /// Which two (indices into the plans).
         processes: (usize, usize),
     },
+    /// A semaphore's property: more processes than it has slots considered themselves
+    /// holding a valid slot at once.
+    TooManyHolders {
+        /// When, in real time.
+        at: Duration,
+        /// How many.
+        holders: usize,
+        /// How many slots the semaphore has.
+        slots: usize,
+    },
+    /// A semaphore's process went on trying for another slot after it had won one (its other
+    /// waits must be cancelled: they would hold slots, and cost requests, for nothing).
+    KeptWaiting {
+        /// When, in real time.
+        at: Duration,
+        /// Which process.
+        process: usize,
+        /// The slot it kept trying.
+        slot: usize,
+    },
     /// Property 2: a renewal, release or cleanup replaced or removed another owner's object.
     ForeignWrite {
         /// When, in real time.
@@ -189,6 +209,40 @@ pub fn two_holders(at: Duration, claims: impl IntoIterator<Item = bool>) -> Opti
     Some(Violation::TwoHolders {
         at,
         processes: (first, second),
+    })
+}
+
+/// A semaphore's property, given how many processes claim a valid slot at real time `at`
+/// (checked after every event, like [`two_holders`]): at most `slots`.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock_mock::check::too_many_holders;
+/// assert_eq!(too_many_holders(Duration::ZERO, 3, 3), None);
+/// assert!(too_many_holders(Duration::ZERO, 4, 3).is_some());
+/// ```
+pub fn too_many_holders(at: Duration, holders: usize, slots: usize) -> Option<Violation> {
+    (holders > slots).then_some(Violation::TooManyHolders { at, holders, slots })
+}
+
+/// A semaphore's property, on a request of process `process` on slot `slot` while it holds
+/// slot `held` (or has ended its round): only the held slot's requests may try to take a
+/// lock; the others may only resolve or clean up what a cancelled wait left.
+pub fn kept_waiting(
+    at: Duration,
+    process: usize,
+    slot: usize,
+    held: Option<usize>,
+    purpose: Purpose,
+) -> Option<Violation> {
+    let trying = matches!(
+        purpose,
+        Purpose::Acquire | Purpose::Observe | Purpose::Takeover
+    );
+    (trying && held.is_some_and(|h| h != slot)).then_some(Violation::KeptWaiting {
+        at,
+        process,
+        slot,
     })
 }
 

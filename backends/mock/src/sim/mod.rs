@@ -19,7 +19,10 @@ use crate::fault::Timing;
 use crate::{Fault, MockS3};
 use core::time::Duration;
 use process::{Process, Stage};
-use sets3lock::{Ambiguity, ConfigError, ETag, Event, Holder, Instant, OwnerId, Request, Response};
+use sets3lock::{
+    Ambiguity, ConfigError, ETag, Event, Holder, Instant, NotAcquired, OwnerId, Request, Response,
+    SlotChoice, SlotOutcome, SlotStep, Wait,
+};
 use std::collections::BTreeMap;
 use timeline::{Timeline, What};
 
@@ -67,11 +70,13 @@ pub struct Sim {
     now: Duration,
     report: Report,
     /// Fenced mode: each grant's number, in the real-time order of the granting writes, by
-    /// owner id; and the largest token granted.
+    /// owner id; and the largest token granted, by slot.
     grants: BTreeMap<OwnerId, usize>,
-    highest_token: Option<u64>,
-    /// A resource fenced by the token, written by every holder in fenced mode.
-    resource: check::Resource,
+    highest_token: Vec<Option<u64>>,
+    /// A resource fenced by the token, written by every holder in fenced mode: one per slot.
+    resource: Vec<check::Resource>,
+    /// The lock keys: `lock`, or a semaphore's `lock/slot-<i>`.
+    keys: Vec<String>,
 }
 
 impl Sim {
@@ -86,10 +91,14 @@ impl Sim {
     ) -> Result<Sim, ConfigError> {
         let mut s3 = MockS3::with_semantics(cfg.semantics);
         s3.create_bucket(BUCKET);
+        let keys: Vec<String> = match cfg.slots {
+            None => vec![KEY.to_owned()],
+            Some(n) => (0..n.max(1)).map(|i| format!("{KEY}/slot-{i}")).collect(),
+        };
         let processes = plans
             .into_iter()
             .enumerate()
-            .map(|(i, plan)| Process::new(&cfg.lock, plan, seed, i))
+            .map(|(i, plan)| Process::new(&cfg.lock, plan, seed, i, keys.len()))
             .collect::<Result<_, _>>()?;
         let mut sim = Sim {
             cfg,
@@ -100,8 +109,9 @@ impl Sim {
             now: Duration::ZERO,
             report: Report::default(),
             grants: BTreeMap::new(),
-            highest_token: None,
-            resource: check::Resource::default(),
+            highest_token: vec![None; keys.len()],
+            resource: vec![check::Resource::default(); keys.len()],
+            keys,
         };
         for p in 0..sim.processes.len() {
             sim.start_round_later(p);
@@ -137,9 +147,19 @@ impl Sim {
             }
             self.now = at;
             self.handle(what);
-            let claims = self.processes.iter().map(|p| p.claims_the_lock(at));
-            let violation = check::two_holders(at, claims);
-            self.record(violation);
+            for slot in 0..self.keys.len() {
+                let claims = self.processes.iter().map(|p| p.claims_slot(at, slot));
+                let violation = check::two_holders(at, claims);
+                self.record(violation);
+            }
+            if self.cfg.slots.is_some() {
+                let inside = self
+                    .processes
+                    .iter()
+                    .filter(|p| (0..self.keys.len()).any(|slot| p.claims_slot(at, slot)));
+                let violation = check::too_many_holders(at, inside.count(), self.keys.len());
+                self.record(violation);
+            }
             if self.report.violations.len() >= MAX_VIOLATIONS {
                 return self.finish();
             }
@@ -155,7 +175,10 @@ impl Sim {
 
     fn finish(mut self) -> Report {
         self.report.end = self.now;
-        self.report.resource_writes = (self.resource.accepted, self.resource.refused);
+        self.report.resource_writes = self
+            .resource
+            .iter()
+            .fold((0, 0), |(a, r), x| (a + x.accepted, r + x.refused));
         self.report
     }
 
@@ -177,24 +200,28 @@ impl Sim {
         match what {
             What::Apply {
                 process,
+                slot,
                 request,
                 timing,
-            } => self.apply(process, request, timing),
+            } => self.apply(process, slot, request, timing),
             What::Answer {
                 process,
+                slot,
                 id,
                 response,
             } => {
                 let now = self.local(process);
-                self.processes[process]
-                    .lock
-                    .handle_response(id, response, now);
+                self.processes[process].locks[slot].handle_response(id, response, now);
                 self.pump(process);
             }
             What::Timer { process, gen } => {
                 if gen == self.processes[process].timer_gen {
                     let now = self.local(process);
-                    self.processes[process].lock.handle_timeout(now);
+                    for lock in &mut self.processes[process].locks {
+                        if lock.poll_timeout().is_some_and(|t| t <= now) {
+                            lock.handle_timeout(now);
+                        }
+                    }
                     self.pump(process);
                 }
             }
@@ -205,17 +232,18 @@ impl Sim {
             }
             What::Act {
                 process,
+                slot,
                 owner,
                 token,
-            } => self.act(process, owner, token),
+            } => self.act(process, slot, owner, token),
             What::Tamper(tamper) => {
                 // Behind every holder's back: no hold is unimpeded from here on.
                 for process in &mut self.processes {
                     process.unimpeded = false;
                 }
                 match tamper {
-                    Tamper::Delete => self.s3.force(BUCKET, KEY, None),
-                    Tamper::Overwrite(body) => self.s3.force(BUCKET, KEY, Some(body)),
+                    Tamper::Delete => self.s3.force(BUCKET, &self.keys[0], None),
+                    Tamper::Overwrite(body) => self.s3.force(BUCKET, &self.keys[0], Some(body)),
                 }
             }
         }
@@ -228,8 +256,20 @@ impl Sim {
 
     // ---- the network -----------------------------------------------------------------------
 
-    fn send(&mut self, p: usize, request: Request) {
+    fn send(&mut self, p: usize, slot: usize, request: Request) {
         self.report.requests.push((self.now, p, request.purpose));
+        self.note(p, || {
+            format!("  (slot {slot}: {} {})", request.purpose, request.id)
+        });
+        if self.cfg.slots.is_some() {
+            let process = &self.processes[p];
+            let held = match process.stage {
+                Stage::Holding | Stage::Releasing => Some(process.slot),
+                _ => None,
+            };
+            let violation = check::kept_waiting(self.now, p, slot, held, request.purpose);
+            self.record(violation);
+        }
         if let Some(body) = request.intent.body() {
             if let Holder::Sets3lock(r) = Holder::decode(body) {
                 self.processes[p].owners.insert(r.owner);
@@ -244,9 +284,17 @@ impl Sim {
         let local = self.local(p);
         let process = &mut self.processes[p];
         if request.intent.body().is_some() {
-            process.write_sent.insert(request.id, local);
+            process.write_sent.insert((slot, request.id), local);
         }
-        match process.stage {
+        // Only the requests of the round's slot are its hold's (a semaphore's other slots
+        // send cancellations and cleanups beside it); while acquiring, the slot about to be
+        // won is not known yet: a renewal sent before the win is counted as for a lock.
+        let stage = if slot == process.slot || process.stage == Stage::Acquiring {
+            process.stage
+        } else {
+            Stage::BeforeRound
+        };
+        match stage {
             Stage::Holding | Stage::Releasing => {
                 process.unimpeded &= unimpeding;
                 if process.stage == Stage::Releasing {
@@ -254,7 +302,7 @@ impl Sim {
                 }
             }
             // A renewal sent with the acquisition's last reply, before its event is handled.
-            Stage::Acquiring if process.lock.is_held(local) => {
+            Stage::Acquiring if process.locks[slot].is_held(local) => {
                 process.impeded_before_the_event |= !unimpeding;
             }
             _ => {}
@@ -267,6 +315,7 @@ impl Sim {
                 gives_up,
                 What::Answer {
                     process: p,
+                    slot,
                     id: request.id,
                     response: Response::Ambiguous(Ambiguity::Timeout),
                 },
@@ -279,6 +328,7 @@ impl Sim {
                 answered,
                 What::Answer {
                     process: p,
+                    slot,
                     id: request.id,
                     response: error.response(request.intent.kind()),
                 },
@@ -290,6 +340,7 @@ impl Sim {
                 at,
                 What::Apply {
                     process: p,
+                    slot,
                     request,
                     timing,
                 },
@@ -297,15 +348,16 @@ impl Sim {
         }
     }
 
-    fn apply(&mut self, p: usize, request: Request, timing: Timing) {
-        let before = self.s3.object(BUCKET, KEY).cloned();
-        let served = self.s3.respond(BUCKET, KEY, &request.intent);
-        let after = self.s3.object(BUCKET, KEY);
+    fn apply(&mut self, p: usize, slot: usize, request: Request, timing: Timing) {
+        let key = &self.keys[slot];
+        let before = self.s3.object(BUCKET, key).cloned();
+        let served = self.s3.respond(BUCKET, key, &request.intent);
+        let after = self.s3.object(BUCKET, key);
         let process = &mut self.processes[p];
-        if let Some(sent) = process.write_sent.remove(&request.id) {
+        if let Some(sent) = process.write_sent.remove(&(slot, request.id)) {
             if after.is_some() && after != before.as_ref() {
-                process.latest_applied_write =
-                    Some(process.latest_applied_write.map_or(sent, |l| l.max(sent)));
+                let latest = &mut process.latest_applied_write[slot];
+                *latest = Some(latest.map_or(sent, |l| l.max(sent)));
             }
         }
         let foreign = check::foreign_write(
@@ -322,12 +374,13 @@ impl Sim {
             &request,
             before.as_ref(),
             after,
-            self.highest_token,
+            self.highest_token[slot],
         );
         self.record(foreign);
         self.record(tokens);
         if let Some((owner, token)) = grant {
-            self.highest_token = Some(self.highest_token.map_or(token, |h| h.max(token)));
+            let highest = &mut self.highest_token[slot];
+            *highest = Some(highest.map_or(token, |h| h.max(token)));
             let number = self.grants.len();
             self.grants.insert(owner, number);
         }
@@ -342,6 +395,7 @@ impl Sim {
             at,
             What::Answer {
                 process: p,
+                slot,
                 id: request.id,
                 response,
             },
@@ -354,14 +408,16 @@ impl Sim {
     /// arms its timer.
     fn pump(&mut self, p: usize) {
         loop {
-            let mut busy = false;
-            while let Some(request) = self.processes[p].lock.poll_request() {
-                busy = true;
-                self.send(p, request);
-            }
-            while let Some(event) = self.processes[p].lock.poll_event() {
-                busy = true;
-                self.on_event(p, event);
+            let mut busy = self.start_pending(p);
+            for slot in 0..self.keys.len() {
+                while let Some(request) = self.processes[p].locks[slot].poll_request() {
+                    busy = true;
+                    self.send(p, slot, request);
+                }
+                while let Some(event) = self.processes[p].locks[slot].poll_event() {
+                    busy = true;
+                    self.on_event(p, slot, event);
+                }
             }
             if !busy {
                 break;
@@ -369,24 +425,47 @@ impl Sim {
         }
         let process = &mut self.processes[p];
         let gen = process.next_timer_gen();
-        if let Some(t) = process.lock.poll_timeout() {
+        let earliest = process
+            .locks
+            .iter()
+            .filter_map(sets3lock::Lock::poll_timeout)
+            .min();
+        if let Some(t) = earliest {
             let at = process.clock.real_at(t).max(self.now);
             self.timeline.push(at, What::Timer { process: p, gen });
         }
     }
 
-    fn on_event(&mut self, p: usize, event: Event) {
+    /// A semaphore's note for the timeline.
+    fn note(&mut self, p: usize, what: impl FnOnce() -> String) {
+        if self.cfg.slots.is_some() {
+            self.report.notes.push((self.now, p, what()));
+        }
+    }
+
+    fn on_event(&mut self, p: usize, slot: usize, event: Event) {
         self.report.events.push((self.now, p, event.clone()));
+        self.note(p, || format!("  (slot {slot}: the event above)"));
         let process = &self.processes[p];
         if let Event::Acquired { valid_until, .. } | Event::Renewed { valid_until, .. } = &event {
             let violation = check::validity_not_from_send(
                 self.now,
                 p,
                 *valid_until,
-                process.latest_applied_write,
+                process.latest_applied_write[slot],
                 self.cfg.lock.validity(),
             );
             self.record(violation);
+        }
+        if self.cfg.slots.is_some() {
+            let process = &self.processes[p];
+            let acquiring = process.stage == Stage::Acquiring;
+            if acquiring
+                || slot != process.slot
+                || process.choice.as_ref().is_some_and(|c| c.won().is_none())
+            {
+                return self.slot_event(p, slot, event);
+            }
         }
         let process = &self.processes[p];
         let violation = match (&event, process.stage) {
@@ -428,6 +507,97 @@ impl Sim {
         }
     }
 
+    /// Starts the semaphore's pending acquisitions whose slot's core is idle; whether any
+    /// was.
+    fn start_pending(&mut self, p: usize) -> bool {
+        let now = self.local(p);
+        let mut started = false;
+        for slot in 0..self.keys.len() {
+            let process = &mut self.processes[p];
+            let Some(try_once) = process.pending[slot] else {
+                continue;
+            };
+            if !process.locks[slot].is_idle() {
+                continue;
+            }
+            process.pending[slot] = None;
+            let wait = match (try_once, process.round_wait) {
+                (true, _) => Wait::No,
+                (false, Wait::Timeout(d)) => Wait::Timeout(
+                    d.saturating_sub(now.saturating_duration_since(process.round_started)),
+                ),
+                (false, w) => w,
+            };
+            let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
+            // An idle core does not refuse an acquisition.
+            let _ = process.locks[slot].acquire(now, unix_ms, wait);
+            self.note(p, || format!("  (slot {slot}: starts acquiring, {wait:?})"));
+            started = true;
+        }
+        started
+    }
+
+    /// A semaphore's slot event outside the hold: a slot's acquisition ended (the choice
+    /// decides what next), or an event of a slot being cancelled or given back.
+    fn slot_event(&mut self, p: usize, slot: usize, event: Event) {
+        let outcome = match &event {
+            Event::Acquired { .. } => SlotOutcome::Acquired,
+            Event::NotAcquired {
+                reason: NotAcquired::TimedOut { .. },
+            } => SlotOutcome::TimedOut,
+            Event::NotAcquired { .. } | Event::Cancelled => SlotOutcome::Busy,
+            Event::Failed { .. } => SlotOutcome::Failed,
+            // A slot given back: its release, its loss; nothing for the choice.
+            _ => return,
+        };
+        let Some(choice) = self.processes[p].choice.as_mut() else {
+            return;
+        };
+        let steps = choice.settled(slot as u32, outcome);
+        self.slot_steps(p, steps, Some(&event));
+    }
+
+    /// Carries out a semaphore's steps; `event` is the slot event that led to them (a win's
+    /// `Acquired`).
+    fn slot_steps(&mut self, p: usize, steps: Vec<SlotStep>, event: Option<&Event>) {
+        let now = self.local(p);
+        for step in steps {
+            self.note(p, || format!("  semaphore: {step:?}"));
+            let process = &mut self.processes[p];
+            match step {
+                SlotStep::Acquire { slot, try_once } => {
+                    // Started by `pump` once the slot's core is idle (it may still be
+                    // cleaning up after an earlier try of this round).
+                    process.pending[slot as usize] = Some(try_once);
+                }
+                SlotStep::Cancel { slot } | SlotStep::Release { slot } => {
+                    // Not started yet: nothing to cancel.
+                    if process.pending[slot as usize].take().is_none() {
+                        let _ = process.locks[slot as usize].release(now);
+                    }
+                }
+                SlotStep::Won { slot } => {
+                    process.slot = slot as usize;
+                    if let Some(Event::Acquired {
+                        etag,
+                        owner,
+                        token,
+                        valid_until,
+                        ..
+                    }) = event
+                    {
+                        let (etag, owner, token, valid_until) =
+                            (etag.clone(), *owner, *token, *valid_until);
+                        self.hold(p, &etag, owner, token, valid_until);
+                    }
+                }
+                SlotStep::AllBusy | SlotStep::TimedOut | SlotStep::Failed { .. } => {
+                    self.end_round(p)
+                }
+            }
+        }
+    }
+
     /// Process `p` acquired: hold for the round's time (by its clock), frozen first if the
     /// plan says so. With a token it writes to the fenced resource at once, and again when
     /// it thaws from the pause, still believing it holds the lock (it checked before).
@@ -439,11 +609,12 @@ impl Sim {
         token: Option<u64>,
         valid_until: Option<Instant>,
     ) {
-        let current = self.s3.object(BUCKET, KEY);
+        let slot = self.processes[p].slot;
+        let current = self.s3.object(BUCKET, &self.keys[slot]);
         let violation = check::acquired_without_own_write(self.now, p, current, etag, owner);
         self.record(violation);
         if let Some(token) = token {
-            self.act(p, owner, token);
+            self.act(p, slot, owner, token);
         }
         let lease = self.cfg.lock.lease;
         let local = self.local(p);
@@ -466,6 +637,7 @@ impl Sim {
             if let Some(token) = token {
                 let thawed = What::Act {
                     process: p,
+                    slot,
                     owner,
                     token,
                 };
@@ -479,9 +651,9 @@ impl Sim {
     }
 
     /// Process `p` writes to the fenced resource with the token of its grant.
-    fn act(&mut self, p: usize, owner: OwnerId, token: u64) {
+    fn act(&mut self, p: usize, slot: usize, owner: OwnerId, token: u64) {
         if let Some(&grant) = self.grants.get(&owner) {
-            let violation = self.resource.write(self.now, p, token, grant);
+            let violation = self.resource[slot].write(self.now, p, token, grant);
             self.record(violation);
         }
     }
@@ -520,7 +692,7 @@ impl Sim {
         let process = &mut self.processes[p];
         match process.stage {
             Stage::BeforeRound => {
-                if !process.lock.is_idle() {
+                if !process.is_idle() {
                     // Still cleaning up after the last round: try again shortly.
                     let gen = process.next_step_gen();
                     return self
@@ -528,8 +700,22 @@ impl Sim {
                         .push(self.now + IDLE_RECHECK, What::Step { process: p, gen });
                 }
                 let wait = process.round().wait;
+                process.round_started = now;
+                process.round_wait = wait;
+                if let Some(slots) = self.cfg.slots {
+                    // Where the try-once pass starts: a function of the run's inputs.
+                    let start = (p as u32)
+                        .wrapping_mul(7)
+                        .wrapping_add(process.round as u32);
+                    let (choice, steps) = SlotChoice::new(slots, start, wait.is_try_once());
+                    process.choice = Some(choice);
+                    process.slot = usize::MAX;
+                    process.stage = Stage::Acquiring;
+                    self.slot_steps(p, steps, None);
+                    return self.pump(p);
+                }
                 let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
-                if process.lock.acquire(now, unix_ms, wait).is_ok() {
+                if process.locks[0].acquire(now, unix_ms, wait).is_ok() {
                     process.stage = Stage::Acquiring;
                 }
                 self.pump(p);
@@ -537,12 +723,14 @@ impl Sim {
             Stage::Holding => match process.round().exit {
                 Exit::Release => {
                     // A last write to the resource while it believes it holds the lock.
-                    if let (Some((owner, token)), true) = (process.hold, process.lock.is_held(now))
+                    let slot = process.slot;
+                    if let (Some((owner, token)), true) =
+                        (process.hold, process.locks[slot].is_held(now))
                     {
-                        self.act(p, owner, token);
+                        self.act(p, slot, owner, token);
                     }
                     let process = &mut self.processes[p];
-                    if process.lock.release(now).is_ok() {
+                    if process.locks[slot].release(now).is_ok() {
                         process.stage = Stage::Releasing;
                     }
                     self.pump(p);

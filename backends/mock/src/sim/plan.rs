@@ -18,6 +18,10 @@ pub struct SimConfig {
     pub semantics: Semantics,
     /// Stop after this much real time; plans not finished by then fail the liveness check.
     pub horizon: Duration,
+    /// `Some(n)`: the processes share a semaphore of `n` slots (the keys `lock/slot-0` …),
+    /// each round taking one slot as [`SlotChoice`](sets3lock::SlotChoice) decides, instead
+    /// of the one lock `lock`.
+    pub slots: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -42,6 +46,7 @@ impl Default for SimConfig {
             latency: Duration::from_millis(5),
             semantics: Semantics::default(),
             horizon: Duration::from_secs(3600),
+            slots: None,
         }
     }
 }

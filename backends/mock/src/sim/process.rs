@@ -3,7 +3,7 @@
 use super::{ProcessPlan, Round};
 use crate::DriftClock;
 use core::time::Duration;
-use sets3lock::{Config, ConfigError, Lock, OwnerId};
+use sets3lock::{Config, ConfigError, Lock, OwnerId, SlotChoice};
 use std::collections::BTreeSet;
 
 /// Where a process is in its plan.
@@ -24,7 +24,19 @@ pub(super) enum Stage {
 }
 
 pub(super) struct Process {
-    pub(super) lock: Lock,
+    /// One core per slot: one for a lock, N for a semaphore of N slots.
+    pub(super) locks: Vec<Lock>,
+    /// The slot of the round's hold (0 for a lock).
+    pub(super) slot: usize,
+    /// A semaphore's acquisition: which slots to try, wait on, keep and give back.
+    pub(super) choice: Option<SlotChoice>,
+    /// A semaphore's acquisitions to start on each slot once its core is idle (still cleaning
+    /// up after an earlier try): `Some(try_once)`.
+    pub(super) pending: Vec<Option<bool>>,
+    /// When (by its clock) the round's acquisition started, and how long it may wait: what a
+    /// semaphore's waits on its slots count from.
+    pub(super) round_started: sets3lock::Instant,
+    pub(super) round_wait: sets3lock::Wait,
     pub(super) clock: DriftClock,
     pub(super) plan: ProcessPlan,
     /// The index of the current round in the plan.
@@ -47,10 +59,12 @@ pub(super) struct Process {
     /// A request its core sent already holding, before the simulation saw the `Acquired`
     /// event (the first renewal, when it was due at once), was impeded.
     pub(super) impeded_before_the_event: bool,
-    /// When (by its clock) each of its writes still on the way was sent, by request id.
-    pub(super) write_sent: std::collections::BTreeMap<sets3lock::RequestId, sets3lock::Instant>,
-    /// The send time of its latest write that the server applied.
-    pub(super) latest_applied_write: Option<sets3lock::Instant>,
+    /// When (by its clock) each of its writes still on the way was sent, by slot and
+    /// request id.
+    pub(super) write_sent:
+        std::collections::BTreeMap<(usize, sets3lock::RequestId), sets3lock::Instant>,
+    /// The send time of its latest write that the server applied, by slot.
+    pub(super) latest_applied_write: Vec<Option<sets3lock::Instant>>,
     /// Generations of the timer and of the plan's next step: a scheduled wake-up whose
     /// generation is no longer current has been superseded.
     pub(super) timer_gen: u64,
@@ -58,25 +72,37 @@ pub(super) struct Process {
 }
 
 impl Process {
-    /// Process number `index` of a simulation seeded with `seed`: each core gets a seed of
-    /// its own, so owner ids and jitter differ between processes and between runs.
+    /// Process number `index` of a simulation seeded with `seed`, with `slots` cores: each
+    /// core gets a seed of its own, so owner ids and jitter differ between processes, slots
+    /// and runs.
     pub(super) fn new(
         config: &Config,
         plan: ProcessPlan,
         seed: u64,
         index: usize,
+        slots: usize,
     ) -> Result<Process, ConfigError> {
-        let mut core_seed = [0u8; 32];
-        core_seed[..8].copy_from_slice(&seed.to_le_bytes());
-        core_seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+        let config = Config {
+            fenced: plan.fenced.unwrap_or(config.fenced),
+            ..config.clone()
+        };
+        let locks = (0..slots)
+            .map(|slot| {
+                let mut core_seed = [0u8; 32];
+                core_seed[..8].copy_from_slice(&seed.to_le_bytes());
+                core_seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+                // Slot 0's seed is a lock's: a simulation of locks runs as it always has.
+                core_seed[16..24].copy_from_slice(&(slot as u64).to_le_bytes());
+                Lock::new(config.clone(), core_seed)
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Process {
-            lock: Lock::new(
-                Config {
-                    fenced: plan.fenced.unwrap_or(config.fenced),
-                    ..config.clone()
-                },
-                core_seed,
-            )?,
+            locks,
+            slot: 0,
+            choice: None,
+            pending: vec![None; slots],
+            round_started: sets3lock::Instant::ZERO,
+            round_wait: sets3lock::Wait::No,
             clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
             plan,
             round: 0,
@@ -89,7 +115,7 @@ impl Process {
             release_requests: 0,
             impeded_before_the_event: false,
             write_sent: std::collections::BTreeMap::new(),
-            latest_applied_write: None,
+            latest_applied_write: vec![None; slots],
             timer_gen: 0,
             step_gen: 0,
         })
@@ -106,9 +132,16 @@ impl Process {
         &self.plan.rounds[self.round]
     }
 
-    /// Whether the process, alive, considers itself holding a valid lock at real time `now`.
-    pub(super) fn claims_the_lock(&self, now: Duration) -> bool {
-        self.stage != Stage::Crashed && self.lock.is_held(self.clock.local(now))
+    /// Whether the process, alive, considers itself holding slot `slot`'s lock, valid, at
+    /// real time `now` (a semaphore's process may, for a moment, hold a slot it is giving
+    /// back).
+    pub(super) fn claims_slot(&self, now: Duration, slot: usize) -> bool {
+        self.stage != Stage::Crashed && self.locks[slot].is_held(self.clock.local(now))
+    }
+
+    /// Whether every core is idle.
+    pub(super) fn is_idle(&self) -> bool {
+        self.locks.iter().all(sets3lock::Lock::is_idle)
     }
 
     /// Supersedes any scheduled step; returns the generation of the next one.

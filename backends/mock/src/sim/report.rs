@@ -13,6 +13,9 @@ pub struct Report {
     pub events: Vec<(Duration, usize, Event)>,
     /// Every request sent: real time, process, purpose.
     pub requests: Vec<(Duration, usize, Purpose)>,
+    /// A semaphore's decisions and which slot each event and request was on: real time,
+    /// process, what.
+    pub notes: Vec<(Duration, usize, String)>,
     /// Real time at the end.
     pub end: Duration,
     /// Writes to the fenced resource (fenced mode): accepted, refused for a stale token.
@@ -31,6 +34,7 @@ impl Report {
                     .iter()
                     .map(|(t, p, purpose)| (*t, *p, format!("sends {purpose}"))),
             )
+            .chain(self.notes.iter().cloned())
             .collect();
         lines.sort_by_key(|(t, _, _)| *t);
         lines

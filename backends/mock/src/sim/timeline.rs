@@ -12,22 +12,26 @@ pub(super) enum What {
     /// The server applies a request; `timing` says what its process hears after.
     Apply {
         process: usize,
+        slot: usize,
         request: Request,
         timing: Timing,
     },
     /// A process gets the answer to a request: a reply, or its own timeout.
     Answer {
         process: usize,
+        slot: usize,
         id: RequestId,
         response: Response,
     },
-    /// A process's timer fires, unless it has been re-armed since (`gen`).
+    /// A process's timer (the earliest of its cores') fires, unless it has been re-armed
+    /// since (`gen`).
     Timer { process: usize, gen: u64 },
     /// A process takes the next step of its plan, unless rescheduled since (`gen`).
     Step { process: usize, gen: u64 },
     /// A holder writes to the fenced resource with its token.
     Act {
         process: usize,
+        slot: usize,
         owner: OwnerId,
         token: u64,
     },
