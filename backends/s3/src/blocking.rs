@@ -90,6 +90,22 @@ impl Waiting for Blocking {
             })
     }
 
+    fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        let thread = |source| Error::Thread {
+            name: "lock hub",
+            source,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(thread)?;
+        std::thread::Builder::new()
+            .name("sets3lock-hub".into())
+            .spawn(move || runtime.block_on(hub))
+            .map(drop)
+            .map_err(thread)
+    }
+
     fn dropped(shared: &Shared) {
         // The release (or the cancellation) is done before the drop returns.
         let ended = |s: &Snapshot| matches!(s.standing, Standing::Ended { .. });
@@ -213,5 +229,26 @@ impl crate::Semaphore<Blocking> {
     /// Takes a slot: the handle renews it in a thread until released or dropped.
     pub fn acquire(&self, wait: Wait) -> Result<Held, Error> {
         block_on(self.acquire_as(wait))
+    }
+}
+
+/// Many locks of one bucket from blocking code, all driven by one thread (see
+/// [`crate::Locks`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{blocking::Locks, S3Options, Wait};
+/// # fn run() -> Result<(), sets3lock_s3::Error> {
+/// let locks = Locks::new("s3://my-bucket", S3Options::from_env()?)?;
+/// let a = locks.acquire("jobs/a", Wait::No)?;
+/// a.release()?;
+/// # Ok(()) }
+/// ```
+pub type Locks = crate::Locks<Blocking>;
+
+impl crate::Locks<Blocking> {
+    /// Acquires the lock at `key` of the bucket; the handle renews it until released or
+    /// dropped (a drop releases it before it returns).
+    pub fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
+        block_on(self.acquire_as(key, wait))
     }
 }

@@ -94,23 +94,7 @@ impl<M: Mode> Locker<M> {
     /// The store check, as the options say (a no-op once it has passed), within the wait's
     /// time: returns the wait that is left.
     pub(crate) async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
-        let deadline = match wait {
-            Wait::Timeout(d) => Some(Stamp::now().plus(d)),
-            Wait::No | Wait::Forever => None,
-        };
-        let link = Link::<M>::new(
-            &self.http,
-            &self.target.time,
-            self.options.request_timeout,
-            self.options.observer.as_ref(),
-        )
-        .until(deadline);
-        let (how, fenced) = (&self.options.store_check, self.options.lock.fenced);
-        crate::store_check::ensure::<M>(how, &self.target, &link, fenced).await?;
-        Ok(match deadline {
-            Some(d) => Wait::Timeout(d.since(Stamp::now())),
-            None => wait,
-        })
+        check_store::<M>(&self.http, &self.target, &self.options, wait).await
     }
 
     /// Waits until every driver this locker started has finished.
@@ -161,4 +145,31 @@ impl<M: Mode> Locker<M> {
         let validity = (!lease.lease.is_zero()).then(|| lease.validity());
         Ok(Held::new(hold, self.target.url.clone(), validity, claim))
     }
+}
+
+/// The store check for `target`'s endpoint and bucket, as `options` say (a no-op once it has
+/// passed), within the wait's time: returns the wait that is left.
+pub(crate) async fn check_store<M: Mode>(
+    http: &M::Http,
+    target: &Target,
+    options: &S3Options,
+    wait: Wait,
+) -> Result<Wait, Error> {
+    let deadline = match wait {
+        Wait::Timeout(d) => Some(Stamp::now().plus(d)),
+        Wait::No | Wait::Forever => None,
+    };
+    let link = Link::<M>::new(
+        http,
+        &target.time,
+        options.request_timeout,
+        options.observer.as_ref(),
+    )
+    .until(deadline);
+    let (how, fenced) = (&options.store_check, options.lock.fenced);
+    crate::store_check::ensure::<M>(how, target, &link, fenced).await?;
+    Ok(match deadline {
+        Some(d) => Wait::Timeout(d.since(Stamp::now())),
+        None => wait,
+    })
 }

@@ -57,6 +57,11 @@ pub(crate) mod sealed {
         /// Runs a driver to its end in the background.
         fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error>;
 
+        /// Runs a hub (see `hub.rs`) to its end in the background, with a tokio runtime for
+        /// its timers and its HTTP: on the caller's runtime (async), or on a thread of its own
+        /// with a runtime of its own (blocking).
+        fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error>;
+
         /// What dropping a handle (or an acquisition) does, after asking for the release.
         fn dropped(shared: &Shared);
     }

@@ -134,8 +134,9 @@ pub(crate) struct Target {
     pub(crate) bucket: Bucket,
     pub(crate) credentials: std::sync::Arc<dyn crate::CredentialSource>,
     pub(crate) expiry: Duration,
-    /// The server's time, learned from its replies: what requests are signed at.
-    pub(crate) time: crate::server_time::ServerTime,
+    /// The server's time, learned from its replies: what requests are signed at (shared by
+    /// every key of a [`Locks`](crate::Locks)).
+    pub(crate) time: std::sync::Arc<crate::server_time::ServerTime>,
 }
 
 impl Target {
@@ -154,8 +155,19 @@ impl Target {
             bucket,
             credentials,
             expiry: options.presign_expiry.max(Duration::from_secs(1)),
-            time: crate::server_time::ServerTime::default(),
+            time: std::sync::Arc::default(),
         })
+    }
+
+    /// Another key of the same bucket: the same addressing, credentials and server clock.
+    pub(crate) fn for_key(&self, url: LockUrl) -> Target {
+        Target {
+            url,
+            bucket: self.bucket.clone(),
+            credentials: self.credentials.clone(),
+            expiry: self.expiry,
+            time: self.time.clone(),
+        }
     }
 }
 

@@ -82,6 +82,10 @@ impl Waiting for Tokio {
         Ok(())
     }
 
+    fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        Tokio::spawn(hub)
+    }
+
     fn dropped(_: &Shared) {
         // The release goes on in the task: a drop cannot wait in async code.
     }
@@ -209,6 +213,33 @@ impl crate::Semaphore<Tokio> {
 
     /// Waits until every driver this semaphore started has finished (see
     /// [`Locker::shutdown`](crate::Locker)).
+    pub async fn shutdown(&self) {
+        self.settle().await;
+    }
+}
+
+/// Many locks of one bucket from async code, all driven by one task (see [`crate::Locks`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{tokio::Locks, S3Options, Wait};
+/// # async fn run() -> Result<(), sets3lock_s3::Error> {
+/// let locks = Locks::new("s3://my-bucket", S3Options::from_env()?)?;
+/// let a = locks.acquire("jobs/a", Wait::No).await?;
+/// let b = locks.acquire("jobs/b", Wait::No).await?;
+/// a.release().await?;
+/// b.release().await?;
+/// # Ok(()) }
+/// ```
+pub type Locks = crate::Locks<Tokio>;
+
+impl crate::Locks<Tokio> {
+    /// Acquires the lock at `key` of the bucket; the handle renews it until released or
+    /// dropped (then the hub releases it in the background, as long as the runtime runs).
+    pub async fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
+        self.acquire_as(key, wait).await
+    }
+
+    /// Waits until every lock started so far has finished (released, cleaned up).
     pub async fn shutdown(&self) {
         self.settle().await;
     }

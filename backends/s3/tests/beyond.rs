@@ -219,7 +219,59 @@ fn health_renewing_then_ended<D: Driver>(s: &Server) {
     D::release(held).expect("release");
 }
 
+/// How many threads this process has.
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count)
+}
+
+fn many_keys_through_one_client<D: Driver>(s: &Server) {
+    let prefix = support::fresh_key("many");
+    let keys: Vec<String> = (0..40).map(|i| format!("{prefix}/{i}")).collect();
+    let locks = sets3lock_s3::Locks::<D>::new(&s.url(""), short_lease(s, Duration::from_secs(3)))
+        .expect("locks");
+    let threads_before = threads();
+    let held: Vec<_> = D::acquire_many(&locks, &keys, Wait::No)
+        .into_iter()
+        .map(|h| h.expect("acquired"))
+        .collect();
+    assert!(held.iter().all(|h| h.is_held()));
+    for (h, k) in held.iter().zip(&keys) {
+        assert_eq!(h.url().key(), k.as_str());
+        assert!(s.raw_get(k).is_some(), "{}: {k} not written", s.name);
+    }
+    // A second client finds them held.
+    let other = sets3lock_s3::Locks::<D>::new(&s.url(""), s.options()).expect("locks");
+    let busy = D::acquire_many(&other, &keys[..1], Wait::No);
+    assert!(matches!(busy[0], Err(Error::Busy { .. })), "{}", s.name);
+    // Held through two renewals each (every second): all still held, renewed by the one hub.
+    let before = locks.requests();
+    std::thread::sleep(Duration::from_millis(2_300));
+    assert!(
+        held.iter().all(|h| h.is_held()),
+        "{}: a lock was lost",
+        s.name
+    );
+    let renewals = locks.requests() - before;
+    assert!(
+        (2 * 40..=3 * 40).contains(&renewals),
+        "{}: {renewals} renewals of 40 locks in 2.3 s",
+        s.name
+    );
+    // One driver for all: not a thread per lock (the other tests of this binary may start a
+    // few meanwhile).
+    let grew = threads().saturating_sub(threads_before);
+    assert!(grew <= 6, "{}: {grew} more threads for 40 locks", s.name);
+    for h in held {
+        assert_eq!(
+            D::release(h).expect("release"),
+            sets3lock::ReleaseOutcome::Deleted
+        );
+    }
+    assert!(keys.iter().all(|k| s.raw_get(k).is_none()));
+}
+
 fn scenarios<D: Driver>(s: &Server) {
+    many_keys_through_one_client::<D>(s);
     watcher_follows_a_lock::<D>(s);
     watcher_costs_what_it_says::<D>(s);
     watcher_on_a_missing_bucket_stops_with_the_error::<D>(s);

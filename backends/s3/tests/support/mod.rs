@@ -177,6 +177,12 @@ pub trait Driver: Mode {
     ) -> Result<Held<Self>, Error>;
     /// The watcher's next event.
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent>;
+    /// Acquires every key of `keys` through one client, in order.
+    fn acquire_many(
+        locks: &sets3lock_s3::Locks<Self>,
+        keys: &[String],
+        wait: Wait,
+    ) -> Vec<Result<Held<Self>, Error>>;
 }
 
 impl Driver for Tokio {
@@ -216,6 +222,20 @@ impl Driver for Tokio {
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
         runtime().block_on(watcher.next())
     }
+
+    fn acquire_many(
+        locks: &sets3lock_s3::Locks<Self>,
+        keys: &[String],
+        wait: Wait,
+    ) -> Vec<Result<Held<Self>, Error>> {
+        runtime().block_on(async {
+            let mut out = Vec::new();
+            for key in keys {
+                out.push(locks.acquire(key, wait).await);
+            }
+            out
+        })
+    }
 }
 
 impl Driver for Blocking {
@@ -251,5 +271,13 @@ impl Driver for Blocking {
 
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
         watcher.next()
+    }
+
+    fn acquire_many(
+        locks: &sets3lock_s3::Locks<Self>,
+        keys: &[String],
+        wait: Wait,
+    ) -> Vec<Result<Held<Self>, Error>> {
+        keys.iter().map(|k| locks.acquire(k, wait)).collect()
     }
 }

@@ -1,0 +1,110 @@
+//! Many locks of one bucket in one process: one HTTP connection pool, one credential source,
+//! one store check, and one driver (a task, or a thread) for all of them.
+
+use crate::engine::{drive, Engine};
+use crate::held::{Claim, Held};
+use crate::hub::Hub;
+use crate::locker::check_store;
+use crate::mode::Mode;
+use crate::state::{Shared, Snapshot, Standing};
+use crate::target::Target;
+use crate::tokio::Tokio;
+use crate::{Error, S3Options};
+use sets3lock::{LockUrl, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Opens locks on any keys of one bucket, from one client: one connection pool, one
+/// credential source, one store check (for the endpoint and bucket), and **one driver for all
+/// the locks it holds** (a task on the caller's runtime, or one thread for the blocking mode),
+/// each key its own core. A held lock costs its core and its state, not a task or a thread:
+/// see the README's per-lock cost table.
+///
+/// Generic over how it waits: [`tokio::Locks`](crate::tokio::Locks) and
+/// [`blocking::Locks`](crate::blocking::Locks). The handles are ordinary [`Held`]s.
+#[derive(Debug)]
+pub struct Locks<M: Mode> {
+    /// The bucket (the key of its URL is a placeholder, never used).
+    bucket: Target,
+    options: S3Options,
+    /// For the store check, which runs in the caller's mode.
+    check_http: M::Http,
+    /// For the drivers, which all run in the hub.
+    http: reqwest::Client,
+    hub: Hub,
+    requests: Arc<AtomicU64>,
+    /// The drivers started and not seen finished: what `shutdown` waits for.
+    drivers: Mutex<Vec<Arc<Shared>>>,
+}
+
+impl<M: Mode> Locks<M> {
+    /// Locks on the bucket of `url` (`s3://bucket`, or any key of it), with these options.
+    pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
+        let url = LockUrl::parse(&bucket_url(url))?;
+        options.lock.validate()?;
+        Ok(Locks {
+            bucket: Target::new(url, &options)?,
+            check_http: M::http(&options)?,
+            http: crate::http::async_client(&options)?,
+            options,
+            hub: Hub::default(),
+            requests: Arc::new(AtomicU64::new(0)),
+            drivers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The bucket's name.
+    pub fn bucket(&self) -> &str {
+        self.bucket.url.bucket()
+    }
+
+    /// How many S3 requests the locks of this client have sent so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Acquires the lock at `key`: a core for it, driven by the hub; waits until it holds the
+    /// lock or the acquisition ends.
+    pub(crate) async fn acquire_as(&self, key: &str, wait: Wait) -> Result<Held<M>, Error> {
+        let url = LockUrl::parse(&format!("s3://{}/{key}", self.bucket()))?;
+        let target = Arc::new(self.bucket.for_key(url.clone()));
+        let wait = check_store::<M>(&self.check_http, &target, &self.options, wait).await?;
+        let engine = Engine::acquiring(target, &self.options, wait, self.requests.clone(), None)?;
+        let shared = engine.shared().clone();
+        self.hub
+            .run::<M>(Box::pin(drive::<Tokio>(engine, self.http.clone())))?;
+        self.track(shared.clone());
+        let claim = Claim::<M>::new(shared);
+        let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
+        let hold = M::wait(claim.shared(), over, None).await.acquired()?;
+        let lease = &self.options.lock;
+        let validity = (!lease.lease.is_zero()).then(|| lease.validity());
+        Ok(Held::new(hold, url, validity, claim))
+    }
+
+    /// Remembers a driver for `settle`, forgetting finished ones now and then.
+    fn track(&self, shared: Arc<Shared>) {
+        // Poisoned only by a panic while pushing: the list is still a list.
+        let mut drivers = self.drivers.lock().unwrap_or_else(|e| e.into_inner());
+        if drivers.len() >= 64 && drivers.len().is_power_of_two() {
+            drivers.retain(|d| !d.is_finished());
+        }
+        drivers.push(shared);
+    }
+
+    /// Waits until every driver started so far has finished.
+    pub(crate) async fn settle(&self) {
+        let drivers = std::mem::take(&mut *self.drivers.lock().unwrap_or_else(|e| e.into_inner()));
+        for shared in drivers {
+            M::wait(&shared, |_| false, None).await;
+        }
+    }
+}
+
+/// `s3://bucket` from `s3://bucket`, `s3://bucket/` or `s3://bucket/any/key`, with a
+/// placeholder key (a lock URL needs one).
+fn bucket_url(url: &str) -> String {
+    let rest = url.strip_prefix("s3://").unwrap_or(url);
+    let bucket = rest.split('/').next().unwrap_or(rest);
+    format!("s3://{bucket}/-")
+}
