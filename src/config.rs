@@ -55,6 +55,10 @@ pub struct Config {
     pub host: String,
     /// This process's id, written into the record for people.
     pub pid: u32,
+    /// What the holder proclaims in its record, for whoever watches the lock (like etcd's
+    /// proclaim value): a leader's address or name; at most
+    /// [`MAX_VALUE`](crate::MAX_VALUE) bytes.
+    pub value: Option<String>,
 }
 
 impl Default for Config {
@@ -72,6 +76,7 @@ impl Default for Config {
             fenced: false,
             host: String::new(),
             pid: 0,
+            value: None,
         }
     }
 }
@@ -88,6 +93,9 @@ pub enum ConfigError {
     /// The drift bound is 10% or more.
     #[error("a clock-drift bound of {0} ppm is not credible: use less than 100000 (10%)")]
     DriftTooLarge(u32),
+    /// The proclaimed value is longer than [`MAX_VALUE`](crate::MAX_VALUE) bytes.
+    #[error("a value of {0} bytes is too long for the lock record: use at most 256")]
+    ValueTooLong(usize),
     /// A watch's polling interval is shorter than 10 ms.
     #[error("a polling interval of {0:?} is too short: use at least 10ms")]
     IntervalTooShort(Duration),
@@ -118,6 +126,9 @@ impl Config {
         }
         if self.max_drift_ppm >= 100_000 {
             return Err(ConfigError::DriftTooLarge(self.max_drift_ppm));
+        }
+        if let Some(v) = self.value.as_ref().filter(|v| v.len() > crate::MAX_VALUE) {
+            return Err(ConfigError::ValueTooLong(v.len()));
         }
         for (which, b) in [("poll", self.poll), ("retry", self.retry)] {
             if b.floor.is_zero() || b.floor > b.cap {

@@ -61,7 +61,7 @@ pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
 pub use machine::{CommandError, Lock};
 pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
-    FORMAT_VERSION, MAX_TOKEN,
+    FORMAT_VERSION, MAX_TOKEN, MAX_VALUE,
 };
 pub use slots::{SlotChoice, SlotOutcome, SlotStep};
 pub use store::ConditionalDelete;

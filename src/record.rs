@@ -103,6 +103,7 @@ impl FromStr for OwnerId {
 ///     acquired_unix_ms: 1_764_500_000_000,
 ///     written_unix_ms: 1_764_500_000_000,
 ///     fence: None,
+///     value: None,
 /// };
 /// let body = record.encode();
 /// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
@@ -127,7 +128,13 @@ pub struct Record {
     pub written_unix_ms: u64,
     /// `Some` for a fenced record: whether the lock is held or free, and its token.
     pub fence: Option<Fence>,
+    /// What the holder proclaims to whoever watches the lock (`Config::value`, like etcd's
+    /// proclaim value): a leader's address or name. At most [`MAX_VALUE`] bytes are kept.
+    pub value: Option<String>,
 }
+
+/// The longest [`Record::value`] kept, in bytes.
+pub const MAX_VALUE: usize = 256;
 
 /// What a fenced record says about the lock.
 ///
@@ -179,6 +186,8 @@ struct Wire {
     state: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
     // The Go sets3lock's record.
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -193,7 +202,7 @@ impl Record {
     /// # use core::time::Duration;
     /// # use sets3lock::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
-    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None };
+    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None };
     /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
     /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
     /// ```
@@ -221,6 +230,7 @@ impl Record {
             written_ms: Some(self.written_unix_ms),
             state,
             token,
+            value: self.value.as_deref().map(clip),
             ..Wire::default()
         };
         // Serializing a struct of strings and integers cannot fail; an empty body would be
@@ -308,6 +318,7 @@ impl Holder {
                     acquired_unix_ms: wire.acquired_ms.unwrap_or(0),
                     written_unix_ms: wire.written_ms.unwrap_or(0),
                     fence,
+                    value: wire.value.as_deref().map(clip),
                 });
             }
         }
@@ -411,6 +422,15 @@ impl fmt::Display for Holder {
             }
         }
     }
+}
+
+/// `value` cut to at most [`MAX_VALUE`] bytes, on a character boundary.
+fn clip(value: &str) -> String {
+    let mut end = value.len().min(MAX_VALUE);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    value[..end].to_owned()
 }
 
 fn preview(body: &[u8]) -> String {

@@ -171,6 +171,7 @@ fn padded(len: usize) -> Vec<u8> {
         acquired_unix_ms: 0,
         written_unix_ms: 0,
         fence: None,
+        value: None,
     };
     let mut body = record.encode().to_vec();
     assert!(body.len() <= len);

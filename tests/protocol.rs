@@ -769,6 +769,7 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
                 acquired_unix_ms: 0,
                 written_unix_ms: 0,
                 fence: None,
+                value: None,
             }
             .encode(),
         ),

@@ -29,6 +29,7 @@ fn record(owner: u128, seq: u64, lease: Duration, fence: Option<Fence>) -> Bytes
         acquired_unix_ms: 0,
         written_unix_ms: 0,
         fence,
+        value: None,
     }
     .encode()
 }

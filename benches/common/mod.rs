@@ -38,6 +38,7 @@ pub(crate) fn mock_cycle(s3: &mut MockS3, seq: u64) -> bool {
         acquired_unix_ms: 0,
         written_unix_ms: 0,
         fence: None,
+        value: None,
     }
     .encode();
     let put = Intent::PutIfNoneMatch { body };

@@ -74,6 +74,10 @@ pub(crate) struct Run {
     /// DELETE. A key that is already fenced is used fenced without this flag.
     #[arg(long)]
     pub(crate) fenced: bool,
+    /// A value for the lock record that `watch` and `status` show (at most 256 bytes): a
+    /// leader's address or name, for example.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) value: Option<String>,
     /// A semaphore: run while holding one of N slots (the locks URL/slot-0 .. URL/slot-N-1),
     /// so that at most N programs run at once; the program gets SETS3LOCK_SLOT. Everyone
     /// using the name must give the same N.
@@ -215,6 +219,7 @@ impl Run {
         config.lease = self.lease;
         config.fenced = self.fenced;
         config.poll.cap = self.poll_max;
+        config.value = self.value.clone();
         config
     }
 

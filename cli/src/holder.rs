@@ -18,8 +18,13 @@ pub(crate) fn describe(holder: &Holder) -> String {
                 .fence
                 .map(|f| format!(", token {}", f.token))
                 .unwrap_or_default();
+            let value = r
+                .value
+                .as_ref()
+                .map(|v| format!(", value {v:?}"))
+                .unwrap_or_default();
             format!(
-                "{} pid {} since {since} ({lease}, owner {}{token})",
+                "{} pid {} since {since} ({lease}, owner {}{token}{value})",
                 r.host, r.pid, r.owner
             )
         }

@@ -76,13 +76,20 @@ fn holder_json(url: &LockUrl, etag: &str, holder: &Holder) -> String {
         quote(etag)
     );
     match holder {
-        Holder::Sets3lock(r) => s.push_str(&format!(
-            ",\"holder\":{{\"kind\":\"sets3lock\",\"owner\":{},\"seq\":{},\"host\":{},\"pid\":{},\"lease_ms\":{},\"acquired_ms\":{},\"written_ms\":{}}}",
-            quote(&r.owner.to_string()), r.seq, quote(&r.host), r.pid, r.lease.as_millis(), r.acquired_unix_ms, r.written_unix_ms
-        )),
+        Holder::Sets3lock(r) => {
+            s.push_str(&format!(
+                ",\"holder\":{{\"kind\":\"sets3lock\",\"owner\":{},\"seq\":{},\"host\":{},\"pid\":{},\"lease_ms\":{},\"acquired_ms\":{},\"written_ms\":{}",
+                quote(&r.owner.to_string()), r.seq, quote(&r.host), r.pid, r.lease.as_millis(), r.acquired_unix_ms, r.written_unix_ms
+            ));
+            if let Some(v) = &r.value {
+                s.push_str(&format!(",\"value\":{}", quote(v)));
+            }
+            s.push('}');
+        }
         Holder::GoSets3lock { id, created_at } => s.push_str(&format!(
             ",\"holder\":{{\"kind\":\"go-sets3lock\",\"id\":{},\"created_at\":{}}}",
-            quote(id), quote(created_at)
+            quote(id),
+            quote(created_at)
         )),
         Holder::Unknown { len, preview } => s.push_str(&format!(
             ",\"holder\":{{\"kind\":\"unknown\",\"len\":{len},\"preview\":{}}}",

@@ -91,6 +91,7 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> u8 {
             state: LockState::Free,
             token: fence.token,
         }),
+        value: None,
     };
     let put = Intent::PutIfMatch {
         etag: etag.clone(),

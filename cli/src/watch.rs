@@ -96,8 +96,8 @@ fn print(url: &LockUrl, event: &WatchEvent, json: bool, watcher: &Watcher) {
 
 /// One JSON line: `at`, `url`, `state` (free, held, stale, released, unreachable, readable),
 /// and for a record: `etag`, `holder` (as people read it), `owner`, `host`, `pid`, `since`
-/// (the holder's acquisition, by its clock), `lease_ms`, `token` (fenced), `seen_ms` (how long
-/// this watcher has seen this holder).
+/// (the holder's acquisition, by its clock), `lease_ms`, `value` (the holder's `--value`),
+/// `token` (fenced), `seen_ms` (how long this watcher has seen this holder).
 fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, watcher: &Watcher) -> String {
     let mut s = format!("{{\"at\":{},\"url\":{}", quote(at), quote(&url.to_string()));
     let sighting = match event {
@@ -141,6 +141,9 @@ fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, watcher: &Watcher) ->
                 quote(&since),
                 r.lease.as_millis()
             ));
+            if let Some(v) = &r.value {
+                s.push_str(&format!(",\"value\":{}", quote(v)));
+            }
         }
         if let Some(f) = holder.fence() {
             s.push_str(&format!(",\"token\":{}", f.token));

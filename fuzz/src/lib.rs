@@ -76,6 +76,7 @@ pub fn record(data: &[u8]) {
             acquired_unix_ms: 0,
             written_unix_ms: 0,
             fence: None,
+            value: None,
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {
@@ -287,6 +288,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         acquired_unix_ms: 1_764_500_000_000,
         written_unix_ms: 1_764_500_040_000,
         fence: None,
+        value: None,
     };
     vec![
         ("record", record.encode().to_vec()),

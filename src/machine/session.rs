@@ -125,6 +125,7 @@ impl Session {
             acquired_unix_ms: self.started_unix_ms,
             written_unix_ms,
             fence,
+            value: cfg.value.clone(),
         }
     }
 

@@ -252,3 +252,29 @@ impl crate::Locks<Blocking> {
         block_on(self.acquire_as(key, wait))
     }
 }
+
+/// Leader election from blocking code (see [`crate::Election`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{blocking::Election, S3Options};
+/// # fn run() -> Result<(), sets3lock_s3::Error> {
+/// let election = Election::new("s3://my-bucket/leader", "worker-3", S3Options::from_env()?)?;
+/// let leadership = election.campaign()?;
+/// // ... lead, checking leadership.is_held() before each irreversible step ...
+/// leadership.release()?; // resign
+/// # Ok(()) }
+/// ```
+pub type Election = crate::Election<Blocking>;
+
+impl crate::Election<Blocking> {
+    /// Campaigns until elected (blocks as long as it takes): the leadership, renewed in a
+    /// thread until it is released (resigned) or lost.
+    pub fn campaign(&self) -> Result<Held, Error> {
+        self.locker().acquire(Wait::Forever)
+    }
+
+    /// The leader now (one read).
+    pub fn leader(&self) -> Result<sets3lock::Sighting, Error> {
+        block_on(self.leader_as())
+    }
+}

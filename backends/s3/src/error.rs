@@ -93,12 +93,15 @@ pub enum Error {
         /// The number given.
         slots: u32,
     },
+    /// A watcher reported what this driver does not expect first.
+    #[error("the watcher reported {0} first: use the sets3lock-s3 release that matches sets3lock")]
+    UnknownWatchEvent(String),
     /// The acquisition was cancelled.
     #[error("the acquisition was cancelled")]
     Cancelled,
     /// The hold was lost (taken over or deleted) before the release.
     #[error("the lock was already lost: {}", lost_how(.0))]
-    AlreadyLost(LostReason),
+    AlreadyLost(Box<LostReason>),
     /// The hold expired (its lease ran out before a renewal got through) before the release.
     #[error("the lock was already expired (its lease ran out before a renewal got through)")]
     AlreadyExpired,

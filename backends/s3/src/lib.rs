@@ -29,6 +29,7 @@ pub mod blocking;
 mod client;
 mod clock;
 mod credentials;
+mod election;
 mod engine;
 mod error;
 mod held;
@@ -50,6 +51,7 @@ mod watcher;
 
 pub use client::Client;
 pub use credentials::CredentialSource;
+pub use election::Election;
 pub use error::{EndpointError, Error};
 pub use held::{Health, Held};
 pub use locker::Locker;

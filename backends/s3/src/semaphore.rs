@@ -120,7 +120,18 @@ impl<M: Mode> Semaphore<M> {
                     |(c, reported): &(Claim<M>, bool)| !reported && c.shared().is_decided();
                 claims.iter().flatten().any(unreported)
             };
-            M::wait(&bell, ended, None).await;
+            // The deadline bounds the try-once pass too (its tries have none of their own): at
+            // the deadline the acquisitions still under way are dropped, which cancels them.
+            M::wait(&bell, ended, deadline).await;
+            if deadline.is_some_and(|d| Stamp::now() >= d) && !choice.is_over() {
+                let decided = claims
+                    .iter()
+                    .flatten()
+                    .any(|(c, r)| !r && c.shared().is_decided());
+                if !decided {
+                    return Err(Error::TimedOut { holder: None });
+                }
+            }
             for (i, entry) in claims.iter_mut().enumerate() {
                 let Some((claim, reported)) = entry else {
                     continue;

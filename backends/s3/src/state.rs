@@ -214,7 +214,7 @@ impl Ending {
             },
             Ending::Cancelled => Error::Cancelled,
             Ending::Failed(e) => Error::S3(e.clone()),
-            Ending::Lost(reason) => Error::AlreadyLost(reason.clone()),
+            Ending::Lost(reason) => Error::AlreadyLost(Box::new(reason.clone())),
             Ending::Expired => Error::AlreadyExpired,
             Ending::Unknown(event) => Error::UnknownEvent(event.clone()),
             Ending::Released(_) => Error::DriverGone,

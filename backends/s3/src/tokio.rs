@@ -244,3 +244,33 @@ impl crate::Locks<Tokio> {
         self.settle().await;
     }
 }
+
+/// Leader election from async code (see [`crate::Election`]).
+///
+/// ```no_run
+/// use sets3lock_s3::{tokio::Election, Health, S3Options, WatchConfig};
+/// # async fn run() -> Result<(), sets3lock_s3::Error> {
+/// let election = Election::new("s3://my-bucket/leader", "10.0.0.7:8080", S3Options::from_env()?)?;
+/// let leadership = election.campaign().await?; // leading from here
+/// tokio::select! {
+///     _ = async { /* lead: and fail readiness when leadership.health() is not Renewing */ } => {}
+///     loss = leadership.lost() => eprintln!("no longer leading: {loss:?}"),
+/// }
+/// leadership.release().await?; // resign
+/// # Ok(()) }
+/// ```
+pub type Election = crate::Election<Tokio>;
+
+impl crate::Election<Tokio> {
+    /// Campaigns until elected (waits as long as it takes): the leadership, renewed in the
+    /// background until it is released (resigned) or lost.
+    pub async fn campaign(&self) -> Result<Held, Error> {
+        self.locker().acquire(Wait::Forever).await
+    }
+
+    /// The leader now (one read): [`Sighting::Held`](sets3lock::Sighting), with its record
+    /// and proclaimed value, or free, or stale.
+    pub async fn leader(&self) -> Result<sets3lock::Sighting, Error> {
+        self.leader_as().await
+    }
+}

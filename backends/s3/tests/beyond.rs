@@ -270,7 +270,58 @@ fn many_keys_through_one_client<D: Driver>(s: &Server) {
     assert!(keys.iter().all(|k| s.raw_get(k).is_none()));
 }
 
+fn value_of(s: &Sighting) -> Option<String> {
+    match s.holder() {
+        Some(sets3lock::Holder::Sets3lock(r)) if s.is_held() => r.value.clone(),
+        _ => None,
+    }
+}
+
+fn election_campaign_resign_observe<D: Driver>(s: &Server) {
+    let url = s.url(&support::fresh_key("election"));
+    let options = || short_lease(s, Duration::from_secs(3));
+    let a = sets3lock_s3::Election::<D>::new(&url, "candidate-a", options()).expect("a");
+    let b = sets3lock_s3::Election::<D>::new(&url, "candidate-b", options()).expect("b");
+    assert_eq!(D::leader(&a).expect("leader"), Sighting::Free);
+    let mut watcher = b.observe(fast_watch()).expect("observe");
+    assert_eq!(next_change(&mut watcher), Sighting::Free);
+    let leading = D::campaign(&a).expect("a leads");
+    assert_eq!(
+        value_of(&D::leader(&b).expect("leader")).as_deref(),
+        Some("candidate-a")
+    );
+    assert_eq!(
+        value_of(&next_change(&mut watcher)).as_deref(),
+        Some("candidate-a")
+    );
+    assert_eq!(leading.health(), Health::Renewing);
+    // b campaigns meanwhile; a resigns after 1 s; b leads.
+    let b_campaign = std::thread::spawn(move || D::campaign(&b).map(|h| (h, b)));
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        D::release(leading).expect("resign"),
+        sets3lock::ReleaseOutcome::Deleted
+    );
+    let (b_leading, b) = b_campaign.join().expect("b").expect("b leads");
+    let mut seen = next_change(&mut watcher);
+    if seen == Sighting::Free {
+        seen = next_change(&mut watcher);
+    }
+    assert_eq!(
+        value_of(&seen).as_deref(),
+        Some("candidate-b"),
+        "{}",
+        s.name
+    );
+    assert_eq!(
+        value_of(&D::leader(&b).expect("leader")).as_deref(),
+        Some("candidate-b")
+    );
+    D::release(b_leading).expect("resign");
+}
+
 fn scenarios<D: Driver>(s: &Server) {
+    election_campaign_resign_observe::<D>(s);
     many_keys_through_one_client::<D>(s);
     watcher_follows_a_lock::<D>(s);
     watcher_costs_what_it_says::<D>(s);

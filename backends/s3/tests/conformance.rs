@@ -269,6 +269,7 @@ fn record_of_someone_else(lease_ms: u64, fence: Option<Fence>) -> Vec<u8> {
         acquired_unix_ms: 0,
         written_unix_ms: 0,
         fence,
+        value: None,
     }
     .encode()
     .to_vec()

@@ -428,6 +428,7 @@ mod tests {
             acquired_unix_ms: 0,
             written_unix_ms: 0,
             fence: None,
+            value: None,
         }
         .encode()
     }
@@ -552,6 +553,7 @@ mod tests {
             acquired_unix_ms: 0,
             written_unix_ms: 0,
             fence: Some(sets3lock::Fence { state, token }),
+            value: None,
         }
         .encode();
         Object {

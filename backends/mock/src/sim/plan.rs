@@ -41,6 +41,7 @@ impl Default for SimConfig {
                 fenced: false,
                 host: "sim".into(),
                 pid: 1,
+                value: None,
             },
             request_timeout: Duration::from_secs(2),
             latency: Duration::from_millis(5),

@@ -177,6 +177,10 @@ pub trait Driver: Mode {
     ) -> Result<Held<Self>, Error>;
     /// The watcher's next event.
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent>;
+    /// Campaigns until elected.
+    fn campaign(e: &sets3lock_s3::Election<Self>) -> Result<Held<Self>, Error>;
+    /// The leader now.
+    fn leader(e: &sets3lock_s3::Election<Self>) -> Result<sets3lock::Sighting, Error>;
     /// Acquires every key of `keys` through one client, in order.
     fn acquire_many(
         locks: &sets3lock_s3::Locks<Self>,
@@ -221,6 +225,14 @@ impl Driver for Tokio {
 
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
         runtime().block_on(watcher.next())
+    }
+
+    fn campaign(e: &sets3lock_s3::Election<Self>) -> Result<Held<Self>, Error> {
+        runtime().block_on(e.campaign())
+    }
+
+    fn leader(e: &sets3lock_s3::Election<Self>) -> Result<sets3lock::Sighting, Error> {
+        runtime().block_on(e.leader())
     }
 
     fn acquire_many(
@@ -271,6 +283,14 @@ impl Driver for Blocking {
 
     fn next_event(watcher: &mut sets3lock_s3::Watcher<Self>) -> Option<sets3lock::WatchEvent> {
         watcher.next()
+    }
+
+    fn campaign(e: &sets3lock_s3::Election<Self>) -> Result<Held<Self>, Error> {
+        e.campaign()
+    }
+
+    fn leader(e: &sets3lock_s3::Election<Self>) -> Result<sets3lock::Sighting, Error> {
+        e.leader()
     }
 
     fn acquire_many(
