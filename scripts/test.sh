@@ -45,5 +45,8 @@ cargo test --release --locked -p sets3lock --test exhaustive
 echo "== the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
 cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
 
+echo "== the tracing feature: a lock's life as tracing events in its span"
+cargo test -p sets3lock-s3 --features tracing --test tracing --locked
+
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay

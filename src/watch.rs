@@ -178,9 +178,10 @@ pub enum WatchEvent {
 /// and read [`poll_event`](Watch::poll_event) after every input. It only ever sends `GET`s,
 /// so it can neither take nor disturb the lock.
 ///
-/// **Cadence and cost.** One `GET` at a time, each pause drawn uniformly between ¾ and 5⁄4 of
-/// [`WatchConfig::interval`] (observers started together drift apart instead of polling in
-/// lockstep): on average `60 s / interval` requests a minute per observer (30 with the default
+/// **Cadence and cost.** One `GET` at a time, each starting a pause after the one before it
+/// started (or when its reply comes, if that is later), the pause drawn uniformly between ¾
+/// and 5⁄4 of [`WatchConfig::interval`] (observers started together drift apart instead of
+/// polling in lockstep): on average `60 s / interval` requests a minute per observer (30 with the default
 /// 2 s). Every poll after the first names the last ETag seen (`If-None-Match`), so while the
 /// lock does not change each costs a `304` without a body. A failed poll is retried sooner,
 /// paced by [`WatchConfig::retry`].
@@ -216,6 +217,8 @@ pub struct Watch {
     in_flight: Option<RequestId>,
     /// When the next poll is due (`None` while one is out).
     due: Option<Instant>,
+    /// When the poll out was due: the next is paced from it, not from its reply.
+    polled_at: Option<Instant>,
     /// Failed polls in a row.
     failures: u32,
     events: VecDeque<WatchEvent>,
@@ -235,6 +238,7 @@ impl Watch {
             outgoing: None,
             in_flight: None,
             due: None,
+            polled_at: None,
             failures: 0,
             events: VecDeque::new(),
             stopped: false,
@@ -311,7 +315,8 @@ impl Watch {
                 self.see(stale);
             }
         }
-        if self.due.is_some_and(|due| now >= due) {
+        if let Some(due) = self.due.filter(|due| now >= *due) {
+            self.polled_at = Some(due);
             self.queue_poll();
         }
     }
@@ -369,7 +374,14 @@ impl Watch {
         } else {
             self.cfg.retry.draw(self.failures - 1, &mut self.rng)
         };
-        self.due = Some(now + pause);
+        // Paced from when this poll was due, so that the interval is start to start whatever
+        // the round trip; never in the past.
+        let from = match answered {
+            true => self.polled_at.unwrap_or(now),
+            // A retry is paced from the failure.
+            false => now,
+        };
+        self.due = Some((from + pause).max(now));
     }
 
     /// A poll that failed and will be retried: counts it (and says so at the first). Returns

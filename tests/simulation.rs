@@ -312,8 +312,11 @@ fn semaphore_never_more_than_n_holders_and_every_slot_a_lock() {
     check_on(semaphore_schedule(), "the semaphore", |_| true);
 }
 
-/// The semaphore schedules reach what they are for: all slots held at once, a waiter that
-/// waited on every slot, a slot won late and given back, a crashed holder's slot taken over.
+/// The semaphore schedules reach what they are for: every slot held at once, waits on every
+/// slot, the other waits cancelled after a win, a crashed holder's slot taken over. (A slot
+/// won after its cancel, `SlotStep::Release`, is not reachable with this core: a cancelled
+/// acquisition ends `Cancelled` and removes a write that lands; the step is there for drivers
+/// that report such a win.)
 #[test]
 fn semaphore_schedules_reach_every_path() {
     use proptest::strategy::ValueTree;
@@ -323,7 +326,7 @@ fn semaphore_schedules_reach_every_path() {
         failure_persistence: None,
         ..ProptestConfig::default()
     });
-    let (mut full, mut taken_over, mut given_back) = (0u32, 0u32, 0u32);
+    let (mut full, mut waited, mut cancelled, mut taken_over) = (0u32, 0u32, 0u32, 0u32);
     for _ in 0..400 {
         let s = semaphore_schedule()
             .new_tree(&mut runner)
@@ -331,39 +334,30 @@ fn semaphore_schedules_reach_every_path() {
             .current();
         let report = s.run();
         let n = s.slots.unwrap_or(1) as usize;
-        // All slots held at once: n acquisitions without a release or loss between.
-        let mut inside = 0usize;
-        let mut most = 0usize;
-        let mut acquired = 0usize;
-        for (_, _, e) in &report.events {
-            match e {
-                Event::Acquired { took_over, .. } => {
-                    inside += 1;
-                    acquired += 1;
-                    most = most.max(inside);
-                    taken_over += u32::from(took_over.is_some());
+        let noted = |what: &str| report.notes.iter().any(|(_, _, note)| note.contains(what));
+        full += u32::from(report.most_inside >= n);
+        waited += u32::from(noted("try_once: false"));
+        cancelled += u32::from(noted("semaphore: Cancel {"));
+        taken_over += u32::from(report.events.iter().any(|(_, _, e)| {
+            matches!(
+                e,
+                Event::Acquired {
+                    took_over: Some(_),
+                    ..
                 }
-                Event::Released { .. } | Event::Lost { .. } | Event::Expired => {
-                    inside = inside.saturating_sub(1)
-                }
-                _ => {}
-            }
-        }
-        full += u32::from(most >= n);
-        // More acquisitions than rounds that held: some slot was won and given back.
-        let held_rounds: usize = report
-            .events
-            .iter()
-            .filter(|(_, _, e)| matches!(e, Event::Released { .. }))
-            .count();
-        given_back += u32::from(acquired > held_rounds + 3);
+            )
+        }));
     }
-    assert!(full > 40, "all slots held at once in only {full} of 400");
+    assert!(full > 100, "every slot held at once in only {full} of 400");
+    assert!(waited > 100, "a wait on every slot in only {waited}");
+    assert!(
+        cancelled > 50,
+        "the other waits cancelled after a win in only {cancelled}"
+    );
     assert!(
         taken_over > 10,
         "a crashed slot taken over in only {taken_over}"
     );
-    assert!(given_back > 0, "no slot ever won late and given back");
 }
 
 /// A freed slot is taken by a waiter within the same bound as a freed lock: the polling cap

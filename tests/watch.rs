@@ -334,6 +334,29 @@ fn polls_are_spread_between_three_quarters_and_five_quarters_of_the_interval() {
 }
 
 #[test]
+fn the_interval_is_start_to_start_whatever_the_round_trip() {
+    let mut watch = Watch::new(WatchConfig::default(), [3; 32]).expect("valid");
+    let mut now = Instant::ZERO;
+    let mut starts = Vec::new();
+    for _ in 0..200 {
+        let request = watch.poll_request().expect("a poll is due");
+        starts.push(now);
+        // Each reply takes 300 ms.
+        watch.handle_response(request.id, Response::Absent, now + ms(300));
+        now = watch.poll_timeout().expect("the next poll");
+        watch.handle_timeout(now);
+    }
+    let span = starts[199]
+        .saturating_duration_since(starts[0])
+        .as_secs_f64();
+    let mean = span / 199.0;
+    assert!(
+        (1.9..=2.1).contains(&mean),
+        "mean {mean:.3} s between starts"
+    );
+}
+
+#[test]
 fn two_observers_with_different_seeds_do_not_poll_in_lockstep() {
     let mut s3 = bucket();
     let times = |seed: u8, s3: &mut MockS3| {

@@ -132,10 +132,12 @@ pub(crate) enum Command {
         url: LockUrl,
     },
     /// Watch a lock: print the holder now, then one line per change (a new holder, freed,
-    /// stale), until interrupted (exit 0; 111 if the lock cannot be read).
+    /// stale), until interrupted (exit 0). An unreachable store is retried; a refusal (no
+    /// such bucket, access denied) exits 111.
     Watch {
-        /// One JSON object per line: at, url, state, etag, holder, owner, host, pid, since,
-        /// lease_ms, token (fenced), seen_ms.
+        /// One JSON object per line: at, url, state (free, held, stale, released, unreachable
+        /// with error, readable), etag, holder, owner, host, pid, since, lease_ms, value,
+        /// token (fenced), seen_ms.
         #[arg(long)]
         json: bool,
         /// The mean time between reads (each a conditional GET: a 304 while nothing

@@ -225,12 +225,15 @@ fn eight_campaigners_through_crashes_and_resignations_one_leader_and_observers_s
                     .nth(1)
                     .and_then(|p| p.parse().ok())
                     .expect("pid");
-                // The leader's program is in its sets3lock's process group.
-                let pgid =
-                    nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid))).expect("pgid");
-                nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL).expect("killpg");
-                append(&witness, &format!("K {pid}"));
-                crashes += 1;
+                // The leader's program is in its sets3lock's process group. (A leader that
+                // resigned before we got here is not crashed: the next one may be.)
+                let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid)));
+                let killed = group
+                    .and_then(|g| nix::sys::signal::killpg(g, nix::sys::signal::Signal::SIGKILL));
+                if killed.is_ok() {
+                    append(&witness, &format!("K {pid}"));
+                    crashes += 1;
+                }
             }
         }
         for c in &mut campaigners {
@@ -247,8 +250,10 @@ fn eight_campaigners_through_crashes_and_resignations_one_leader_and_observers_s
         );
         let _ = c.wait();
     }
-    // The observers see the end of the last term too, then stop on SIGINT (exit 0).
-    std::thread::sleep(Duration::from_millis(2_500));
+    // The observers see the end of the last term too, then stop on SIGINT (exit 0). The last
+    // term (the 12th) ended in a crash with nobody left to take over: its record goes stale
+    // 2 s (a lease) after its last renewal was first seen; 4 s leaves room for a slow poll.
+    std::thread::sleep(Duration::from_millis(4_000));
     let log = std::fs::read_to_string(&witness).expect("witness");
     most_inside(&log, 1).unwrap_or_else(|e| panic!("two leaders: {e}"));
     let leaders: Vec<Term> = log
@@ -258,7 +263,7 @@ fn eight_campaigners_through_crashes_and_resignations_one_leader_and_observers_s
             owner: l.split_whitespace().nth(2).expect("owner").to_owned(),
         })
         .collect();
-    assert!(crashes >= 3, "{crashes} crashes");
+    assert!(crashes >= 2, "{crashes} crashes");
     for observer in observers {
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(observer.id() as i32),
@@ -283,6 +288,8 @@ fn eight_campaigners_through_crashes_and_resignations_one_leader_and_observers_s
             seen, expected,
             "an observer saw every leader, in order\n{lines}\n{log}"
         );
+        // At least the last leader, crashed with no successor, is seen stale (mid-run crashes
+        // are usually taken over before an observer's next poll).
         assert!(
             lines.contains("\"state\":\"stale\""),
             "a crashed leader was seen stale: {lines}"

@@ -213,12 +213,29 @@ fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The driver loop for `engine`, in a span named after its lock with the `tracing` feature.
+/// Whatever becomes of the future (it finishes, it panics, or it is dropped before it ever ran:
+/// a runtime shutting down), the handle learns that the driver stopped.
+pub(crate) fn driver<M: Mode>(
+    engine: Engine,
+    http: M::Http,
+) -> impl core::future::Future<Output = ()> + Send + 'static {
+    let finish = FinishOnDrop(engine.shared.clone());
+    #[cfg(feature = "tracing")]
+    let span = tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.target.url);
+    let run = async move {
+        let _finish = finish;
+        drive::<M>(engine, http).await;
+    };
+    #[cfg(feature = "tracing")]
+    let run = tracing::Instrument::instrument(run, span);
+    run
+}
+
 /// The driver loop, the same for both modes: sends what the core asks and feeds back the
 /// replies, publishes the core's events, and waits (the mode's way) for the core's next timer
 /// or the handle's release. Ends when the core is idle: cleanups of late writes included.
-pub(crate) async fn drive<M: Mode>(mut engine: Engine, http: M::Http) {
-    // Whatever happens below (a panic included), the handle must learn that we stopped.
-    let _finish = FinishOnDrop(engine.shared.clone());
+async fn drive<M: Mode>(mut engine: Engine, http: M::Http) {
     loop {
         match engine.next() {
             Next::Send(sending) => {

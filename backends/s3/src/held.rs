@@ -111,8 +111,9 @@ impl<M: Mode> Held<M> {
     /// unless one lands), or ended. Cheap (no request): call it from a readiness probe.
     ///
     /// A renewal is sent every third of the lease and each confirmed one restores the whole
-    /// validity, so while renewals land more than half of it is always left; less means a
-    /// renewal is overdue.
+    /// validity, so while renewals land more than half of it is left; less means a renewal
+    /// is overdue. (That margin is about a sixth of the lease with the default 1% drift
+    /// bound: a renewal whose round trip takes longer than that reads as behind.)
     pub fn health(&self) -> Health {
         let snapshot = self.claim.shared.get();
         let now = Stamp::now();

@@ -7,6 +7,7 @@ use crate::Error;
 use core::future::Future;
 use core::pin::Pin;
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt as _;
 use std::sync::Mutex;
 use tokio::sync::mpsc;
 
@@ -49,7 +50,11 @@ async fn hub(mut inbox: mpsc::UnboundedReceiver<Driver>) {
     loop {
         tokio::select! {
             received = inbox.recv() => match received {
-                Some(driver) => running.push(driver),
+                // A driver that panics ends alone (its handle sees it stopped), not the hub
+                // and every other lock with it.
+                Some(driver) => running.push(Box::pin(
+                    core::panic::AssertUnwindSafe(driver).catch_unwind().map(drop),
+                )),
                 None => break,
             },
             Some(()) = running.next(), if !running.is_empty() => {}

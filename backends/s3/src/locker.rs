@@ -1,7 +1,7 @@
 //! Opening locks on one S3 object: the part of both drivers' lockers that does not wait.
 
 use crate::clock::Stamp;
-use crate::engine::{drive, Engine};
+use crate::engine::{driver, Engine};
 use crate::held::{Claim, Held};
 use crate::http::Link;
 use crate::mode::Mode;
@@ -129,7 +129,7 @@ impl<M: Mode> Locker<M> {
             bell,
         )?;
         let shared = engine.shared().clone();
-        M::spawn(drive::<M>(engine, self.http.clone()))?;
+        M::spawn(driver::<M>(engine, self.http.clone()))?;
         let mut drivers = self.drivers();
         drivers.retain(|d| !d.is_finished());
         drivers.push(shared.clone());

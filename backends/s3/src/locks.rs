@@ -1,7 +1,7 @@
 //! Many locks of one bucket in one process: one HTTP connection pool, one credential source,
 //! one store check, and one driver (a task, or a thread) for all of them.
 
-use crate::engine::{drive, Engine};
+use crate::engine::{driver, Engine};
 use crate::held::{Claim, Held};
 use crate::hub::Hub;
 use crate::locker::check_store;
@@ -66,15 +66,43 @@ impl<M: Mode> Locks<M> {
     /// Acquires the lock at `key`: a core for it, driven by the hub; waits until it holds the
     /// lock or the acquisition ends.
     pub(crate) async fn acquire_as(&self, key: &str, wait: Wait) -> Result<Held<M>, Error> {
+        let wait = self.check_store(key, wait).await?;
+        let (claim, url) = self.start(key, wait, None)?;
+        self.acquired(claim, url).await
+    }
+
+    /// The store check, for the endpoint and bucket (a no-op once passed), run beside `key`
+    /// within the wait's time: the wait that is left.
+    pub(crate) async fn check_store(&self, key: &str, wait: Wait) -> Result<Wait, Error> {
+        let target = self.target(key)?;
+        check_store::<M>(&self.check_http, &target, &self.options, wait).await
+    }
+
+    fn target(&self, key: &str) -> Result<Target, Error> {
         let url = LockUrl::parse(&format!("s3://{}/{key}", self.bucket()))?;
-        let target = Arc::new(self.bucket.for_key(url.clone()));
-        let wait = check_store::<M>(&self.check_http, &target, &self.options, wait).await?;
-        let engine = Engine::acquiring(target, &self.options, wait, self.requests.clone(), None)?;
+        Ok(self.bucket.for_key(url))
+    }
+
+    /// Starts acquiring the lock at `key` in the hub, ringing `bell` on every change;
+    /// dropping the claim cancels the acquisition (or releases the lock).
+    pub(crate) fn start(
+        &self,
+        key: &str,
+        wait: Wait,
+        bell: Option<Arc<Shared>>,
+    ) -> Result<(Claim<M>, LockUrl), Error> {
+        let target = Arc::new(self.target(key)?);
+        let url = target.url.clone();
+        let engine = Engine::acquiring(target, &self.options, wait, self.requests.clone(), bell)?;
         let shared = engine.shared().clone();
         self.hub
-            .run::<M>(Box::pin(drive::<Tokio>(engine, self.http.clone())))?;
+            .run::<M>(Box::pin(driver::<Tokio>(engine, self.http.clone())))?;
         self.track(shared.clone());
-        let claim = Claim::<M>::new(shared);
+        Ok((Claim::<M>::new(shared), url))
+    }
+
+    /// The outcome of the acquisition `claim` (of the lock at `url`): a handle, or why not.
+    pub(crate) async fn acquired(&self, claim: Claim<M>, url: LockUrl) -> Result<Held<M>, Error> {
         let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
         let hold = M::wait(claim.shared(), over, None).await.acquired()?;
         let lease = &self.options.lock;

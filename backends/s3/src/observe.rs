@@ -63,3 +63,58 @@ impl fmt::Debug for Observer {
         f.write_str("Observer")
     }
 }
+
+#[cfg(feature = "tracing")]
+impl Observer {
+    /// An observer that turns every observation into a [`tracing`] event with target
+    /// `sets3lock`: requests and replies at `DEBUG`; the lock's events, store checks, clock
+    /// corrections and a watcher's sightings at `INFO`; a loss, an expiry, a failure and a
+    /// renewal that did not get through (the leader's health going bad) at `WARN`. With the
+    /// `tracing` feature each lock's driver also runs in a span `sets3lock` whose field `lock`
+    /// is the lock's URL.
+    ///
+    /// ```
+    /// use sets3lock_s3::{Observer, S3Options};
+    /// let options = S3Options { observer: Some(Observer::tracing()), ..S3Options::default() };
+    /// # assert!(options.observer.is_some());
+    /// ```
+    pub fn tracing() -> Observer {
+        Observer::new(trace)
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn trace(o: Observation<'_>) {
+    use tracing::{debug, info, warn};
+    match o {
+        Observation::Sending(r) => debug!(
+            target: "sets3lock",
+            id = r.id.as_u64(),
+            purpose = %r.purpose,
+            request = %r.intent.kind(),
+            "sending"
+        ),
+        Observation::Received(r, response, took) => debug!(
+            target: "sets3lock",
+            id = r.id.as_u64(),
+            reply = response.name(),
+            ms = took.as_secs_f64() * 1e3,
+            "received"
+        ),
+        Observation::Event(
+            e @ (Event::Lost { .. }
+            | Event::Expired
+            | Event::Failed { .. }
+            | Event::RenewalDelayed { .. }),
+        ) => warn!(target: "sets3lock", event = ?e, "lock event"),
+        Observation::Event(e) => info!(target: "sets3lock", event = ?e, "lock event"),
+        Observation::StoreChecked(found) => {
+            info!(target: "sets3lock", found = ?found, "store checked")
+        }
+        Observation::ServerClock {
+            offset_ms,
+            resending,
+        } => info!(target: "sets3lock", offset_ms, resending, "server clock"),
+        Observation::Sighting(s) => info!(target: "sets3lock", sighting = ?s, "lock changed"),
+    }
+}

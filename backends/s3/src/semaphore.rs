@@ -2,7 +2,7 @@
 
 use crate::clock::Stamp;
 use crate::held::{Claim, Held};
-use crate::locker::Locker;
+use crate::locks::Locks;
 use crate::mode::Mode;
 use crate::state::Shared;
 use crate::{Error, S3Options};
@@ -27,7 +27,8 @@ pub const MAX_SLOTS: u32 = 100;
 /// jitter: waiters do not poll in lockstep) and taking it over when its holder goes stale; the
 /// first slot won is kept and the other waits are cancelled (a slot won at the same moment is
 /// released at once). So a freed slot is seen within the same bound as a freed lock, for N
-/// times the polls of one waiter on one lock (mostly `304`s).
+/// times the polls of one waiter on one lock (mostly `304`s); starting the wait costs a `PUT`
+/// and a `GET` per slot. All the slots' locks share one client and one driver ([`Locks`]).
 ///
 /// Generic over how it waits: [`tokio::Semaphore`](crate::tokio::Semaphore) and
 /// [`blocking::Semaphore`](crate::blocking::Semaphore). The handle is an ordinary [`Held`]
@@ -35,20 +36,21 @@ pub const MAX_SLOTS: u32 = 100;
 #[derive(Debug)]
 pub struct Semaphore<M: Mode> {
     name: LockUrl,
-    slots: Vec<Locker<M>>,
+    slots: u32,
+    /// The slots' locks: one client and one driver for all of them.
+    locks: Locks<M>,
 }
 
 impl<M: Mode> Semaphore<M> {
-    /// A semaphore of `slots` slots (1 to [`MAX_SLOTS`]) named by `url` (`s3://bucket/name`).
+    /// A semaphore of `slots` slots (1 to [`MAX_SLOTS`]) named by `url` (`s3://bucket/name`;
+    /// a trailing `/` names the same semaphore).
     pub fn new(url: &str, slots: u32, options: S3Options) -> Result<Self, Error> {
-        let name = LockUrl::parse(url)?;
+        let name = LockUrl::parse(url.trim_end_matches('/'))?;
         if !(1..=MAX_SLOTS).contains(&slots) {
             return Err(Error::Slots { slots });
         }
-        let slots = (0..slots)
-            .map(|i| Locker::new(&slot_url(&name, i), options.clone()))
-            .collect::<Result<_, _>>()?;
-        Ok(Semaphore { name, slots })
+        let locks = Locks::new(url, options)?;
+        Ok(Semaphore { name, slots, locks })
     }
 
     /// The semaphore's name.
@@ -58,48 +60,57 @@ impl<M: Mode> Semaphore<M> {
 
     /// How many slots it has.
     pub fn slots(&self) -> u32 {
-        u32::try_from(self.slots.len()).unwrap_or(u32::MAX)
+        self.slots
     }
 
     /// How many S3 requests this semaphore's slots have sent so far.
     pub fn requests(&self) -> u64 {
-        self.slots.iter().map(Locker::requests).sum()
+        self.locks.requests()
+    }
+
+    /// The key of slot `i`.
+    fn slot_key(&self, i: usize) -> String {
+        format!("{}/slot-{i}", self.name.key())
     }
 
     /// Takes a slot, as [`SlotChoice`] decides (see the type's docs).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
-        let first = self.slots.first().ok_or(Error::Slots { slots: 0 })?;
         let deadline = match wait {
             Wait::Timeout(d) => Some(Stamp::now().plus(d)),
             Wait::No | Wait::Forever => None,
         };
         // One check covers every slot: they share the endpoint and the bucket.
-        first.check_store(wait).await?;
+        self.locks.check_store(&self.slot_key(0), wait).await?;
         let (mut choice, mut steps) =
             SlotChoice::new(self.slots(), random_u32()?, wait.is_try_once());
         let bell = Arc::new(Shared::new());
         // Each slot's acquisition under way, and whether its end was reported to `choice`.
-        let mut claims: Vec<Option<(Claim<M>, bool)>> = self.slots.iter().map(|_| None).collect();
+        let mut claims: Vec<Option<(Claim<M>, LockUrl, bool)>> =
+            (0..self.slots).map(|_| None).collect();
         loop {
             for step in steps.drain(..) {
                 let i = step_slot(&step);
                 match step {
                     SlotStep::Acquire { try_once, .. } => {
+                        if deadline.is_some_and(|d| Stamp::now() >= d) {
+                            return Err(Error::TimedOut { holder: None });
+                        }
                         let wait = match (try_once, deadline) {
                             (true, _) => Wait::No,
                             (false, Some(d)) => Wait::Timeout(d.since(Stamp::now())),
                             (false, None) => wait,
                         };
-                        let claim = self.slots[i].start_ringing(wait, Some(bell.clone()))?;
-                        claims[i] = Some((claim, false));
+                        let key = self.slot_key(i);
+                        let (claim, url) = self.locks.start(&key, wait, Some(bell.clone()))?;
+                        claims[i] = Some((claim, url, false));
                     }
                     // Dropped: the driver cancels the acquisition, or releases the slot.
                     SlotStep::Cancel { .. } | SlotStep::Release { .. } => drop(claims[i].take()),
                     SlotStep::Won { .. } => {
-                        let (claim, _) = claims[i].take().ok_or(Error::DriverGone)?;
+                        let (claim, url, _) = claims[i].take().ok_or(Error::DriverGone)?;
                         // Every other claim is dropped on the way out: cancelled, or given
                         // back if won meanwhile.
-                        return Ok(self.slots[i].acquired(claim).await?.in_slot(i));
+                        return Ok(self.locks.acquired(claim, url).await?.in_slot(i));
                     }
                     SlotStep::AllBusy => {
                         return Err(Error::AllSlotsBusy {
@@ -108,7 +119,7 @@ impl<M: Mode> Semaphore<M> {
                     }
                     SlotStep::TimedOut => return Err(Error::TimedOut { holder: None }),
                     SlotStep::Failed { .. } => {
-                        let (claim, _) = claims[i].take().ok_or(Error::DriverGone)?;
+                        let (claim, ..) = claims[i].take().ok_or(Error::DriverGone)?;
                         let seen = claim.shared().get();
                         return Err(seen.acquired().err().unwrap_or(Error::DriverGone));
                     }
@@ -116,27 +127,25 @@ impl<M: Mode> Semaphore<M> {
             }
             // Until an acquisition under way has ended; then tell `choice` how.
             let ended = |_: &crate::state::Snapshot| {
-                let unreported =
-                    |(c, reported): &(Claim<M>, bool)| !reported && c.shared().is_decided();
-                claims.iter().flatten().any(unreported)
+                claims
+                    .iter()
+                    .flatten()
+                    .any(|(c, _, reported)| !reported && over(c))
             };
             // The deadline bounds the try-once pass too (its tries have none of their own): at
             // the deadline the acquisitions still under way are dropped, which cancels them.
             M::wait(&bell, ended, deadline).await;
             if deadline.is_some_and(|d| Stamp::now() >= d) && !choice.is_over() {
-                let decided = claims
-                    .iter()
-                    .flatten()
-                    .any(|(c, r)| !r && c.shared().is_decided());
+                let decided = claims.iter().flatten().any(|(c, _, r)| !r && over(c));
                 if !decided {
                     return Err(Error::TimedOut { holder: None });
                 }
             }
             for (i, entry) in claims.iter_mut().enumerate() {
-                let Some((claim, reported)) = entry else {
+                let Some((claim, _, reported)) = entry else {
                     continue;
                 };
-                if *reported || !claim.shared().is_decided() {
+                if *reported || !over(claim) {
                     continue;
                 }
                 *reported = true;
@@ -148,15 +157,14 @@ impl<M: Mode> Semaphore<M> {
 
     /// Waits until every driver this semaphore started has finished.
     pub(crate) async fn settle(&self) {
-        for slot in &self.slots {
-            slot.settle().await;
-        }
+        self.locks.settle().await;
     }
 }
 
-/// `s3://bucket/name/slot-i`.
-pub(crate) fn slot_url(name: &LockUrl, i: u32) -> String {
-    format!("{name}/slot-{i}")
+/// Whether a slot's acquisition is over: decided, or its driver gone (which then reads as a
+/// failure).
+fn over<M: Mode>(claim: &Claim<M>) -> bool {
+    claim.shared().is_decided() || claim.shared().is_finished()
 }
 
 /// Where the try-once pass starts: at random, so that waiters arriving together spread out.
@@ -182,7 +190,11 @@ fn step_slot(step: &SlotStep) -> usize {
 fn outcome(seen: &crate::state::Snapshot) -> SlotOutcome {
     match seen.acquired() {
         Ok(_) => SlotOutcome::Acquired,
-        Err(Error::Busy { .. } | Error::Cancelled) => SlotOutcome::Busy,
+        // Won, then lost or expired before it was looked at: not ours any more, like a busy
+        // slot (the others may still be won).
+        Err(
+            Error::Busy { .. } | Error::Cancelled | Error::AlreadyLost(_) | Error::AlreadyExpired,
+        ) => SlotOutcome::Busy,
         Err(Error::TimedOut { .. }) => SlotOutcome::TimedOut,
         Err(_) => SlotOutcome::Failed,
     }

@@ -184,8 +184,8 @@ pub type Watcher = crate::Watcher<Tokio>;
 impl crate::Watcher<Tokio> {
     /// The next change (the first call: the holder now), or trouble reaching the store;
     /// `None` once the watch has stopped on a refusal that retrying cannot fix (it was the
-    /// last event). Cancel-safe between polls: dropping the future mid-request only loses that
-    /// poll's answer, and the next call polls again.
+    /// last event). Cancel-safe: a call dropped while a poll was on its way (a `select!` with
+    /// another branch) loses nothing; the next call sends that poll again.
     pub async fn next(&mut self) -> Option<sets3lock::WatchEvent> {
         self.next_event().await
     }

@@ -25,6 +25,9 @@ pub struct Watcher<M: Mode> {
     watch: Watch,
     origin: Stamp,
     requests: u64,
+    /// The poll handed out and not yet answered: sent again if a `next` was dropped while it
+    /// was on its way (the core answers each request once).
+    unanswered: Option<sets3lock::Request>,
 }
 
 impl<M: Mode> Watcher<M> {
@@ -42,6 +45,7 @@ impl<M: Mode> Watcher<M> {
             watch,
             origin: Stamp::now(),
             requests: 0,
+            unanswered: None,
         })
     }
 
@@ -77,7 +81,10 @@ impl<M: Mode> Watcher<M> {
                 }
                 return Some(event);
             }
-            if let Some(request) = self.watch.poll_request() {
+            if self.unanswered.is_none() {
+                self.unanswered = self.watch.poll_request();
+            }
+            if let Some(request) = self.unanswered.clone() {
                 self.requests += 1;
                 let observer = self.options.observer.as_ref();
                 if let Some(o) = observer {
@@ -100,6 +107,7 @@ impl<M: Mode> Watcher<M> {
                     ));
                 }
                 let now = self.now();
+                self.unanswered = None;
                 self.watch.handle_response(request.id, response, now);
                 continue;
             }

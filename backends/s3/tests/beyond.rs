@@ -13,6 +13,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{Driver, RawAccess, Server};
 
+/// The tests of this file one at a time: they count threads and requests per second.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn fast_watch() -> WatchConfig {
     WatchConfig {
         interval: Duration::from_millis(100),
@@ -209,7 +216,7 @@ fn a_full_semaphore_is_busy_or_times_out<D: Driver>(s: &Server) {
     D::release(c).expect("release");
 }
 
-fn health_renewing_then_ended<D: Driver>(s: &Server) {
+fn health_is_renewing_while_renewals_land<D: Driver>(s: &Server) {
     let url = s.url(&support::fresh_key("health"));
     let held = D::acquire(&url, short_lease(s, Duration::from_secs(3)), Wait::No).expect("acquire");
     for _ in 0..4 {
@@ -257,8 +264,8 @@ fn many_keys_through_one_client<D: Driver>(s: &Server) {
         "{}: {renewals} renewals of 40 locks in 2.3 s",
         s.name
     );
-    // One driver for all: not a thread per lock (the other tests of this binary may start a
-    // few meanwhile).
+    // One driver for all: not a thread per lock (the hub's thread, and the second client's
+    // hub and HTTP threads in the blocking mode).
     let grew = threads().saturating_sub(threads_before);
     assert!(grew <= 6, "{}: {grew} more threads for 40 locks", s.name);
     for h in held {
@@ -328,11 +335,12 @@ fn scenarios<D: Driver>(s: &Server) {
     watcher_on_a_missing_bucket_stops_with_the_error::<D>(s);
     semaphore_lets_at_most_n_in::<D>(s);
     a_full_semaphore_is_busy_or_times_out::<D>(s);
-    health_renewing_then_ended::<D>(s);
+    health_is_renewing_while_renewals_land::<D>(s);
 }
 
 #[test]
 fn mock_through_both_drivers() {
+    let _serial = serial();
     let s = support::mock(404);
     scenarios::<sets3lock_s3::tokio::Tokio>(&s);
     scenarios::<sets3lock_s3::blocking::Blocking>(&s);
@@ -340,6 +348,7 @@ fn mock_through_both_drivers() {
 
 #[test]
 fn seaweedfs_through_both_drivers() {
+    let _serial = serial();
     let Some(s) = support::real("seaweedfs") else {
         return;
     };
@@ -349,6 +358,7 @@ fn seaweedfs_through_both_drivers() {
 
 #[test]
 fn a_hold_whose_renewals_stop_getting_through_is_behind_before_it_ends() {
+    let _serial = serial();
     let s = support::mock(404);
     let proxy = support::proxy::LossyProxy::start(&s.endpoint);
     let mut options = short_lease(&s, Duration::from_secs(3));
@@ -385,4 +395,35 @@ fn a_hold_whose_renewals_stop_getting_through_is_behind_before_it_ends() {
             v
         });
     assert_eq!(kinds, ["renewing", "behind", "ended"], "{seen:?}");
+}
+
+#[test]
+fn a_next_dropped_mid_request_does_not_lose_the_watch() {
+    let _serial = serial();
+    let s = support::mock(404);
+    let key = support::fresh_key("watch-cancel");
+    let url = s.url(&key);
+    let rt = support::runtime();
+    let mut w =
+        sets3lock_s3::tokio::Watcher::new(&url, s.options(), fast_watch()).expect("watcher");
+    let first = rt.block_on(w.next());
+    assert_eq!(first, Some(WatchEvent::Changed(Sighting::Free)));
+    // `next` dropped again and again, some while a poll is on its way (as a `select!` with a
+    // busier branch does).
+    let before = w.requests();
+    for i in 0..200u64 {
+        let patience = Duration::from_micros(200 + (i * 37) % 900);
+        let _ = rt.block_on(async { tokio::time::timeout(patience, w.next()).await });
+        if w.requests() > before + 3 {
+            break;
+        }
+    }
+    assert!(w.requests() > before, "no poll was started");
+    s.raw_put(&key, &support_record(60_000));
+    let seen = rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), w.next()).await });
+    assert!(
+        matches!(seen, Ok(Some(WatchEvent::Changed(Sighting::Held { .. })))),
+        "{seen:?}"
+    );
+    s.raw_delete(&key);
 }

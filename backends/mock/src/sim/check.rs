@@ -38,6 +38,14 @@ pub enum Violation {
         /// How many slots the semaphore has.
         slots: usize,
     },
+    /// A semaphore's process held a valid slot that was not the one it kept (a slot won late,
+    /// or one left over after its round) for longer than a lease: a slot leaked.
+    SlotKept {
+        /// When, in real time.
+        at: Duration,
+        /// Which process.
+        process: usize,
+    },
     /// A semaphore's process went on trying for another slot after it had won one (its other
     /// waits must be cancelled: they would hold slots, and cost requests, for nothing).
     KeptWaiting {
@@ -398,6 +406,27 @@ pub fn waited_in_vain(
     acquired: bool,
 ) -> Option<Violation> {
     (wait == Wait::Forever && !acquired).then_some(Violation::Stuck { process, round })
+}
+
+/// A semaphore's property, after every step: a process that has held a slot other than the
+/// one it keeps (`since`: from when, in real time) must give it back within `grace`.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock_mock::check::slot_kept;
+/// let s = Duration::from_secs;
+/// assert_eq!(slot_kept(s(10), 0, Some(s(5)), s(6)), None);
+/// assert!(slot_kept(s(12), 0, Some(s(5)), s(6)).is_some());
+/// ```
+pub fn slot_kept(
+    at: Duration,
+    process: usize,
+    since: Option<Duration>,
+    grace: Duration,
+) -> Option<Violation> {
+    since
+        .filter(|&t| at.saturating_sub(t) > grace)
+        .map(|_| Violation::SlotKept { at, process })
 }
 
 /// Liveness, at the end of the run: every plan is done (or its process crashed).

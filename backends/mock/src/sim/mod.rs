@@ -153,12 +153,7 @@ impl Sim {
                 self.record(violation);
             }
             if self.cfg.slots.is_some() {
-                let inside = self
-                    .processes
-                    .iter()
-                    .filter(|p| (0..self.keys.len()).any(|slot| p.claims_slot(at, slot)));
-                let violation = check::too_many_holders(at, inside.count(), self.keys.len());
-                self.record(violation);
+                self.check_slots(at);
             }
             if self.report.violations.len() >= MAX_VIOLATIONS {
                 return self.finish();
@@ -166,11 +161,38 @@ impl Sim {
         }
         for i in 0..self.processes.len() {
             let p = &self.processes[i];
-            let done = matches!(p.stage, Stage::Finished | Stage::Crashed);
+            // Done: crashed, or every round over and nothing left running (a core still
+            // renewing a slot, or cleaning up, at the horizon is not done).
+            let done = p.stage == Stage::Crashed || (p.stage == Stage::Finished && p.is_idle());
             let violation = check::unfinished(i, p.round, done);
             self.record(violation);
         }
         self.finish()
+    }
+
+    /// A semaphore's properties at real time `at`: at most N processes hold a valid slot,
+    /// and none holds one it does not keep for longer than a lease (and a request).
+    fn check_slots(&mut self, at: Duration) {
+        let slots = self.keys.len();
+        let grace = self.cfg.lock.lease + self.cfg.request_timeout;
+        let mut inside = 0;
+        let mut violations = Vec::new();
+        for (i, p) in self.processes.iter_mut().enumerate() {
+            let keeps = matches!(p.stage, Stage::Holding | Stage::Releasing).then_some(p.slot);
+            let claims: Vec<usize> = (0..slots).filter(|&s| p.claims_slot(at, s)).collect();
+            inside += usize::from(!claims.is_empty());
+            if claims.iter().any(|&s| Some(s) != keeps) {
+                let since = *p.extra_since.get_or_insert(at);
+                violations.extend(check::slot_kept(at, i, Some(since), grace));
+            } else {
+                p.extra_since = None;
+            }
+        }
+        self.report.most_inside = self.report.most_inside.max(inside);
+        violations.extend(check::too_many_holders(at, inside, slots));
+        for v in violations {
+            self.record(Some(v));
+        }
     }
 
     fn finish(mut self) -> Report {

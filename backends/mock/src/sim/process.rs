@@ -33,6 +33,8 @@ pub(super) struct Process {
     /// A semaphore's acquisitions to start on each slot once its core is idle (still cleaning
     /// up after an earlier try): `Some(try_once)`.
     pub(super) pending: Vec<Option<bool>>,
+    /// Since when (real time) it has held a slot that is not the one it keeps.
+    pub(super) extra_since: Option<Duration>,
     /// When (by its clock) the round's acquisition started, and how long it may wait: what a
     /// semaphore's waits on its slots count from.
     pub(super) round_started: sets3lock::Instant,
@@ -101,6 +103,7 @@ impl Process {
             slot: 0,
             choice: None,
             pending: vec![None; slots],
+            extra_since: None,
             round_started: sets3lock::Instant::ZERO,
             round_wait: sets3lock::Wait::No,
             clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),

@@ -16,6 +16,8 @@ pub struct Report {
     /// A semaphore's decisions and which slot each event and request was on: real time,
     /// process, what.
     pub notes: Vec<(Duration, usize, String)>,
+    /// A semaphore: the most processes that held a valid slot at one instant.
+    pub most_inside: usize,
     /// Real time at the end.
     pub end: Duration,
     /// Writes to the fenced resource (fenced mode): accepted, refused for a stale token.
