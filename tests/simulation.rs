@@ -131,49 +131,22 @@ impl Schedule {
     }
 }
 
-fn schedule() -> impl Strategy<Value = Schedule> {
+/// Schedules of `clients` clients in one of `modes`, on one lock (`slots` `None`) or on a
+/// semaphore: the plans, up to 59 faults, a seed, the store's answer to `If-Match` on a missing
+/// key, and a short lease in 40% of them.
+fn schedules(
+    clients: std::ops::RangeInclusive<usize>,
+    modes: impl Strategy<Value = Mode>,
+    slots: impl Strategy<Value = Option<u32>>,
+) -> impl Strategy<Value = Schedule> {
     (
-        proptest::collection::vec(plan(), 3..=4),
+        proptest::collection::vec(plan(), clients),
         proptest::collection::vec(fault(), 0..60),
         any::<u64>(),
         any::<bool>(),
         proptest::bool::weighted(0.4),
-        prop_oneof![
-            2 => Just(Mode::Presence),
-            1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
-            1 => Just(Mode::Fenced(ConditionalDelete::IgnoresIfMatch)),
-            1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
-            1 => Just(Mode::Mixed),
-        ],
-    )
-        .prop_map(
-            |(plans, faults, seed, seaweed, short_lease, mode)| Schedule {
-                plans,
-                faults,
-                seed,
-                seaweed,
-                mode,
-                short_lease,
-                slots: None,
-            },
-        )
-}
-
-/// Schedules of 3 to 6 processes sharing a semaphore of 2 or 3 slots, in presence or fenced
-/// mode (fenced slots may run on stores without a conditional DELETE), with the same faults.
-fn semaphore_schedule() -> impl Strategy<Value = Schedule> {
-    (
-        proptest::collection::vec(plan(), 3..=6),
-        proptest::collection::vec(fault(), 0..60),
-        any::<u64>(),
-        any::<bool>(),
-        proptest::bool::weighted(0.4),
-        prop_oneof![
-            2 => Just(Mode::Presence),
-            1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
-            1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
-        ],
-        2u32..=3,
+        modes,
+        slots,
     )
         .prop_map(
             |(plans, faults, seed, seaweed, short_lease, mode, slots)| Schedule {
@@ -183,9 +156,32 @@ fn semaphore_schedule() -> impl Strategy<Value = Schedule> {
                 seaweed,
                 mode,
                 short_lease,
-                slots: Some(slots),
+                slots,
             },
         )
+}
+
+/// Schedules of 3 or 4 clients on one lock, in every mode.
+fn schedule() -> impl Strategy<Value = Schedule> {
+    let modes = prop_oneof![
+        2 => Just(Mode::Presence),
+        1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
+        1 => Just(Mode::Fenced(ConditionalDelete::IgnoresIfMatch)),
+        1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
+        1 => Just(Mode::Mixed),
+    ];
+    schedules(3..=4, modes, Just(None))
+}
+
+/// Schedules of 3 to 6 clients sharing a semaphore of 2 or 3 slots, in presence or fenced
+/// mode (fenced slots may run on stores without a conditional DELETE), with the same faults.
+fn semaphore_schedule() -> impl Strategy<Value = Schedule> {
+    let modes = prop_oneof![
+        2 => Just(Mode::Presence),
+        1 => Just(Mode::Fenced(ConditionalDelete::Honored)),
+        1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
+    ];
+    schedules(3..=6, modes, (2u32..=3).prop_map(Some))
 }
 
 fn cases() -> u32 {

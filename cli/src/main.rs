@@ -67,20 +67,27 @@ fn run_mode(args: &[OsString]) -> u8 {
     };
     // One thread does it all: the lock's driver (a few requests a minute), the program's
     // supervision and the signals. A worker pool would cost more to start than the work.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            say!("cannot start: {e}");
-            return CANNOT_LOCK;
-        }
+    let Some(runtime) = runtime() else {
+        return CANNOT_LOCK;
     };
     let code = runtime.block_on(run::run(run, options, program));
     // Whatever is still in flight (a cleanup given up on, a name lookup) is not waited for.
     runtime.shutdown_background();
     code
+}
+
+/// A runtime on this thread, with its timers and I/O; `None` (said why) if it cannot start.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            say!("cannot start: {e}");
+            None
+        }
+    }
 }
 
 fn command(args: &[OsString]) -> u8 {

@@ -9,15 +9,8 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 pub(crate) fn watch(url: &LockUrl, options: S3Options, json: bool, interval: Duration) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            say!("cannot start: {e}");
-            return CANNOT_LOCK;
-        }
+    let Some(runtime) = crate::runtime() else {
+        return CANNOT_LOCK;
     };
     let cfg = WatchConfig {
         interval,
