@@ -212,9 +212,10 @@ impl SlotChoice {
                     }
                 }
             }
-            Phase::Over(kept) => match outcome {
-                // Won after another was kept (or after the end): give it back.
-                SlotOutcome::Acquired if *kept != Some(slot) => vec![SlotStep::Release { slot }],
+            // Won after another was kept, or after the end (the kept slot's own outcome was
+            // reported before it ended the acquisition): give it back.
+            Phase::Over(_) => match outcome {
+                SlotOutcome::Acquired => vec![SlotStep::Release { slot }],
                 _ => Vec::new(),
             },
         }

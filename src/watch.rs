@@ -400,6 +400,12 @@ impl Watch {
             return self.see(Sighting::Released { etag, holder });
         }
         let previous = self.current.as_ref();
+        if let Some(Sighting::Held { etag: e, .. } | Sighting::Stale { etag: e, .. }) = previous {
+            if *e == etag {
+                // The same version (a store that ignored If-None-Match): nothing new.
+                return;
+            }
+        }
         // A renewal: the same owner wrote again. Keep when it was first seen.
         let since = match previous {
             Some(
@@ -410,17 +416,8 @@ impl Watch {
                     holder: h, since, ..
                 },
             ) if h.owner().is_some() && h.owner() == holder.owner() => *since,
-            Some(
-                Sighting::Held { etag: e, since, .. } | Sighting::Stale { etag: e, since, .. },
-            ) if *e == etag => *since,
             _ => now,
         };
-        if let Some(Sighting::Held { etag: e, .. } | Sighting::Stale { etag: e, .. }) = previous {
-            if *e == etag {
-                // The same version (a store that ignored If-None-Match): nothing new.
-                return;
-            }
-        }
         let lease = holder.lease().or(self.cfg.foreign_lease);
         // Stale a full lease after this version was first seen; never for a zero lease.
         let stale_at = lease.filter(|l| !l.is_zero()).map(|l| now + l);
@@ -434,8 +431,8 @@ impl Watch {
 
     /// Records a sighting, and reports it if it changes what a user sees.
     fn see(&mut self, sighting: Sighting) {
+        // The first sighting is a change: it falls to the last arm.
         let changed = match (self.current(), &sighting) {
-            (None, _) => true,
             (Some(Sighting::Free), Sighting::Free) => false,
             (Some(Sighting::Released { etag: a, .. }), Sighting::Released { etag: b, .. }) => {
                 a != b

@@ -183,3 +183,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_final_steps_are_the_four_that_end_the_acquisition() {
+    let finals = [
+        SlotStep::Won { slot: 0 },
+        SlotStep::AllBusy,
+        SlotStep::TimedOut,
+        SlotStep::Failed { slot: 1 },
+    ];
+    let not_final = [
+        SlotStep::Acquire {
+            slot: 0,
+            try_once: true,
+        },
+        SlotStep::Cancel { slot: 0 },
+        SlotStep::Release { slot: 0 },
+    ];
+    assert!(finals.iter().all(SlotStep::is_final));
+    assert!(!not_final.iter().any(SlotStep::is_final));
+}
+
+#[test]
+fn a_slot_won_after_a_failure_ended_it_is_given_back() {
+    // Slot 1 fails for good, which ends the acquisition and cancels slot 0's wait; slot 0 then
+    // reports a win (its cancel came too late): given back, and nothing is kept.
+    let (mut c, _) = SlotChoice::new(2, 0, false);
+    c.settled(0, SlotOutcome::Busy);
+    c.settled(1, SlotOutcome::Busy);
+    assert_eq!(
+        c.settled(1, SlotOutcome::Failed),
+        vec![SlotStep::Failed { slot: 1 }, SlotStep::Cancel { slot: 0 }]
+    );
+    assert_eq!(
+        c.settled(0, SlotOutcome::Acquired),
+        vec![SlotStep::Release { slot: 0 }]
+    );
+    assert_eq!(c.won(), None);
+}

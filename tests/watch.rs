@@ -486,3 +486,164 @@ fn too_short_an_interval_is_refused() {
         "a polling interval of 5ms is too short: use at least 10ms"
     );
 }
+
+#[test]
+fn settings_at_their_limits() {
+    let with = |interval: u64, floor: u64, cap: u64| WatchConfig {
+        interval: ms(interval),
+        retry: sets3lock::Backoff::new(ms(floor), ms(cap)),
+        ..WatchConfig::default()
+    };
+    assert!(with(10, 50, 50).validate().is_ok(), "10 ms is allowed");
+    assert!(with(9, 50, 50).validate().is_err());
+    assert!(with(2_000, 0, 50).validate().is_err(), "a zero retry floor");
+    assert!(
+        with(2_000, 60, 50).validate().is_err(),
+        "a floor above the cap"
+    );
+    assert!(with(2_000, 50, 60).validate().is_ok());
+    assert_eq!(with(2_000, 50, 50).requests_per_minute(), 30.0);
+    assert_eq!(with(10_000, 50, 50).requests_per_minute(), 6.0);
+    assert_eq!(with(500, 50, 50).requests_per_minute(), 120.0);
+}
+
+#[test]
+fn sightings_say_whether_the_lock_is_held_and_by_what() {
+    let body = record(1, 1, ms(9_000), None);
+    let holder = Holder::decode(&body);
+    let etag = sets3lock_mock::etag_of(&body);
+    let held = Sighting::Held {
+        etag: etag.clone(),
+        holder: holder.clone(),
+        since: Instant::ZERO,
+        stale_at: None,
+    };
+    let stale = Sighting::Stale {
+        etag: etag.clone(),
+        holder: holder.clone(),
+        since: Instant::ZERO,
+    };
+    let released = Sighting::Released {
+        etag: etag.clone(),
+        holder: holder.clone(),
+    };
+    assert!(held.is_held() && stale.is_held());
+    assert!(!released.is_held() && !Sighting::Free.is_held());
+    for s in [&held, &stale, &released] {
+        assert_eq!((s.etag(), s.holder()), (Some(&etag), Some(&holder)));
+    }
+}
+
+#[test]
+fn polls_are_numbered_one_two_three_and_a_running_watch_is_not_stopped() {
+    let mut s3 = bucket();
+    let mut o = Observer::new(WatchConfig::default());
+    assert!(!o.watch.is_stopped());
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let request = o.watch.poll_request().expect("a poll");
+        ids.push(request.id.as_u64());
+        let reply = s3.respond(B, K, &request.intent);
+        o.watch.handle_response(request.id, reply, o.now);
+        o.now = o.watch.poll_timeout().expect("next");
+        o.watch.handle_timeout(o.now);
+    }
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    assert!(!o.watch.is_stopped());
+}
+
+fn refused(code: &str) -> Response {
+    Response::Refused(sets3lock::Error::Refused {
+        op: sets3lock::IntentKind::Get,
+        status: 403,
+        code: Some(code.to_owned()),
+        message: None,
+        hint: "",
+    })
+}
+
+#[test]
+fn a_refusal_that_may_pass_is_retried_and_one_that_cannot_stops_the_watch() {
+    for (code, stops) in [
+        ("ExpiredToken", false),
+        ("RequestTimeTooSkewed", false),
+        ("AccessDenied", true),
+        ("SignatureDoesNotMatch", true),
+    ] {
+        let mut o = Observer::new(WatchConfig::default());
+        let request = o.watch.poll_request().expect("a poll");
+        o.watch
+            .handle_response(request.id, refused(code), Instant::ZERO);
+        assert_eq!(o.watch.is_stopped(), stops, "{code}");
+        let event = o.watch.poll_event();
+        match stops {
+            true => assert!(
+                matches!(event, Some(WatchEvent::Failed { .. })),
+                "{code}: {event:?}"
+            ),
+            false => assert!(
+                matches!(event, Some(WatchEvent::Unreachable { .. })),
+                "{code}: {event:?}"
+            ),
+        }
+        assert_eq!(o.watch.poll_timeout().is_some(), !stops, "{code}");
+    }
+}
+
+#[test]
+fn retries_back_off_from_the_floor() {
+    let cfg = WatchConfig::default();
+    let mut watch = Watch::new(cfg.clone(), [5; 32]).expect("valid");
+    let mut now = Instant::ZERO;
+    for n in 0..6u32 {
+        let request = watch.poll_request().expect("a poll");
+        watch.handle_response(request.id, Response::Ambiguous(Ambiguity::Timeout), now);
+        let next = watch.poll_timeout().expect("a retry");
+        let pause = next.saturating_duration_since(now);
+        // The first retry waits exactly the floor; the nth at most the nth ceiling.
+        if n == 0 {
+            assert_eq!(pause, cfg.retry.floor);
+        }
+        assert!(pause <= cfg.retry.ceiling(n), "retry {n}: {pause:?}");
+        now = next;
+        watch.handle_timeout(now);
+    }
+}
+
+#[test]
+fn a_store_that_ignores_if_none_match_still_goes_stale_and_released_once() {
+    let lease = ms(6_000);
+    let mut full = |s3: &mut MockS3, _: &Intent| {
+        s3.respond(
+            B,
+            K,
+            &Intent::Get {
+                if_none_match: None,
+            },
+        )
+    };
+    let mut s3 = bucket();
+    s3.force(B, K, Some(record(1, 1, lease, None)));
+    let mut o = Observer::new(WatchConfig::default());
+    o.run_answering(&mut s3, at(lease + ms(3_000)), &mut full);
+    let stale_at = o
+        .events
+        .iter()
+        .find(|(_, e)| matches!(e, WatchEvent::Changed(Sighting::Stale { .. })))
+        .map(|(t, _)| *t);
+    assert_eq!(stale_at, Some(at(lease)), "{:?}", o.events);
+    // A fenced free record read again and again is one change.
+    let free = Some(Fence {
+        state: LockState::Free,
+        token: 3,
+    });
+    let mut s3 = bucket();
+    s3.force(B, K, Some(record(1, 2, lease, free)));
+    let mut o = Observer::new(WatchConfig::default());
+    o.run_answering(&mut s3, at(ms(20_000)), &mut full);
+    assert_eq!(o.changes().len(), 1, "{:?}", o.changes());
+    // Another free record (another release) is a change.
+    s3.force(B, K, Some(record(2, 2, lease, free)));
+    o.run_answering(&mut s3, at(ms(25_000)), &mut full);
+    assert_eq!(o.changes().len(), 2, "{:?}", o.changes());
+}

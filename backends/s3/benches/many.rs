@@ -3,7 +3,8 @@
 //! [`Locks`] (one client, one hub driving every lock) side by side with the baseline of one
 //! [`Locker`] per key (a client and a task per lock), against the mock over HTTP (or a real
 //! server: `BENCH_SERVER=seaweedfs`). Also what one observer costs: requests per minute of a
-//! [`Watcher`] on a lock that does not change.
+//! [`Watcher`] on a lock that does not change; what a semaphore waiter costs beside a lock
+//! waiter; and how fairly a semaphore's slots go round its waiters.
 //!
 //! `cargo bench -p sets3lock-s3 --bench many`; environment: `BENCH_KEYS` (default
 //! `1,100,1000,10000`), `BENCH_BASELINE_MAX` (the most keys the baseline is run with, default
@@ -19,7 +20,7 @@ mod mock_server;
 
 use rusty_s3::Credentials;
 use sets3lock::{WatchConfig, WatchEvent};
-use sets3lock_s3::tokio::{Locker, Locks, Watcher};
+use sets3lock_s3::tokio::{Locker, Locks, Semaphore, Watcher};
 use sets3lock_s3::{S3Options, Wait};
 use std::time::{Duration, Instant};
 
@@ -169,6 +170,70 @@ async fn observer(t: &Target, window: Duration) -> f64 {
     per_minute
 }
 
+/// Requests a minute of one waiter on a full semaphore of `slots` slots (1: a lock's waiter).
+async fn waiter(t: &Target, slots: u32, window: Duration) -> f64 {
+    let name = format!(
+        "s3://{}/bench-{}/waiting-{slots}",
+        t.bucket,
+        std::process::id()
+    );
+    let holders = Semaphore::new(&name, slots, options(t)).expect("semaphore");
+    let mut held = Vec::new();
+    for _ in 0..slots {
+        held.push(holders.acquire(Wait::No).await.expect("a slot"));
+    }
+    let semaphore = Semaphore::new(&name, slots, options(t)).expect("semaphore");
+    let waited = tokio::time::timeout(window, semaphore.acquire(Wait::Forever)).await;
+    assert!(waited.is_err(), "a full semaphore let a waiter in");
+    let per_minute = semaphore.requests() as f64 / window.as_secs_f64() * 60.0;
+    for h in held {
+        h.release().await.expect("release");
+    }
+    semaphore.shutdown().await;
+    per_minute
+}
+
+/// `waiters` tasks taking turns on `slots` slots for `window` (hold 100 ms, then ask again
+/// at once): each task's entries, and Jain's fairness index over them (1: perfectly even).
+async fn fairness(t: &Target, slots: u32, waiters: usize, window: Duration) -> (Vec<usize>, f64) {
+    let name = format!("s3://{}/bench-{}/fair", t.bucket, std::process::id());
+    let mut tasks = Vec::new();
+    for _ in 0..waiters {
+        let mut o = options(t);
+        o.lock.poll =
+            sets3lock::Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
+        let semaphore = Semaphore::new(&name, slots, o).expect("semaphore");
+        tasks.push(tokio::spawn(async move {
+            let end = Instant::now() + window;
+            let mut entries = 0;
+            while Instant::now() < end {
+                let Ok(held) = semaphore
+                    .acquire(Wait::Timeout(Duration::from_secs(10)))
+                    .await
+                else {
+                    continue;
+                };
+                entries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                held.release().await.expect("release");
+            }
+            semaphore.shutdown().await;
+            entries
+        }));
+    }
+    let mut entries = Vec::new();
+    for t in tasks {
+        entries.push(t.await.expect("task"));
+    }
+    let (sum, squares) = entries
+        .iter()
+        .fold((0.0, 0.0), |(s, q), &e| (s + e as f64, q + (e * e) as f64));
+    (
+        entries.clone(),
+        sum * sum / (entries.len() as f64 * squares),
+    )
+}
+
 fn main() {
     let ns: Vec<usize> = std::env::var("BENCH_KEYS")
         .unwrap_or_else(|_| "1,100,1000,10000".into())
@@ -228,6 +293,17 @@ fn main() {
         let per_minute = observer(&t, window).await;
         println!(
             "Observer (WatchConfig::default(), 2 s interval): {per_minute:.1} requests per minute on an unchanged lock (30 expected)"
+        );
+        let lock = waiter(&t, 1, window).await;
+        let three = waiter(&t, 3, window).await;
+        println!(
+            "Waiting (default polling, 0.1 to 3 s): a lock's waiter {lock:.1} requests per minute; a waiter on a full semaphore of 3 {three:.1} ({:.2}x)",
+            three / lock
+        );
+        let (entries, index) = fairness(&t, 2, 6, window).await;
+        println!(
+            "Fairness: 6 tasks on 2 slots for {} s (hold 100 ms, ask again at once; polls 50 to 500 ms): entries {entries:?}, Jain's index {index:.3}",
+            window.as_secs()
         );
     });
 }
