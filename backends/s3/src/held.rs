@@ -60,6 +60,19 @@ impl<M: Mode> Held<M> {
         }
     }
 
+    /// Waits for the acquisition `claim` (of the lock at `url`, with the settings `lock`) to
+    /// end: the handle, or why not.
+    pub(crate) async fn when_acquired(
+        claim: Claim<M>,
+        url: LockUrl,
+        lock: &sets3lock::Config,
+    ) -> Result<Held<M>, Error> {
+        let over = |s: &crate::state::Snapshot| !matches!(s.standing, Standing::Acquiring);
+        let hold = M::wait(claim.shared(), over, None).await.acquired()?;
+        let validity = (!lock.lease.is_zero()).then(|| lock.validity());
+        Ok(Held::new(hold, url, validity, claim))
+    }
+
     /// The same hold, as slot `i` of a semaphore.
     pub(crate) fn in_slot(self, i: usize) -> Held<M> {
         Held {

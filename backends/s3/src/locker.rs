@@ -5,12 +5,12 @@ use crate::engine::{driver, Engine};
 use crate::held::{Claim, Held};
 use crate::http::Link;
 use crate::mode::Mode;
-use crate::state::{Shared, Snapshot, Standing};
+use crate::state::Drivers;
 use crate::target::Target;
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, ReleaseOutcome, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Opens locks on one S3 object; each [acquisition](crate::tokio::Locker::acquire) gets its
 /// own background driver and [`Held`] handle.
@@ -29,7 +29,7 @@ pub struct Locker<M: Mode> {
     http: M::Http,
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
-    drivers: Mutex<Vec<Arc<Shared>>>,
+    drivers: Drivers,
 }
 
 impl<M: Mode> Locker<M> {
@@ -42,7 +42,7 @@ impl<M: Mode> Locker<M> {
             options,
             http,
             requests: Arc::new(AtomicU64::new(0)),
-            drivers: Mutex::new(Vec::new()),
+            drivers: Drivers::default(),
         })
     }
 
@@ -99,51 +99,28 @@ impl<M: Mode> Locker<M> {
 
     /// Waits until every driver this locker started has finished.
     pub(crate) async fn settle(&self) {
-        let drivers = std::mem::take(&mut *self.drivers());
-        for shared in drivers {
-            M::wait(&shared, |_| false, None).await;
-        }
-    }
-
-    fn drivers(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Shared>>> {
-        // Poisoned only by a panic while pushing: the list is still a list.
-        self.drivers.lock().unwrap_or_else(|e| e.into_inner())
+        self.drivers.settle::<M>().await;
     }
 
     /// Starts a driver acquiring the lock; dropping the claim cancels it.
     fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
-        self.start_ringing(wait, None)
-    }
-
-    /// Starts a driver acquiring the lock that also rings `bell` on every change.
-    pub(crate) fn start_ringing(
-        &self,
-        wait: Wait,
-        bell: Option<Arc<Shared>>,
-    ) -> Result<Claim<M>, Error> {
         let engine = Engine::acquiring(
             self.target.clone(),
             &self.options,
             wait,
             self.requests.clone(),
-            bell,
+            None,
         )?;
         let shared = engine.shared().clone();
         M::spawn(driver::<M>(engine, self.http.clone()))?;
-        let mut drivers = self.drivers();
-        drivers.retain(|d| !d.is_finished());
-        drivers.push(shared.clone());
+        self.drivers.track(shared.clone());
         Ok(Claim::new(shared))
     }
 
     /// The acquisition's outcome: a handle, or why not.
-    pub(crate) async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
-        let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
-        let seen = M::wait(claim.shared(), over, None).await;
-        let hold = seen.acquired()?;
-        let lease = &self.options.lock;
-        let validity = (!lease.lease.is_zero()).then(|| lease.validity());
-        Ok(Held::new(hold, self.target.url.clone(), validity, claim))
+    async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
+        let url = self.target.url.clone();
+        Held::when_acquired(claim, url, &self.options.lock).await
     }
 }
 

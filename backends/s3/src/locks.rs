@@ -6,13 +6,13 @@ use crate::held::{Claim, Held};
 use crate::hub::Hub;
 use crate::locker::check_store;
 use crate::mode::Mode;
-use crate::state::{Shared, Snapshot, Standing};
+use crate::state::{Drivers, Shared};
 use crate::target::Target;
 use crate::tokio::Tokio;
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Opens locks on any keys of one bucket, from one client: one connection pool, one
 /// credential source, one store check (for the endpoint and bucket), and **one driver for all
@@ -34,7 +34,7 @@ pub struct Locks<M: Mode> {
     hub: Hub,
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
-    drivers: Mutex<Vec<Arc<Shared>>>,
+    drivers: Drivers,
 }
 
 impl<M: Mode> Locks<M> {
@@ -49,7 +49,7 @@ impl<M: Mode> Locks<M> {
             options,
             hub: Hub::default(),
             requests: Arc::new(AtomicU64::new(0)),
-            drivers: Mutex::new(Vec::new()),
+            drivers: Drivers::default(),
         })
     }
 
@@ -97,35 +97,18 @@ impl<M: Mode> Locks<M> {
         let shared = engine.shared().clone();
         self.hub
             .run::<M>(Box::pin(driver::<Tokio>(engine, self.http.clone())))?;
-        self.track(shared.clone());
+        self.drivers.track(shared.clone());
         Ok((Claim::<M>::new(shared), url))
     }
 
     /// The outcome of the acquisition `claim` (of the lock at `url`): a handle, or why not.
     pub(crate) async fn acquired(&self, claim: Claim<M>, url: LockUrl) -> Result<Held<M>, Error> {
-        let over = |s: &Snapshot| !matches!(s.standing, Standing::Acquiring);
-        let hold = M::wait(claim.shared(), over, None).await.acquired()?;
-        let lease = &self.options.lock;
-        let validity = (!lease.lease.is_zero()).then(|| lease.validity());
-        Ok(Held::new(hold, url, validity, claim))
-    }
-
-    /// Remembers a driver for `settle`, forgetting finished ones now and then.
-    fn track(&self, shared: Arc<Shared>) {
-        // Poisoned only by a panic while pushing: the list is still a list.
-        let mut drivers = self.drivers.lock().unwrap_or_else(|e| e.into_inner());
-        if drivers.len() >= 64 && drivers.len().is_power_of_two() {
-            drivers.retain(|d| !d.is_finished());
-        }
-        drivers.push(shared);
+        Held::when_acquired(claim, url, &self.options.lock).await
     }
 
     /// Waits until every driver started so far has finished.
     pub(crate) async fn settle(&self) {
-        let drivers = std::mem::take(&mut *self.drivers.lock().unwrap_or_else(|e| e.into_inner()));
-        for shared in drivers {
-            M::wait(&shared, |_| false, None).await;
-        }
+        self.drivers.settle::<M>().await;
     }
 }
 

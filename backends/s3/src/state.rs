@@ -222,6 +222,35 @@ impl Ending {
     }
 }
 
+/// The drivers a locker started and has not seen finish: what its `shutdown` waits for.
+#[derive(Debug, Default)]
+pub(crate) struct Drivers(Mutex<Vec<std::sync::Arc<Shared>>>);
+
+impl Drivers {
+    /// Remembers a driver, forgetting finished ones now and then (at 64, 128, 256, ...
+    /// entries: amortized, however many locks a client holds).
+    pub(crate) fn track(&self, shared: std::sync::Arc<Shared>) {
+        let mut drivers = self.list();
+        if drivers.len() >= 64 && drivers.len().is_power_of_two() {
+            drivers.retain(|d| !d.is_finished());
+        }
+        drivers.push(shared);
+    }
+
+    /// Waits until every driver tracked so far has finished.
+    pub(crate) async fn settle<M: crate::Mode>(&self) {
+        let drivers = std::mem::take(&mut *self.list());
+        for shared in drivers {
+            M::wait(&shared, |_| false, None).await;
+        }
+    }
+
+    fn list(&self) -> MutexGuard<'_, Vec<std::sync::Arc<Shared>>> {
+        // Poisoned only by a panic while pushing: the list is still a list.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Marks the shared state finished when dropped: at the end of a driver, even by a panic.
 pub(crate) struct FinishOnDrop(pub(crate) std::sync::Arc<Shared>);
 
