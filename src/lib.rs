@@ -26,7 +26,10 @@
 //! change, by polling with conditional GETs; and a [`SlotChoice`] makes a counting semaphore
 //! of N ordinary locks (which slot to try, wait on, keep and give back).
 //!
-//! Replies are classified by one pure function, [`classify`], shared by every driver.
+//! Replies are classified by one pure function per store, shared by every driver of that
+//! store: [`classify`] (also [`s3::classify`]) for S3, [`azure::classify`] for Azure Blob
+//! Storage and [`gcs::classify`] for Google Cloud Storage. Each maps the store's native
+//! replies onto the same [`Response`]s, so the state machine is the same on every store.
 //!
 //! The protocol itself (the record format, the reply table, every path and why it is safe, the
 //! rules a driver must follow, and which test checks each property) is written down in
@@ -34,16 +37,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod azure;
 mod backoff;
 mod classify;
 mod config;
 mod error;
 mod etag;
 mod event;
+pub mod gcs;
 mod intent;
 mod machine;
 mod record;
 mod rng;
+pub mod s3;
 mod slots;
 mod store;
 mod time;
@@ -66,7 +72,7 @@ pub use record::{
 pub use slots::{SlotChoice, SlotOutcome, SlotStep};
 pub use store::ConditionalDelete;
 pub use time::Instant;
-pub use url::{LockUrl, UrlError};
+pub use url::{LockUrl, Scheme, UrlError};
 pub use wait::Wait;
 pub use watch::{Sighting, Watch, WatchConfig, WatchEvent};
 

@@ -455,7 +455,9 @@ impl Watch {
 /// refreshed); it is retried.
 fn is_permanent(error: &Error) -> bool {
     match error {
-        Error::NoSuchBucket { .. } | Error::ConditionalUnsupported { .. } => true,
+        Error::NoSuchBucket { .. }
+        | Error::MissingContainer { .. }
+        | Error::ConditionalUnsupported { .. } => true,
         Error::Refused { code, .. } => !matches!(
             code.as_deref(),
             Some("ExpiredToken" | "TokenRefreshRequired" | "RequestTimeTooSkewed")

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use sets3lock::{ConditionalDelete, Wait};
 use sets3lock_mock::{
-    Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Violation,
+    Dialect, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -30,6 +30,19 @@ fn fault() -> impl Strategy<Value = Fault> {
         1 => ms(0..300).prop_map(|latency| Fault::Conflict { latency }),
         1 => ms(0..50).prop_map(|latency| Fault::Refused { latency }),
         1 => (ms(0..300), any::<bool>()).prop_map(|(latency, applied)| Fault::ServerError { latency, applied }),
+        // GCS's 429 rateLimitExceeded (S3's and Azure's 503), not applied.
+        1 => ms(0..300).prop_map(|latency| Fault::RateLimited { latency }),
+    ]
+}
+
+/// The store a schedule runs on: its dialect, and whether it answers a conditional read of an
+/// unchanged object with 304 (fake-gcs-server answers 200 with the object).
+fn store() -> impl Strategy<Value = (Dialect, bool)> {
+    prop_oneof![
+        3 => Just((Dialect::S3, true)),
+        1 => Just((Dialect::Azure, true)),
+        1 => Just((Dialect::Gcs, true)),
+        1 => Just((Dialect::Gcs, false)),
     ]
 }
 
@@ -88,7 +101,10 @@ struct Schedule {
     plans: Vec<ProcessPlan>,
     faults: Vec<Fault>,
     seed: u64,
+    /// 412 for `If-Match` on a missing key (SeaweedFS; Azurite, on the Azure dialect).
     seaweed: bool,
+    /// The store's API, and whether it answers 304 to a conditional read.
+    store: (Dialect, bool),
     mode: Mode,
     /// A 4 s lease with the 2 s request timeout: renewals every 1.3 s, so a renewal's reply
     /// can come after the next renewal was due.
@@ -112,6 +128,7 @@ impl Schedule {
         if self.seaweed {
             cfg.semantics.missing_key_if_match = MissingKeyIfMatch::PreconditionFailed;
         }
+        (cfg.semantics.dialect, cfg.semantics.not_modified) = self.store;
         cfg.slots = self.slots;
         let mut plans = self.plans.clone();
         match self.mode {
@@ -133,7 +150,8 @@ impl Schedule {
 
 /// Schedules of `clients` clients in one of `modes`, on one lock (`slots` `None`) or on a
 /// semaphore: the plans, up to 59 faults, a seed, the store's answer to `If-Match` on a missing
-/// key, and a short lease in 40% of them.
+/// key, the store's API (S3 in half of them, else Azure or GCS), and a short lease in 40% of
+/// them.
 fn schedules(
     clients: std::ops::RangeInclusive<usize>,
     modes: impl Strategy<Value = Mode>,
@@ -147,13 +165,15 @@ fn schedules(
         proptest::bool::weighted(0.4),
         modes,
         slots,
+        store(),
     )
         .prop_map(
-            |(plans, faults, seed, seaweed, short_lease, mode, slots)| Schedule {
+            |(plans, faults, seed, seaweed, short_lease, mode, slots, store)| Schedule {
                 plans,
                 faults,
                 seed,
                 seaweed,
+                store,
                 mode,
                 short_lease,
                 slots,
@@ -614,4 +634,73 @@ fn all_properties_long_run() {
         cases(),
         started.elapsed()
     );
+}
+
+/// The schedules run on every store's API: on each (S3; Azure; GCS; fake-gcs-server, whose
+/// reads are never 304) they acquire, take over, renew and release, break no property, and no
+/// reply is refused (a refusal would be a reply the store's table misreads).
+#[test]
+fn schedules_run_on_every_stores_api() {
+    use proptest::strategy::ValueTree;
+    use sets3lock::{Error, Event};
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 100,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    for store in [
+        (Dialect::S3, true),
+        (Dialect::Azure, true),
+        (Dialect::Gcs, true),
+        (Dialect::Gcs, false),
+    ] {
+        let mut totals = std::collections::BTreeMap::<&str, usize>::new();
+        for _ in 0..100 {
+            let mut s = schedule().new_tree(&mut runner).expect("tree").current();
+            s.store = store;
+            let r = s.run();
+            assert!(r.violations.is_empty(), "{store:?}: {:?}", r.violations);
+            let mut add = |k, n| *totals.entry(k).or_default() += n;
+            add(
+                "acquired",
+                r.count(|e| {
+                    matches!(
+                        e,
+                        Event::Acquired {
+                            took_over: None,
+                            ..
+                        }
+                    )
+                }),
+            );
+            add(
+                "took over",
+                r.count(|e| {
+                    matches!(
+                        e,
+                        Event::Acquired {
+                            took_over: Some(_),
+                            ..
+                        }
+                    )
+                }),
+            );
+            add("renewed", r.count(|e| matches!(e, Event::Renewed { .. })));
+            add("released", r.count(|e| matches!(e, Event::Released { .. })));
+            add(
+                "refused",
+                r.count(|e| {
+                    matches!(e, Event::Failed { error } if !matches!(error, Error::GaveUp { .. }))
+                }),
+            );
+        }
+        eprintln!("{store:?}: {totals:?}");
+        for key in ["acquired", "took over", "renewed", "released"] {
+            assert!(
+                totals[key] > 0,
+                "{store:?}: no schedule reached {key}: {totals:?}"
+            );
+        }
+        assert_eq!(totals["refused"], 0, "{store:?}: {totals:?}");
+    }
 }

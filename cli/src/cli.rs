@@ -102,7 +102,8 @@ pub(crate) struct Run {
 /// Where S3 is and who we are there.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct S3Flags {
-    /// S3 endpoint URL, for S3-compatible stores (or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL).
+    /// The store's endpoint: an S3-compatible store's (or AWS_ENDPOINT_URL_S3 /
+    /// AWS_ENDPOINT_URL), an Azure blob endpoint for az:// URLs, a GCS one for gs:// URLs.
     #[arg(long, value_name = "URL", value_parser = sets3lock_s3::parse_endpoint)]
     pub(crate) endpoint: Option<Url>,
     /// Region to sign for (or AWS_REGION; default us-east-1).

@@ -17,29 +17,40 @@ enum Verdict {
     Error(String),
 }
 
-/// Where the probe keys go: `s3://bucket/prefix/`.
+/// Where the probe keys go: `s3://bucket/prefix/` (or `az://`, `gs://`).
 #[derive(Clone, Debug)]
 pub(crate) struct ProbeUrl {
+    scheme: sets3lock::Scheme,
     bucket: String,
     /// Empty, or ending in `/`.
     prefix: String,
 }
 
 impl ProbeUrl {
-    /// Parses `s3://bucket/prefix/` (the trailing `/` may be left out).
+    /// The store it names.
+    pub(crate) fn scheme(&self) -> sets3lock::Scheme {
+        self.scheme
+    }
+
+    /// Parses `s3://bucket/prefix/` (the trailing `/` may be left out; `az://container/…`
+    /// and `gs://bucket/…` likewise).
     pub(crate) fn parse(url: &str) -> Result<ProbeUrl, String> {
-        let rest = url.strip_prefix("s3://").ok_or_else(|| {
-            format!("{url:?} is not an s3:// URL: write it as s3://BUCKET/PREFIX/")
-        })?;
+        let not_a_url = || {
+            format!("{url:?} is not a store URL: write it as s3://BUCKET/PREFIX/ (or az://CONTAINER/PREFIX/, gs://BUCKET/PREFIX/)")
+        };
+        let (_, rest) = url.split_once("://").ok_or_else(not_a_url)?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        // Reuse the lock URL's checks for the bucket name.
-        LockUrl::new(bucket, "probe").map_err(|e| e.to_string())?;
+        // Reuse the lock URL's checks for the scheme and the bucket name.
+        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("");
+        let probe =
+            LockUrl::parse(&format!("{scheme}://{bucket}/probe")).map_err(|e| e.to_string())?;
         let prefix = if prefix.is_empty() || prefix.ends_with('/') {
             prefix.to_owned()
         } else {
             format!("{prefix}/")
         };
         Ok(ProbeUrl {
+            scheme: probe.scheme(),
             bucket: bucket.to_owned(),
             prefix,
         })
@@ -47,8 +58,12 @@ impl ProbeUrl {
 }
 
 pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
-    let ProbeUrl { bucket, prefix } = url;
-    let client = match Client::new(bucket, options) {
+    let ProbeUrl {
+        scheme,
+        bucket,
+        prefix,
+    } = url;
+    let client = match Client::in_store(*scheme, bucket, options) {
         Ok(c) => c,
         Err(e) => {
             say!("{e}");
@@ -76,7 +91,7 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
         ),
     ];
     let (mut failed, mut errors) = (0, 0);
-    out!("sets3lock doctor: s3://{bucket}/{prefix}");
+    out!("sets3lock doctor: {scheme}://{bucket}/{prefix}");
     for (name, verdict) in &checks {
         match verdict {
             Verdict::Pass(detail) => out!("  ok      {name}: {detail}"),

@@ -58,7 +58,7 @@ fn run_mode(args: &[OsString]) -> u8 {
         Err(e) => return usage_exit(e),
     };
     let unavailable = if run.exit_zero { OK } else { CANNOT_LOCK };
-    let options = match options::s3_options(&run.s3) {
+    let options = match options::s3_options(&run.s3, run.url.scheme()) {
         Ok(o) => o,
         Err(e) => {
             say!("{e}");
@@ -96,8 +96,8 @@ fn command(args: &[OsString]) -> u8 {
         Ok(c) => c,
         Err(e) => return usage_exit(e),
     };
-    let s3 = |flags: &cli::S3Flags| {
-        options::s3_options(flags).map_err(|e| {
+    let s3 = |flags: &cli::S3Flags, scheme: sets3lock::Scheme| {
+        options::s3_options(flags, scheme).map_err(|e| {
             say!("{e}");
             CANNOT_LOCK
         })
@@ -107,23 +107,23 @@ fn command(args: &[OsString]) -> u8 {
             json,
             s3: flags,
             url,
-        } => s3(&flags).map(|o| status::status(&url, &o, json)),
+        } => s3(&flags, url.scheme()).map(|o| status::status(&url, &o, json)),
         cli::Command::Watch {
             json,
             interval,
             s3: flags,
             url,
-        } => s3(&flags).map(|o| watch::watch(&url, o, json, interval)),
+        } => s3(&flags, url.scheme()).map(|o| watch::watch(&url, o, json, interval)),
         cli::Command::Unlock {
             etag,
             s3: flags,
             url,
-        } => s3(&flags).map(|o| unlock::unlock(&url, &o, &etag)),
+        } => s3(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
         cli::Command::Doctor {
             racers,
             s3: flags,
             url,
-        } => s3(&flags).map(|o| doctor::doctor(&url, &o, racers)),
+        } => s3(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers)),
         cli::Command::Completions { shell } => {
             let shell = match shell {
                 cli::Shell::Bash => clap_complete::Shell::Bash,

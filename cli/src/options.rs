@@ -1,18 +1,20 @@
-//! S3 options from flags, the AWS environment, and an AWS profile (read by the library).
+//! Store options from flags, the AWS, Azure and Google environments, and an AWS profile (read
+//! by the library).
 
 use crate::cli::S3Flags;
+use sets3lock::Scheme;
 use sets3lock_s3::{Error, S3Options, StoreCheck};
 
 /// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
 /// web identity, ECS and EC2 roles), refreshed; flags win over it.
 #[cfg(feature = "aws-config")]
-pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
+pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<S3Options, Error> {
     if let Some(profile) = &flags.profile {
         // Read by aws-config; set before any other thread exists.
         std::env::set_var("AWS_PROFILE", profile);
     }
     let mut options = S3Options::from_aws_config()?;
-    apply_flags(&mut options, flags);
+    apply_flags(&mut options, flags, scheme);
     Ok(options)
 }
 
@@ -20,15 +22,22 @@ pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
 /// profile is named with `--profile`. (Static keys only; build with the `aws-config` feature
 /// for the whole AWS chain.)
 #[cfg(not(feature = "aws-config"))]
-pub(crate) fn s3_options(flags: &S3Flags) -> Result<S3Options, Error> {
+pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<S3Options, Error> {
     let mut options = S3Options::from_env_and_profile(flags.profile.as_deref())?;
-    apply_flags(&mut options, flags);
+    apply_flags(&mut options, flags, scheme);
     Ok(options)
 }
 
-fn apply_flags(options: &mut S3Options, flags: &S3Flags) {
+/// `--endpoint` is the endpoint of the store the URL names.
+fn apply_flags(options: &mut S3Options, flags: &S3Flags, scheme: Scheme) {
     if let Some(endpoint) = &flags.endpoint {
-        options.endpoint = Some(endpoint.clone());
+        match scheme {
+            #[cfg(feature = "azure")]
+            Scheme::Azure => options.azure.endpoint = Some(endpoint.clone()),
+            #[cfg(feature = "gcs")]
+            Scheme::Gcs => options.gcs.endpoint = Some(endpoint.clone()),
+            _ => options.endpoint = Some(endpoint.clone()),
+        }
     }
     if let Some(r) = &flags.region {
         options.region = r.clone();

@@ -5,7 +5,8 @@ use sets3lock::{Holder, LockUrl};
 use sets3lock_s3::{Client, S3Options};
 
 pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
-    let result = Client::new(url.bucket(), options).and_then(|c| c.status(url.key()));
+    let result =
+        Client::in_store(url.scheme(), url.bucket(), options).and_then(|c| c.status(url.key()));
     match result {
         Err(e) => {
             say!("{url}: {e}");

@@ -11,7 +11,7 @@ use sets3lock::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Respon
 use sets3lock_s3::{Client, S3Options};
 
 pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
-    let client = match Client::new(url.bucket(), options) {
+    let client = match Client::in_store(url.scheme(), url.bucket(), options) {
         Ok(c) => c,
         Err(e) => {
             say!("{url}: {e}");

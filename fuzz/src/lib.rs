@@ -16,8 +16,46 @@ use std::collections::BTreeSet;
 /// fits its request (the reply table's cells: the core never has to treat a classified reply
 /// as unexpected).
 pub fn classify(data: &[u8]) {
+    check_classifier(data, &[http::header::ETAG.as_str()], classify_reply);
+}
+
+/// Azure's reply table: never panics, every reply fits its request, a success carries a valid
+/// ETag. The input names the ETag and the `x-ms-error-code` header.
+pub fn classify_azure(data: &[u8]) {
+    check_classifier(
+        data,
+        &[http::header::ETAG.as_str(), "x-ms-error-code"],
+        sets3lock::azure::classify,
+    );
+}
+
+/// GCS's reply table: never panics, every reply fits its request, a success carries a
+/// decimal generation. The input names the `x-goog-generation` header; the body is also
+/// where a write's generation is read from.
+pub fn classify_gcs(data: &[u8]) {
+    let Some(reply) = check_classifier(data, &["x-goog-generation"], sets3lock::gcs::classify)
+    else {
+        return;
+    };
+    if let Response::Written { etag } | Response::Object { etag, .. } = reply {
+        assert!(
+            etag.as_str().bytes().all(|b| b.is_ascii_digit()),
+            "a generation is decimal: {etag}"
+        );
+    }
+}
+
+type Classifier = fn(IntentKind, http::StatusCode, &http::HeaderMap, &[u8]) -> Response;
+
+/// The input: a request kind, a status, one value for each of `headers`, and the body (the
+/// rest). Checks what every reply table promises, and returns the reply.
+fn check_classifier(
+    data: &[u8],
+    headers: &[&'static str],
+    classify: Classifier,
+) -> Option<Response> {
     let mut u = Unstructured::new(data);
-    let Ok(kind) = u.choose_index(4) else { return };
+    let kind = u.choose_index(4).ok()?;
     let kind = [
         IntentKind::PutIfNoneMatch,
         IntentKind::PutIfMatch,
@@ -25,22 +63,22 @@ pub fn classify(data: &[u8]) {
         IntentKind::Get,
     ][kind];
     let status = u.int_in_range(100u16..=999).unwrap_or(200);
-    let Ok(status) = http::StatusCode::from_u16(status) else {
-        return;
-    };
-    let mut headers = http::HeaderMap::new();
-    if let Ok(etag) = <&[u8]>::arbitrary(&mut u) {
-        if let Ok(v) = http::HeaderValue::from_bytes(etag) {
-            headers.insert(http::header::ETAG, v);
+    let status = http::StatusCode::from_u16(status).ok()?;
+    let mut map = http::HeaderMap::new();
+    for name in headers {
+        if let Ok(value) = <&[u8]>::arbitrary(&mut u) {
+            if let Ok(v) = http::HeaderValue::from_bytes(value) {
+                map.insert(*name, v);
+            }
         }
     }
     let body = u.take_rest();
-    let reply = classify_reply(kind, status, &headers, body);
+    let reply = classify(kind, status, &map, body);
     assert!(
         reply.fits(kind),
         "{kind} answered {status} was classified as {reply:?}, which does not fit"
     );
-    match reply {
+    match &reply {
         Response::Written { etag } | Response::Object { etag, .. } => {
             assert!(status.is_success());
             assert!(ETag::parse(&etag.header_value()).is_ok());
@@ -48,6 +86,7 @@ pub fn classify(data: &[u8]) {
         Response::Deleted => assert!(status.is_success() && kind == IntentKind::DeleteIfMatch),
         _ => {}
     }
+    Some(reply)
 }
 
 /// Record decoding accepts anything; our own records survive a round trip.
@@ -303,6 +342,9 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("url", b"s3://my-bucket/locks/job".to_vec()),
         ("url", b"s3://b/".to_vec()),
+        ("url", b"az://locks/job".to_vec()),
+        ("url", b"GS://my_bucket.example/a b".to_vec()),
+        ("url", b"az://a--b/k".to_vec()),
         (
             "url",
             "S3://bucket.with.dots/k\u{e9}y with spaces"
@@ -330,6 +372,56 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             [
                 &[2u8, 0x01, 0x90, 0][..],
                 b"<Error><Code>NoSuchBucket</Code><Message>x &amp; y</Message></Error>",
+            ]
+            .concat(),
+        ),
+        (
+            "classify_azure",
+            [
+                &[0u8, 0x01, 0x35, 0, 17][..],
+                b"BlobAlreadyExists<Error><Code>BlobAlreadyExists</Code></Error>",
+            ]
+            .concat(),
+        ),
+        (
+            "classify_azure",
+            [&[1u8, 0x01, 0x38, 0, 14][..], b"LeaseIdMissing"].concat(),
+        ),
+        (
+            "classify_azure",
+            [
+                &[3u8, 0x00, 0x64, 19][..],
+                b"\"0x8DCB2F1B4D3A2C1\"",
+                &[0],
+                b"record",
+            ]
+            .concat(),
+        ),
+        (
+            "classify_gcs",
+            [
+                &[0u8, 0x00, 0x64, 0][..],
+                br#"{"kind":"storage#object","generation":"1764500000000001"}"#,
+            ]
+            .concat(),
+        ),
+        (
+            "classify_gcs",
+            [
+                &[1u8, 0x01, 0x38, 0][..],
+                br#"{"error":{"code":412,"errors":[{"reason":"conditionNotMet"}]}}"#,
+            ]
+            .concat(),
+        ),
+        (
+            "classify_gcs",
+            [&[3u8, 0x00, 0x64, 16][..], b"1764500000000001", b"record"].concat(),
+        ),
+        (
+            "classify_gcs",
+            [
+                &[2u8, 0x01, 0x2c, 0][..],
+                br#"{"error":{"code":404,"message":"The specified bucket does not exist."}}"#,
             ]
             .concat(),
         ),

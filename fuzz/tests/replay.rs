@@ -30,6 +30,19 @@ fn classify() {
     replay("classify", sets3lock_fuzz::classify);
 }
 
+/// Azure's and GCS's tables also get every input found for S3's.
+#[test]
+fn classify_azure() {
+    replay("classify_azure", sets3lock_fuzz::classify_azure);
+    replay("classify", sets3lock_fuzz::classify_azure);
+}
+
+#[test]
+fn classify_gcs() {
+    replay("classify_gcs", sets3lock_fuzz::classify_gcs);
+    replay("classify", sets3lock_fuzz::classify_gcs);
+}
+
 #[test]
 fn record() {
     replay("record", sets3lock_fuzz::record);

@@ -4,9 +4,7 @@
 #![allow(dead_code, unreachable_pub)] // each test file uses part of it
 
 use core::time::Duration;
-use sets3lock::{
-    classify, Ambiguity, Config, ETag, Event, Instant, Lock, Purpose, Request, Response, Wait,
-};
+use sets3lock::{Ambiguity, Config, ETag, Event, Instant, Lock, Purpose, Request, Response, Wait};
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 
 /// More timer firings or rounds of requests than any scenario needs: a protocol that spins
@@ -129,9 +127,7 @@ impl Process {
                 self.timeline()
             );
             while let Some(req) = self.request() {
-                let reply = s3.execute(B, K, &req.intent);
-                let response =
-                    classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+                let response = s3.execute(B, K, &req.intent).classify(req.intent.kind());
                 self.answer(&req, response);
             }
             match self.lock.poll_timeout() {
@@ -147,8 +143,7 @@ impl Process {
         self.lock.handle_timeout(self.now);
         self.collect();
         while let Some(req) = self.request() {
-            let reply = s3.execute(B, K, &req.intent);
-            let response = classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+            let response = s3.execute(B, K, &req.intent).classify(req.intent.kind());
             self.answer(&req, response);
         }
     }
@@ -234,10 +229,9 @@ pub fn run_with(
         );
         while let Some(req) = c.request() {
             sent += 1;
-            let response = fault(&req).unwrap_or_else(|| {
-                let reply = s3.execute(B, K, &req.intent);
-                classify(req.intent.kind(), reply.status, &reply.headers, &reply.body)
-            });
+            // The reply table of the bucket's dialect (S3's `classify` by default).
+            let response = fault(&req)
+                .unwrap_or_else(|| s3.execute(B, K, &req.intent).classify(req.intent.kind()));
             c.answer(&req, response);
             assert!(
                 sent < 500,

@@ -1,11 +1,81 @@
 //! An in-memory S3 that answers conditional requests as S3 does: the replies of the table in
-//! docs/PROTOCOL.md ("Reply table"), and the variants real servers show.
+//! docs/PROTOCOL.md ("Reply table"), and the variants real servers show. It can speak Azure
+//! Blob Storage's and Google Cloud Storage's APIs instead ([`Dialect`]).
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
 use sets3lock::{classify, ConditionalDelete, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
+
+/// Which store's API the mock speaks: the statuses, headers and bodies of its replies, and the
+/// reply table ([`sets3lock::classify`], [`sets3lock::azure::classify`],
+/// [`sets3lock::gcs::classify`]) that reads them.
+///
+/// - `S3`: ETag = the MD5 of the body; 200, 204, 304, 412 `PreconditionFailed`, 404
+///   `NoSuchKey` / `NoSuchBucket`, as XML error documents.
+/// - `Azure`: opaque ETags (`"0x8D..."`), new with every write; Put Blob 201, Delete Blob 202,
+///   a create over an existing blob 409 `BlobAlreadyExists`, a failed `If-Match` 412
+///   `ConditionNotMet`, 404 `BlobNotFound` / `ContainerNotFound`, with the code in
+///   `x-ms-error-code` and an XML body.
+/// - `Gcs`: the version is the generation, unique and increasing; a write answers 200 with the
+///   JSON object resource (`"generation"` as a string), a read 200 with `x-goog-generation`,
+///   a failed `ifGenerationMatch` 412 `conditionNotMet`, a missing object or bucket 404, as
+///   JSON errors.
+///
+/// ```
+/// use sets3lock::{Intent, Response};
+/// use sets3lock_mock::{Dialect, MockS3, Semantics};
+///
+/// let create = Intent::PutIfNoneMatch { body: "mine".into() };
+/// for dialect in [Dialect::S3, Dialect::Azure, Dialect::Gcs] {
+///     let mut store = MockS3::with_semantics(Semantics { dialect, ..Semantics::default() });
+///     store.create_bucket("locks");
+///     assert!(matches!(store.respond("locks", "job", &create), Response::Written { .. }));
+///     let again = store.execute("locks", "job", &create);
+///     assert_eq!(again.status.as_u16(), if dialect == Dialect::Azure { 409 } else { 412 });
+///     assert_eq!(again.classify(create.kind()), Response::Exists);
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Amazon S3 (and S3-compatible stores).
+    #[default]
+    S3,
+    /// Azure Blob Storage (Azurite, with [`MissingKeyIfMatch::PreconditionFailed`]).
+    Azure,
+    /// Google Cloud Storage's JSON API (fake-gcs-server, with
+    /// [`ConditionalDelete::IgnoresIfMatch`] and `not_modified: false`).
+    Gcs,
+}
+
+impl Dialect {
+    /// What a reply of this store means to the core: the store's reply table.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_mock::Dialect;
+    /// // 409 is "exists" on Azure, a conflict to retry on S3.
+    /// let r = Dialect::Azure.classify(IntentKind::PutIfNoneMatch, StatusCode::CONFLICT, &HeaderMap::new(),
+    ///     b"<Error><Code>BlobAlreadyExists</Code></Error>");
+    /// assert_eq!(r, Response::Exists);
+    /// ```
+    pub fn classify(
+        self,
+        kind: IntentKind,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Response {
+        match self {
+            Dialect::S3 => classify(kind, status, headers, body),
+            Dialect::Azure => sets3lock::azure::classify(kind, status, headers, body),
+            Dialect::Gcs => sets3lock::gcs::classify(kind, status, headers, body),
+        }
+    }
+}
 
 /// How the mock answers where real servers differ. The default is AWS's.
 ///
@@ -56,8 +126,26 @@ pub struct Semantics {
     /// ```
     pub conditional_delete: ConditionalDelete,
     /// A versioned bucket: every PUT's reply carries `x-amz-version-id` (each write leaves a
-    /// version behind, which `sets3lock doctor` warns about).
+    /// version behind, which `sets3lock doctor` warns about). S3 only.
     pub versioned: bool,
+    /// Which store's API the mock speaks (see [`Dialect`]); S3 by default.
+    pub dialect: Dialect,
+    /// Whether a conditional GET of an unchanged object is answered `304 Not Modified`.
+    /// `false` answers it `200` with the object, as fake-gcs-server does (it ignores
+    /// `ifGenerationNotMatch`).
+    ///
+    /// ```
+    /// use sets3lock::{Intent, Response};
+    /// use sets3lock_mock::{Dialect, MockS3, Semantics};
+    /// let fake_gcs = Semantics { dialect: Dialect::Gcs, not_modified: false, ..Semantics::default() };
+    /// let mut gcs = MockS3::with_semantics(fake_gcs);
+    /// gcs.create_bucket("b");
+    /// let Response::Written { etag } = gcs.respond("b", "k", &Intent::PutIfNoneMatch { body: "x".into() })
+    ///     else { unreachable!() };
+    /// let read = Intent::Get { if_none_match: Some(etag.clone()) };
+    /// assert!(matches!(gcs.respond("b", "k", &read), Response::Object { etag: e, .. } if e == etag));
+    /// ```
+    pub not_modified: bool,
 }
 
 impl Default for Semantics {
@@ -67,6 +155,8 @@ impl Default for Semantics {
             honor_conditions: true,
             conditional_delete: ConditionalDelete::Honored,
             versioned: false,
+            dialect: Dialect::S3,
+            not_modified: true,
         }
     }
 }
@@ -83,12 +173,16 @@ pub enum MissingKeyIfMatch {
 /// An HTTP reply from the mock, in the shape [`sets3lock::classify`] takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
-    /// The status S3 gives this outcome.
+    /// The status the store gives this outcome.
     pub status: StatusCode,
-    /// `ETag` on success, `Content-Type` on errors.
+    /// `ETag` on success, `Content-Type` on errors (and the dialect's own headers:
+    /// `x-ms-error-code`, `x-goog-generation`).
     pub headers: HeaderMap,
-    /// The object for a GET, an S3 error document for errors, empty otherwise.
+    /// The object for a GET, an error document for errors (XML, or JSON on GCS), GCS's
+    /// object resource for a write, empty otherwise.
     pub body: Bytes,
+    /// Whose API the reply is in, which decides what it means ([`Reply::classify`]).
+    pub dialect: Dialect,
 }
 
 impl Reply {
@@ -104,6 +198,7 @@ impl Reply {
             status,
             headers,
             body,
+            dialect: Dialect::S3,
         }
     }
 
@@ -127,11 +222,78 @@ impl Reply {
             status,
             headers,
             body: Bytes::from(body),
+            dialect: Dialect::S3,
         }
     }
 
-    /// What this reply means to the core, for a request of `kind`: [`sets3lock::classify`],
-    /// the table every driver uses.
+    /// An Azure Blob Storage error: the code in `x-ms-error-code` and in an XML body, with
+    /// Azure's message for the code.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use sets3lock::{IntentKind, Response};
+    /// let r = sets3lock_mock::Reply::azure_error(StatusCode::PRECONDITION_FAILED, "ConditionNotMet");
+    /// assert_eq!(r.headers["x-ms-error-code"], "ConditionNotMet");
+    /// assert_eq!(r.classify(IntentKind::PutIfMatch), Response::Mismatch);
+    /// ```
+    pub fn azure_error(status: StatusCode, code: &str) -> Reply {
+        let body = format!(
+            "\u{feff}<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>{code}</Code><Message>{}\nRequestId:00000000-0000-0000-0000-000000000000\nTime:2026-01-01T00:00:00.0000000Z</Message></Error>",
+            azure_message(code)
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/xml"),
+        );
+        if let Ok(v) = HeaderValue::from_str(code) {
+            headers.insert("x-ms-error-code", v);
+        }
+        Reply {
+            status,
+            headers,
+            body: Bytes::from(body),
+            dialect: Dialect::Azure,
+        }
+    }
+
+    /// A Google Cloud Storage JSON API error with this status and reason (`conditionNotMet`,
+    /// `notFound`, `rateLimitExceeded`, ...) and GCS's message for it.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use sets3lock::{IntentKind, Response};
+    /// let r = sets3lock_mock::Reply::gcs_error(StatusCode::TOO_MANY_REQUESTS, "rateLimitExceeded");
+    /// assert!(matches!(r.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
+    /// ```
+    pub fn gcs_error(status: StatusCode, reason: &str) -> Reply {
+        Reply::gcs_error_saying(status, reason, gcs_message(reason))
+    }
+
+    /// A Google Cloud Storage JSON API error with this reason and message.
+    pub fn gcs_error_saying(status: StatusCode, reason: &str, message: &str) -> Reply {
+        let error = serde_json::json!({
+            "error": {
+                "code": status.as_u16(),
+                "message": message,
+                "errors": [{ "message": message, "domain": "global", "reason": reason }],
+            }
+        });
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=UTF-8"),
+        );
+        Reply {
+            status,
+            headers,
+            body: Bytes::from(error.to_string()),
+            dialect: Dialect::Gcs,
+        }
+    }
+
+    /// What this reply means to the core, for a request of `kind`: the reply table of its
+    /// dialect ([`sets3lock::classify`] for S3), the table every driver of that store uses.
     ///
     /// ```
     /// use http::StatusCode;
@@ -140,7 +302,35 @@ impl Reply {
     /// assert!(matches!(slow.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
     /// ```
     pub fn classify(&self, kind: IntentKind) -> Response {
-        classify(kind, self.status, &self.headers, &self.body)
+        self.dialect
+            .classify(kind, self.status, &self.headers, &self.body)
+    }
+}
+
+fn azure_message(code: &str) -> &'static str {
+    match code {
+        "BlobAlreadyExists" => "The specified blob already exists.",
+        "BlobNotFound" => "The specified blob does not exist.",
+        "ContainerNotFound" => "The specified container does not exist.",
+        "ConditionNotMet" => "The condition specified using HTTP conditional header(s) is not met.",
+        "ServerBusy" => {
+            "The server is currently unable to receive requests. Please retry your request."
+        }
+        "OperationTimedOut" => "The operation could not be completed within the permitted time.",
+        "InternalError" => "The server encountered an internal error. Please retry the request.",
+        "NotImplemented" => "The requested operation is not implemented on the specified resource.",
+        _ => "Error",
+    }
+}
+
+fn gcs_message(reason: &str) -> &'static str {
+    match reason {
+        "conditionNotMet" => "At least one of the pre-conditions you specified did not hold.",
+        "notFound" => "No such object.",
+        "rateLimitExceeded" => "The object exceeded the rate limit for object mutation operations (create, update, and delete). Please reduce your request rate.",
+        "backendError" => "Backend Error",
+        "notImplemented" => "Not Implemented",
+        _ => "Error",
     }
 }
 
@@ -173,7 +363,8 @@ pub fn etag_of(body: &[u8]) -> ETag {
 /// An object as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Object {
-    /// The MD5 of the body, as S3 gives a single-part PUT.
+    /// The version a conditional request names: on S3 the MD5 of the body, as S3 gives a
+    /// single-part PUT; on Azure an opaque ETag, new with every write; on GCS the generation.
     pub etag: ETag,
     /// The bytes stored.
     pub body: Bytes,
@@ -205,6 +396,8 @@ pub struct MockS3 {
     semantics: Semantics,
     /// Versions written so far (a versioned bucket's version ids).
     versions: u64,
+    /// Writes so far, for Azure's ETags and GCS's generations.
+    writes: u64,
 }
 
 impl MockS3 {
@@ -219,6 +412,7 @@ impl MockS3 {
             buckets: BTreeMap::new(),
             semantics,
             versions: 0,
+            writes: 0,
         }
     }
 
@@ -257,21 +451,34 @@ impl MockS3 {
     /// assert_eq!(s3.respond("b", "k", &renew), Response::Mismatch);
     /// ```
     pub fn force(&mut self, bucket: &str, key: &str, body: Option<Bytes>) {
-        let objects = self.buckets.entry(bucket.to_owned()).or_default();
         match body {
             Some(body) => {
-                objects.insert(
-                    key.to_owned(),
-                    Object {
-                        etag: etag_of(&body),
-                        body,
-                    },
-                );
+                let etag = self.next_version(&body);
+                let objects = self.buckets.entry(bucket.to_owned()).or_default();
+                objects.insert(key.to_owned(), Object { etag, body });
             }
             None => {
-                objects.remove(key);
+                self.buckets
+                    .entry(bucket.to_owned())
+                    .or_default()
+                    .remove(key);
             }
         }
+    }
+
+    /// The version the next write of `body` gets: its MD5 on S3, a fresh opaque ETag on
+    /// Azure, a fresh, higher generation on GCS.
+    fn next_version(&mut self, body: &[u8]) -> ETag {
+        self.writes += 1;
+        let n = self.writes;
+        let v = match self.semantics.dialect {
+            Dialect::S3 => return etag_of(body),
+            // Azure's look like "0x8DCB2F1B4D3A2C1": a 0x8D prefix and hex digits.
+            Dialect::Azure => format!("0x8DC{:013X}", 0x2F1B_4D3A_0000 + n),
+            // Real generations are microsecond timestamps.
+            Dialect::Gcs => (1_764_500_000_000_000 + n).to_string(),
+        };
+        ETag::parse(&v).unwrap_or_else(|_| etag_of(body))
     }
 
     /// Applies one request atomically and returns what its reply means to the core: what a
@@ -296,7 +503,8 @@ impl MockS3 {
             intent,
             Intent::PutIfNoneMatch { .. } | Intent::PutIfMatch { .. }
         );
-        if self.semantics.versioned && put && reply.status.is_success() {
+        let s3 = self.semantics.dialect == Dialect::S3;
+        if s3 && self.semantics.versioned && put && reply.status.is_success() {
             self.versions += 1;
             if let Ok(v) = HeaderValue::from_str(&format!("v{}", self.versions)) {
                 reply.headers.insert("x-amz-version-id", v);
@@ -307,65 +515,172 @@ impl MockS3 {
 
     fn apply(&mut self, bucket: &str, key: &str, intent: &Intent) -> Reply {
         let semantics = self.semantics;
+        let d = semantics.dialect;
+        if !self.buckets.contains_key(bucket) {
+            return no_bucket(d);
+        }
+        // The version a write would get, drawn before the bucket is borrowed.
+        let fresh = intent.body().map(|b| self.next_version(b));
         let Some(objects) = self.buckets.get_mut(bucket) else {
-            return Reply::error(StatusCode::NOT_FOUND, "NoSuchBucket");
+            return no_bucket(d);
         };
         let honor = semantics.honor_conditions;
         let missing_if_match = || match semantics.missing_key_if_match {
-            MissingKeyIfMatch::NotFound => Reply::error(StatusCode::NOT_FOUND, "NoSuchKey"),
-            MissingKeyIfMatch::PreconditionFailed => {
-                Reply::error(StatusCode::PRECONDITION_FAILED, "PreconditionFailed")
-            }
+            MissingKeyIfMatch::NotFound => not_found(d, bucket, key),
+            MissingKeyIfMatch::PreconditionFailed => precondition_failed(d),
         };
         let current = objects.get(key);
+        let write = |objects: &mut BTreeMap<String, Object>, body: &Bytes| match &fresh {
+            Some(etag) => put(d, objects, bucket, key, body, etag.clone()),
+            None => no_bucket(d),
+        };
         match intent {
             Intent::PutIfNoneMatch { body } => {
                 if honor && current.is_some() {
-                    return Reply::error(StatusCode::PRECONDITION_FAILED, "PreconditionFailed");
+                    return match d {
+                        Dialect::Azure => {
+                            Reply::azure_error(StatusCode::CONFLICT, "BlobAlreadyExists")
+                        }
+                        _ => precondition_failed(d),
+                    };
                 }
-                put(objects, key, body)
+                write(objects, body)
             }
             Intent::PutIfMatch { etag, body } => match current {
                 None if honor => missing_if_match(),
-                Some(o) if honor && &o.etag != etag => {
-                    Reply::error(StatusCode::PRECONDITION_FAILED, "PreconditionFailed")
-                }
-                _ => put(objects, key, body),
+                Some(o) if honor && &o.etag != etag => precondition_failed(d),
+                _ => write(objects, body),
             },
             Intent::DeleteIfMatch { .. }
                 if semantics.conditional_delete == ConditionalDelete::NotImplemented =>
             {
-                Reply::error(StatusCode::NOT_IMPLEMENTED, "NotImplemented")
+                match d {
+                    Dialect::S3 => Reply::error(StatusCode::NOT_IMPLEMENTED, "NotImplemented"),
+                    Dialect::Azure => {
+                        Reply::azure_error(StatusCode::NOT_IMPLEMENTED, "NotImplemented")
+                    }
+                    Dialect::Gcs => Reply::gcs_error(StatusCode::NOT_IMPLEMENTED, "notImplemented"),
+                }
             }
             Intent::DeleteIfMatch { .. }
                 if semantics.conditional_delete == ConditionalDelete::IgnoresIfMatch =>
             {
+                // fake-gcs-server deletes whatever is there, and says 404 if nothing was.
+                if d == Dialect::Gcs && current.is_none() {
+                    return not_found(d, bucket, key);
+                }
                 objects.remove(key);
-                Reply::ok(StatusCode::NO_CONTENT, None, Bytes::new())
+                deleted(d)
             }
             Intent::DeleteIfMatch { etag } => match current {
                 None if honor => missing_if_match(),
-                Some(o) if honor && &o.etag != etag => {
-                    Reply::error(StatusCode::PRECONDITION_FAILED, "PreconditionFailed")
-                }
+                Some(o) if honor && &o.etag != etag => precondition_failed(d),
+                None if d != Dialect::S3 => not_found(d, bucket, key),
                 _ => {
                     objects.remove(key);
-                    Reply::ok(StatusCode::NO_CONTENT, None, Bytes::new())
+                    deleted(d)
                 }
             },
             Intent::Get { if_none_match } => match current {
-                None => Reply::error(StatusCode::NOT_FOUND, "NoSuchKey"),
-                Some(o) if honor && if_none_match.as_ref() == Some(&o.etag) => {
-                    Reply::ok(StatusCode::NOT_MODIFIED, Some(&o.etag), Bytes::new())
+                None => not_found(d, bucket, key),
+                Some(o)
+                    if honor
+                        && semantics.not_modified
+                        && if_none_match.as_ref() == Some(&o.etag) =>
+                {
+                    object_reply(d, StatusCode::NOT_MODIFIED, &o.etag, Bytes::new())
                 }
-                Some(o) => Reply::ok(StatusCode::OK, Some(&o.etag), o.body.clone()),
+                Some(o) => object_reply(d, StatusCode::OK, &o.etag, o.body.clone()),
             },
         }
     }
 }
 
-fn put(objects: &mut BTreeMap<String, Object>, key: &str, body: &Bytes) -> Reply {
-    let etag = etag_of(body);
+/// The reply to a request for a bucket (container) that does not exist.
+fn no_bucket(d: Dialect) -> Reply {
+    match d {
+        Dialect::S3 => Reply::error(StatusCode::NOT_FOUND, "NoSuchBucket"),
+        Dialect::Azure => Reply::azure_error(StatusCode::NOT_FOUND, "ContainerNotFound"),
+        Dialect::Gcs => Reply::gcs_error_saying(
+            StatusCode::NOT_FOUND,
+            "notFound",
+            "The specified bucket does not exist.",
+        ),
+    }
+}
+
+fn not_found(d: Dialect, bucket: &str, key: &str) -> Reply {
+    match d {
+        Dialect::S3 => Reply::error(StatusCode::NOT_FOUND, "NoSuchKey"),
+        Dialect::Azure => Reply::azure_error(StatusCode::NOT_FOUND, "BlobNotFound"),
+        Dialect::Gcs => Reply::gcs_error_saying(
+            StatusCode::NOT_FOUND,
+            "notFound",
+            &format!("No such object: {bucket}/{key}"),
+        ),
+    }
+}
+
+fn precondition_failed(d: Dialect) -> Reply {
+    match d {
+        Dialect::S3 => Reply::error(StatusCode::PRECONDITION_FAILED, "PreconditionFailed"),
+        Dialect::Azure => Reply::azure_error(StatusCode::PRECONDITION_FAILED, "ConditionNotMet"),
+        Dialect::Gcs => Reply::gcs_error(StatusCode::PRECONDITION_FAILED, "conditionNotMet"),
+    }
+}
+
+fn deleted(d: Dialect) -> Reply {
+    let status = match d {
+        Dialect::Azure => StatusCode::ACCEPTED,
+        _ => StatusCode::NO_CONTENT,
+    };
+    Reply {
+        dialect: d,
+        ..Reply::ok(status, None, Bytes::new())
+    }
+}
+
+/// A read's reply (200 with the object, or 304): the version in `ETag`, or on GCS in
+/// `x-goog-generation` (beside an ETag of GCS's own, which is not the version).
+fn object_reply(d: Dialect, status: StatusCode, version: &ETag, body: Bytes) -> Reply {
+    match d {
+        Dialect::S3 | Dialect::Azure => Reply {
+            dialect: d,
+            ..Reply::ok(status, Some(version), body)
+        },
+        Dialect::Gcs => {
+            let mut headers = HeaderMap::new();
+            if let Ok(v) = HeaderValue::from_str(version.as_str()) {
+                headers.insert("x-goog-generation", v);
+            }
+            headers.insert("x-goog-metageneration", HeaderValue::from_static("1"));
+            if let Ok(v) = HeaderValue::from_str(&gcs_etag(version)) {
+                headers.insert(http::header::ETAG, v);
+            }
+            Reply {
+                status,
+                headers,
+                body,
+                dialect: d,
+            }
+        }
+    }
+}
+
+/// GCS's own ETag for a generation (what GCS sends looks like `"CJ+7lqXWyYkDEAE="`): not
+/// the version the lock uses.
+fn gcs_etag(version: &ETag) -> String {
+    format!("\"C{}EAE=\"", version.as_str())
+}
+
+fn put(
+    d: Dialect,
+    objects: &mut BTreeMap<String, Object>,
+    bucket: &str,
+    key: &str,
+    body: &Bytes,
+    etag: ETag,
+) -> Reply {
     objects.insert(
         key.to_owned(),
         Object {
@@ -373,5 +688,44 @@ fn put(objects: &mut BTreeMap<String, Object>, key: &str, body: &Bytes) -> Reply
             body: body.clone(),
         },
     );
-    Reply::ok(StatusCode::OK, Some(&etag), Bytes::new())
+    match d {
+        Dialect::S3 => Reply::ok(StatusCode::OK, Some(&etag), Bytes::new()),
+        Dialect::Azure => {
+            let mut reply = Reply::ok(StatusCode::CREATED, Some(&etag), Bytes::new());
+            reply.headers.insert(
+                "x-ms-request-server-encrypted",
+                HeaderValue::from_static("true"),
+            );
+            reply.dialect = d;
+            reply
+        }
+        Dialect::Gcs => {
+            // The JSON API's object resource, as an upload returns it.
+            let resource = serde_json::json!({
+                "kind": "storage#object",
+                "id": format!("{bucket}/{key}/{}", etag.as_str()),
+                "name": key,
+                "bucket": bucket,
+                "generation": etag.as_str(),
+                "metageneration": "1",
+                "contentType": "application/json",
+                "size": body.len().to_string(),
+                "etag": gcs_etag(&etag).trim_matches('"'),
+            });
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json; charset=UTF-8"),
+            );
+            if let Ok(v) = HeaderValue::from_str(&gcs_etag(&etag)) {
+                headers.insert(http::header::ETAG, v);
+            }
+            Reply {
+                status: StatusCode::OK,
+                headers,
+                body: Bytes::from(resource.to_string()),
+                dialect: d,
+            }
+        }
+    }
 }

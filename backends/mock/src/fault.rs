@@ -1,6 +1,6 @@
 //! What the network and the server do to one request, and when.
 
-use crate::Reply;
+use crate::{Dialect, Reply};
 use core::time::Duration;
 use http::StatusCode;
 
@@ -32,7 +32,9 @@ pub enum Fault {
         /// When the server applies it, if ever.
         applied_after: Option<Duration>,
     },
-    /// The server answers 409 ConditionalRequestConflict without applying it.
+    /// The server answers 409 ConditionalRequestConflict without applying it. Azure and GCS
+    /// have no such answer: there it is 503 `ServerBusy` (Azure) or 429 `rateLimitExceeded`
+    /// (GCS), also not applied.
     Conflict {
         /// Round-trip time.
         latency: Duration,
@@ -43,12 +45,26 @@ pub enum Fault {
         /// How long the refusal takes.
         latency: Duration,
     },
-    /// The server answers 503 SlowDown, after applying the request or not.
+    /// The server answers 503 SlowDown (Azure: 503 `ServerBusy`; GCS: 503 `backendError`),
+    /// after applying the request or not.
     ServerError {
         /// Round-trip time.
         latency: Duration,
         /// Whether the request was applied before the error.
         applied: bool,
+    },
+    /// The store refuses the request for its rate, without applying it: GCS's
+    /// `429 rateLimitExceeded` (one write per second per object), S3's `503 SlowDown`,
+    /// Azure's `503 ServerBusy`. The client cannot tell it from a write that landed.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// let f = sets3lock_mock::Fault::RateLimited { latency: Duration::from_millis(20) };
+    /// assert!(!f.may_apply());
+    /// ```
+    RateLimited {
+        /// Round-trip time.
+        latency: Duration,
     },
 }
 
@@ -58,7 +74,7 @@ impl Fault {
         match self {
             Fault::Deliver { .. } => true,
             Fault::Lose { applied_after } => applied_after.is_some(),
-            Fault::Conflict { .. } | Fault::Refused { .. } => false,
+            Fault::Conflict { .. } | Fault::Refused { .. } | Fault::RateLimited { .. } => false,
             Fault::ServerError { applied, .. } => *applied,
         }
     }
@@ -99,6 +115,11 @@ impl Fault {
             Fault::Refused { latency } => Timing::Failed {
                 applied: None,
                 error: Injected::Refused,
+                answered: at(latency.min(timeout)),
+            },
+            Fault::RateLimited { latency } => Timing::Failed {
+                applied: None,
+                error: Injected::RateLimited,
                 answered: at(latency.min(timeout)),
             },
             Fault::ServerError { latency, applied } => {
@@ -157,16 +178,35 @@ pub(crate) enum Injected {
     SlowDown,
     /// No connection: nothing was sent.
     Refused,
+    /// Too many requests: not applied.
+    RateLimited,
 }
 
 impl Injected {
-    /// What the client hears, for a request of `kind`: the reply as S3 sends it, classified,
-    /// or for a refused connection what a driver answers for a request it could not send.
-    pub(crate) fn response(self, kind: sets3lock::IntentKind) -> sets3lock::Response {
-        let reply = match self {
-            Injected::Conflict => Reply::error(StatusCode::CONFLICT, "ConditionalRequestConflict"),
-            Injected::SlowDown => Reply::error(StatusCode::SERVICE_UNAVAILABLE, "SlowDown"),
-            Injected::Refused => {
+    /// What the client hears, for a request of `kind`: the reply as the store of `dialect`
+    /// sends it, classified, or for a refused connection what a driver answers for a request
+    /// it could not send.
+    pub(crate) fn response(
+        self,
+        kind: sets3lock::IntentKind,
+        dialect: Dialect,
+    ) -> sets3lock::Response {
+        let busy = StatusCode::SERVICE_UNAVAILABLE;
+        let reply = match (self, dialect) {
+            (Injected::Conflict, Dialect::S3) => {
+                Reply::error(StatusCode::CONFLICT, "ConditionalRequestConflict")
+            }
+            (Injected::SlowDown | Injected::RateLimited, Dialect::S3) => {
+                Reply::error(busy, "SlowDown")
+            }
+            (Injected::Conflict | Injected::SlowDown | Injected::RateLimited, Dialect::Azure) => {
+                Reply::azure_error(busy, "ServerBusy")
+            }
+            (Injected::Conflict | Injected::RateLimited, _) => {
+                Reply::gcs_error(StatusCode::TOO_MANY_REQUESTS, "rateLimitExceeded")
+            }
+            (Injected::SlowDown, _) => Reply::gcs_error(busy, "backendError"),
+            (Injected::Refused, _) => {
                 return sets3lock::Response::Ambiguous(sets3lock::Ambiguity::NotSent {
                     detail: "connection refused".into(),
                 })

@@ -22,7 +22,7 @@ mod clock;
 mod fault;
 mod sim;
 
-pub use bucket::{etag_of, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
+pub use bucket::{etag_of, Dialect, MissingKeyIfMatch, MockS3, Object, Reply, Semantics};
 pub use clock::DriftClock;
 pub use fault::Fault;
 pub use sim::check;

@@ -8,17 +8,15 @@
 // do their waiting inside `poll` (blocking HTTP, a condition variable), so `block_on` runs
 // them to completion without a runtime.
 
-use crate::clock::{nap_until, Stamp};
-use crate::http::{blocking_client, exchange_blocking, Reply};
-use crate::mode::{sealed::Waiting, Mode};
-use crate::request::HttpRequest;
-use crate::state::{Shared, Snapshot, Standing};
-use crate::{Error, Loss, S3Options};
+use crate::driver::clock::{nap_until, Stamp};
+use crate::driver::mode::{sealed::Waiting, Mode};
+use crate::driver::state::{Shared, Snapshot, Standing};
+use crate::{Error, Loss};
 use core::future::Future;
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use sets3lock::{ReleaseOutcome, Response, Wait};
+use sets3lock::{ReleaseOutcome, Wait};
 use std::sync::Arc;
 
 /// The blocking mode: a thread drives the lock.
@@ -28,19 +26,7 @@ pub struct Blocking;
 impl Mode for Blocking {}
 
 impl Waiting for Blocking {
-    type Http = reqwest::blocking::Client;
-
-    fn http(options: &S3Options) -> Result<reqwest::blocking::Client, Error> {
-        blocking_client(options)
-    }
-
-    async fn exchange(
-        http: &reqwest::blocking::Client,
-        request: HttpRequest,
-        timeout: Duration,
-    ) -> Result<Reply, Response> {
-        exchange_blocking(http, request, timeout)
-    }
+    const BLOCKING: bool = true;
 
     async fn wait(
         shared: &Shared,

@@ -138,11 +138,45 @@ pub enum Error {
     },
     /// The endpoint is Google Cloud Storage's S3-compatible (XML) API, which accepts
     /// `If-None-Match` and `If-Match` and ignores them.
-    #[error("storage.googleapis.com's S3-compatible API ignores If-None-Match and If-Match (a second create returns 200 and overwrites): a lock there protects nothing; GCS needs its own x-goog-if-generation-match preconditions, which sets3lock does not speak")]
+    #[error("storage.googleapis.com's S3-compatible API ignores If-None-Match and If-Match (a second create returns 200 and overwrites): a lock there protects nothing; use a gs://BUCKET/KEY URL, which speaks GCS's own generation preconditions")]
     GcsIgnoresConditions,
+    /// An `az://` lock, and no Azure account or credentials.
+    #[error("no Azure storage credentials: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
+    MissingAzureCredentials,
+    /// The Azure account key is not base64.
+    #[error("the Azure account key (AZURE_STORAGE_KEY, or AccountKey in the connection string) is not base64: copy it whole from the portal or `az storage account keys list`")]
+    AzureKey,
+    /// `AZURE_STORAGE_CONNECTION_STRING` cannot be read.
+    #[error("AZURE_STORAGE_CONNECTION_STRING cannot be used: {reason}; write it as AccountName=NAME;AccountKey=KEY (or UseDevelopmentStorage=true for Azurite)")]
+    AzureConnectionString {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The service account key file (`GOOGLE_APPLICATION_CREDENTIALS`) cannot be used.
+    #[error("the Google credentials file {path:?} (GOOGLE_APPLICATION_CREDENTIALS) cannot be used: {reason}")]
+    GcsCredentials {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The URL names a store this build of the library does not include.
+    #[error("{scheme}:// URLs need the sets3lock-s3 feature {}: build with --features {}", feature_of(*.scheme), feature_of(*.scheme))]
+    StoreNotBuilt {
+        /// The store named.
+        scheme: sets3lock::Scheme,
+    },
     /// The background driver stopped (its runtime shut down, or it panicked).
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,
+}
+
+fn feature_of(scheme: sets3lock::Scheme) -> &'static str {
+    match scheme {
+        sets3lock::Scheme::Azure => "azure",
+        sets3lock::Scheme::Gcs => "gcs",
+        _ => "for it",
+    }
 }
 
 fn held_by(holder: &Option<Box<Holder>>) -> String {

@@ -23,47 +23,38 @@
 
 #![forbid(unsafe_code)]
 
-#[cfg(feature = "aws-config")]
-mod aws;
+mod api;
+#[cfg(feature = "azure")]
+mod azure;
 pub mod blocking;
-mod client;
-mod clock;
-mod credentials;
-mod election;
-mod engine;
+mod driver;
 mod error;
-mod held;
-mod http;
-mod hub;
-mod locker;
-mod locks;
-mod mode;
-mod observe;
-mod profile;
-mod request;
-mod semaphore;
-mod server_time;
-mod state;
-mod store_check;
-mod target;
+#[cfg(feature = "gcs")]
+mod gcs;
+mod options;
+mod s3;
 pub mod tokio;
-mod watcher;
 
-pub use client::Client;
-pub use credentials::CredentialSource;
-pub use election::Election;
+pub use api::client::Client;
+pub use api::election::Election;
+pub use api::held::{Health, Held};
+pub use api::locker::Locker;
+pub use api::locks::Locks;
+pub use api::semaphore::{Semaphore, MAX_SLOTS};
+pub use api::watcher::Watcher;
+#[cfg(feature = "azure")]
+pub use azure::options::AzureOptions;
+pub use driver::http::HttpRequest;
+pub use driver::mode::Mode;
+pub use driver::observe::{Observation, Observer};
+pub use driver::state::Loss;
+pub use driver::store::{Store, StoreId};
+pub use driver::store_check::StoreCheck;
 pub use error::{EndpointError, Error};
-pub use held::{Health, Held};
-pub use locker::Locker;
-pub use locks::Locks;
-pub use mode::Mode;
-pub use observe::{Observation, Observer};
-pub use request::HttpRequest;
+#[cfg(feature = "gcs")]
+pub use gcs::options::GcsOptions;
+pub use options::{parse_endpoint, S3Options};
 pub use rusty_s3::Credentials;
-pub use semaphore::{Semaphore, MAX_SLOTS};
+pub use s3::credentials::CredentialSource;
 pub use sets3lock::Wait;
 pub use sets3lock::{Sighting, WatchConfig, WatchEvent};
-pub use state::Loss;
-pub use store_check::StoreCheck;
-pub use target::{parse_endpoint, S3Options};
-pub use watcher::Watcher;

@@ -6,15 +6,12 @@
 //! holder's. [`Locker::with_lock`] never leaves work behind; after dropping a handle or an
 //! acquisition instead, await [`Locker::shutdown`] before the runtime ends.
 
-use crate::clock::{nap_until, Stamp};
-use crate::http::{async_client, exchange_async, Reply};
-use crate::mode::{sealed::Waiting, Mode};
-use crate::request::HttpRequest;
-use crate::state::{Shared, Snapshot};
-use crate::{Error, Loss, S3Options};
+use crate::driver::clock::{nap_until, Stamp};
+use crate::driver::mode::{sealed::Waiting, Mode};
+use crate::driver::state::{Shared, Snapshot};
+use crate::{Error, Loss};
 use core::future::Future;
-use core::time::Duration;
-use sets3lock::{ReleaseOutcome, Response, Wait};
+use sets3lock::{ReleaseOutcome, Wait};
 
 /// The async mode: a tokio task drives the lock.
 #[derive(Clone, Copy, Debug)]
@@ -23,19 +20,7 @@ pub struct Tokio;
 impl Mode for Tokio {}
 
 impl Waiting for Tokio {
-    type Http = reqwest::Client;
-
-    fn http(options: &S3Options) -> Result<reqwest::Client, Error> {
-        async_client(options)
-    }
-
-    fn exchange(
-        http: &reqwest::Client,
-        request: HttpRequest,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Reply, Response>> + Send {
-        exchange_async(http, request, timeout)
-    }
+    const BLOCKING: bool = false;
 
     async fn wait(
         shared: &Shared,

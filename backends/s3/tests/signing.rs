@@ -22,6 +22,7 @@ use support::{fresh_key, Driver, RawAccess, Server};
 fn own_mock() -> (MockServer, Server) {
     let m = MockServer::start(Default::default(), "mock-bucket");
     let server = Server {
+        scheme: sets3lock::Scheme::S3,
         name: "mock (own clock)",
         endpoint: m.endpoint.clone(),
         access_key: m.access_key.clone(),

@@ -352,7 +352,7 @@ impl Sim {
                     process: p,
                     slot,
                     id: request.id,
-                    response: error.response(request.intent.kind()),
+                    response: error.response(request.intent.kind(), self.cfg.semantics.dialect),
                 },
             ),
             Timing::Answered { .. } | Timing::Failed { .. } => {}
@@ -410,7 +410,10 @@ impl Sim {
             Timing::Answered { answered, .. } => (answered, served),
             Timing::Failed {
                 error, answered, ..
-            } => (answered, error.response(request.intent.kind())),
+            } => (
+                answered,
+                error.response(request.intent.kind(), self.cfg.semantics.dialect),
+            ),
             Timing::TimedOut { .. } => return,
         };
         self.timeline.push(

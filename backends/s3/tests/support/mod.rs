@@ -21,6 +21,9 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Server {
     pub name: &'static str,
+    /// Which store: S3 (the mock, SeaweedFS, MiniStack, s3rver), Azure (Azurite) or GCS
+    /// (fake-gcs-server).
+    pub scheme: sets3lock::Scheme,
     pub endpoint: String,
     pub access_key: String,
     pub secret: String,
@@ -89,6 +92,7 @@ fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
     let m = mock_server::MockServer::start(semantics, "mock-bucket");
     let server = Server {
         name,
+        scheme: sets3lock::Scheme::S3,
         endpoint: m.endpoint,
         access_key: m.access_key,
         secret: m.secret,
@@ -111,6 +115,7 @@ pub fn real(name: &'static str) -> Option<Server> {
     let (endpoint, access_key, secret, bucket) = raw::server_env(name)?;
     Some(Server {
         name,
+        scheme: sets3lock::Scheme::S3,
         endpoint,
         access_key,
         secret,
@@ -119,27 +124,163 @@ pub fn real(name: &'static str) -> Option<Server> {
     })
 }
 
+#[cfg(feature = "azure")]
+/// Azurite, started by `scripts/s3-server.sh start azurite` (its `.local/azurite/env`).
+pub fn azurite() -> Option<Server> {
+    let var = |n: &str| std::env::var(format!("SETS3LOCK_AZURITE_{n}")).ok();
+    let Some(endpoint) = var("ENDPOINT") else {
+        raw::missing("azurite", "SETS3LOCK_AZURITE");
+        return None;
+    };
+    Some(Server {
+        name: "azurite",
+        scheme: sets3lock::Scheme::Azure,
+        endpoint,
+        access_key: var("ACCOUNT").expect("SETS3LOCK_AZURITE_ACCOUNT"),
+        secret: var("KEY").expect("SETS3LOCK_AZURITE_KEY"),
+        bucket: var("CONTAINER").expect("SETS3LOCK_AZURITE_CONTAINER"),
+        // Azurite answers 412 where Azure answers 404.
+        missing_if_match: 412,
+    })
+}
+
+#[cfg(feature = "gcs")]
+/// fake-gcs-server, started by `scripts/s3-server.sh start fake-gcs`. Before it is used, it
+/// is probed: a second create of one object must be refused, or a test on it tests nothing.
+pub fn fake_gcs() -> Option<Server> {
+    let var = |n: &str| std::env::var(format!("SETS3LOCK_FAKEGCS_{n}")).ok();
+    let Some(endpoint) = var("ENDPOINT") else {
+        raw::missing("fake-gcs-server", "SETS3LOCK_FAKEGCS");
+        return None;
+    };
+    let server = Server {
+        name: "fake-gcs-server",
+        scheme: sets3lock::Scheme::Gcs,
+        endpoint,
+        access_key: String::new(),
+        secret: String::new(),
+        bucket: var("BUCKET").expect("SETS3LOCK_FAKEGCS_BUCKET"),
+        missing_if_match: 412,
+    };
+    let client = server.client().expect("a client");
+    let key = fresh_key("emulator-probe");
+    let create = |n: u8| sets3lock::Intent::PutIfNoneMatch {
+        body: format!("{{\"probe\":{n}}}").into(),
+    };
+    let first = client.send(&key, &create(1));
+    let second = client.send(&key, &create(2));
+    client.discard(&key);
+    assert!(
+        matches!(first, sets3lock::Response::Written { .. }) && second == sets3lock::Response::Exists,
+        "fake-gcs-server does not refuse a second create ({first:?}, then {second:?}): tests on it would prove nothing"
+    );
+    Some(server)
+}
+
 impl Server {
     pub fn options(&self) -> S3Options {
-        S3Options {
-            endpoint: Some(sets3lock_s3::parse_endpoint(&self.endpoint).expect("endpoint")),
-            credentials: Some(Credentials::new(
-                self.access_key.clone(),
-                self.secret.clone(),
-            )),
+        self.options_at(&self.origin())
+    }
+
+    /// The endpoint's scheme, host and port (without Azurite's account path).
+    fn origin(&self) -> String {
+        url::Url::parse(&self.endpoint)
+            .expect("endpoint")
+            .origin()
+            .ascii_serialization()
+    }
+
+    /// The options, with requests sent to `endpoint` (a proxy in front of the server): the
+    /// server's own path (Azurite's account) is kept.
+    pub fn options_at(&self, endpoint: &str) -> S3Options {
+        let mut options = S3Options {
             request_timeout: Duration::from_secs(30),
             ..S3Options::default()
+        };
+        let path = url::Url::parse(&self.endpoint)
+            .expect("endpoint")
+            .path()
+            .to_owned();
+        let at = format!(
+            "{}{}",
+            endpoint.trim_end_matches('/'),
+            path.trim_end_matches('/')
+        );
+        let at = sets3lock_s3::parse_endpoint(&at).expect("endpoint");
+        match self.scheme {
+            #[cfg(feature = "azure")]
+            sets3lock::Scheme::Azure => {
+                let mut azure = sets3lock_s3::AzureOptions::default();
+                azure.account = Some(self.access_key.clone());
+                azure.key = Some(self.secret.clone());
+                azure.endpoint = Some(at);
+                options.azure = azure;
+            }
+            #[cfg(feature = "gcs")]
+            sets3lock::Scheme::Gcs => {
+                let mut gcs = sets3lock_s3::GcsOptions::default();
+                gcs.endpoint = Some(at);
+                gcs.anonymous = true;
+                options.gcs = gcs;
+            }
+            _ => {
+                options.endpoint = Some(at);
+                options.credentials = Some(Credentials::new(
+                    self.access_key.clone(),
+                    self.secret.clone(),
+                ));
+            }
         }
+        options
+    }
+
+    /// The same options with a wrong secret (none to get wrong on an emulator without
+    /// authentication: `None`).
+    pub fn wrong_secret(&self) -> Option<S3Options> {
+        let mut options = self.options();
+        match self.scheme {
+            #[cfg(feature = "azure")]
+            sets3lock::Scheme::Azure => {
+                use base64::Engine as _;
+                let wrong = base64::engine::general_purpose::STANDARD.encode(b"wrong-key");
+                options.azure.key = Some(wrong);
+            }
+            sets3lock::Scheme::Gcs => return None,
+            _ => {
+                options.credentials =
+                    Some(Credentials::new(self.access_key.clone(), "wrong-secret"))
+            }
+        }
+        Some(options)
+    }
+
+    /// A proxy in front of the server, and the options that send through it.
+    pub fn proxied(&self) -> (proxy::LossyProxy, S3Options) {
+        let proxy = proxy::LossyProxy::start(&self.origin());
+        let options = self.options_at(&proxy.endpoint);
+        (proxy, options)
     }
 
     pub fn url(&self, key: &str) -> String {
-        format!("s3://{}/{}", self.bucket, key)
+        format!("{}://{}/{}", self.scheme, self.bucket, key)
+    }
+
+    /// A client of the library for the stores the raw S3 requests cannot reach.
+    fn client(&self) -> Option<sets3lock_s3::Client> {
+        (self.scheme != sets3lock::Scheme::S3).then(|| {
+            sets3lock_s3::Client::in_store(self.scheme, &self.bucket, &self.options())
+                .expect("client")
+        })
     }
 }
 
 impl RawAccess for Server {
     fn parts(&self) -> (&str, &str, &str, &str) {
         (&self.endpoint, &self.access_key, &self.secret, &self.bucket)
+    }
+
+    fn store_client(&self) -> Option<sets3lock_s3::Client> {
+        self.client()
     }
 }
 

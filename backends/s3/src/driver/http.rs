@@ -1,18 +1,31 @@
-//! Sending one request and turning whatever happens into the core's `Response`.
+//! The HTTP transport every store sends through: one pooled reqwest client (async, or blocking
+//! for the blocking mode), no redirects, no retries, each request within its own time limit.
 //!
-//! Replies go through the core's `classify`; a timeout or a broken connection becomes
-//! `Response::Ambiguous` (never a success, never retried here), a connection that could not
-//! be made `Ambiguity::NotSent`. The one request sent twice is one the server refused for its
-//! time, after its `Date` taught a new offset (see [`Link::exchange`]).
+//! Whatever happens becomes a [`Reply`] or the core's `Response` for no reply: a timeout or a
+//! broken connection is `Response::Ambiguous` (never a success, never retried here), a
+//! connection that could not be made `Ambiguity::NotSent`. What a reply *means* is the store's
+//! business (its reply table), not this module's.
 
-use crate::clock::Stamp;
-use crate::mode::Mode;
-use crate::request::HttpRequest;
-use crate::server_time::ServerTime;
-use crate::{Error, Observation, Observer, S3Options};
+use crate::driver::clock::Stamp;
+use crate::Error;
+use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{classify, Ambiguity, IntentKind, Response};
-use std::time::SystemTime;
+use http::{HeaderMap, Method};
+use sets3lock::{Ambiguity, Response};
+use url::Url;
+
+/// One HTTP request, ready to send.
+#[derive(Clone, Debug)]
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// The URL (for S3, presigned: the signature is in the query).
+    pub url: Url,
+    /// The headers: every signed one, with the value that was signed, and Content-Length.
+    pub headers: HeaderMap,
+    /// The body (empty but for writes).
+    pub body: Bytes,
+}
 
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone
 /// else's object and is described, not parsed.
@@ -42,34 +55,88 @@ fn no_reply(e: reqwest::Error) -> Response {
     })
 }
 
-/// Async: one pooled client per driver, no redirects, no retries (each request gets its own
-/// time limit when it is sent).
-pub(crate) fn async_client(options: &S3Options) -> Result<reqwest::Client, Error> {
-    let builder = reqwest::Client::builder()
-        .connect_timeout(options.request_timeout.min(Duration::from_secs(10)))
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never());
-    let builder = match roots(options)? {
-        Roots::NotNeeded => builder.tls_certs_only([]),
-        Roots::Bundle(certs) => builder.tls_certs_only(certs),
-        Roots::System => builder,
-    };
-    builder.build().map_err(Error::HttpClient)
+/// How the requests of one store go out: an async client (tokio mode, and the hub of a
+/// [`Locks`](crate::Locks)) or a blocking one (the blocking mode, whose "futures" do their
+/// waiting inside `poll`).
+#[derive(Clone, Debug)]
+pub(crate) enum Transport {
+    /// reqwest's async client.
+    Async(reqwest::Client),
+    /// reqwest's blocking client.
+    Blocking(reqwest::blocking::Client),
 }
 
-/// Blocking: the same settings.
-pub(crate) fn blocking_client(options: &S3Options) -> Result<reqwest::blocking::Client, Error> {
-    let builder = reqwest::blocking::Client::builder()
-        .timeout(None) // each request sets its own
-        .connect_timeout(options.request_timeout.min(Duration::from_secs(10)))
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never());
-    let builder = match roots(options)? {
-        Roots::NotNeeded => builder.tls_certs_only([]),
-        Roots::Bundle(certs) => builder.tls_certs_only(certs),
-        Roots::System => builder,
-    };
-    builder.build().map_err(Error::HttpClient)
+/// What a transport's client is built from.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Settings {
+    /// The store's endpoint, when it is not the store's public one: a plain-`http` one reads
+    /// no certificates.
+    pub(crate) endpoint: Option<Url>,
+    /// A PEM file of the only CA certificates to trust (`AWS_CA_BUNDLE`).
+    pub(crate) ca_bundle: Option<std::path::PathBuf>,
+    /// How long one request may take (a connection gets at most 10 s of it).
+    pub(crate) request_timeout: Duration,
+}
+
+impl Transport {
+    /// A client for these settings that never retries or redirects: blocking or async.
+    pub(crate) fn new(blocking: bool, settings: &Settings) -> Result<Transport, Error> {
+        let connect = settings.request_timeout.min(Duration::from_secs(10));
+        let roots = roots(settings)?;
+        if blocking {
+            let builder = reqwest::blocking::Client::builder()
+                .timeout(None) // each request sets its own
+                .connect_timeout(connect)
+                .redirect(reqwest::redirect::Policy::none())
+                .retry(reqwest::retry::never());
+            let builder = match roots {
+                Roots::NotNeeded => builder.tls_certs_only([]),
+                Roots::Bundle(certs) => builder.tls_certs_only(certs),
+                Roots::System => builder,
+            };
+            builder
+                .build()
+                .map(Transport::Blocking)
+                .map_err(Error::HttpClient)
+        } else {
+            let builder = reqwest::Client::builder()
+                .connect_timeout(connect)
+                .redirect(reqwest::redirect::Policy::none())
+                .retry(reqwest::retry::never());
+            let builder = match roots {
+                Roots::NotNeeded => builder.tls_certs_only([]),
+                Roots::Bundle(certs) => builder.tls_certs_only(certs),
+                Roots::System => builder,
+            };
+            builder
+                .build()
+                .map(Transport::Async)
+                .map_err(Error::HttpClient)
+        }
+    }
+
+    /// Pauses for `d` (a store's own pacing, such as GCS's after a 429), the way this
+    /// transport's requests wait.
+    #[cfg_attr(not(feature = "gcs"), allow(dead_code))]
+    pub(crate) async fn pause(&self, d: Duration) {
+        match self {
+            Transport::Async(_) => tokio::time::sleep(d).await,
+            Transport::Blocking(_) => std::thread::sleep(d),
+        }
+    }
+
+    /// Sends one request, within `timeout`: the reply, or the response that stands for no
+    /// reply.
+    pub(crate) async fn exchange(
+        &self,
+        request: HttpRequest,
+        timeout: Duration,
+    ) -> Result<Reply, Response> {
+        match self {
+            Transport::Async(http) => exchange_async(http, request, timeout).await,
+            Transport::Blocking(http) => exchange_blocking(http, request, timeout),
+        }
+    }
 }
 
 /// The certificates a client trusts.
@@ -83,7 +150,7 @@ enum Roots {
     System,
 }
 
-fn roots(options: &S3Options) -> Result<Roots, Error> {
+fn roots(options: &Settings) -> Result<Roots, Error> {
     if options
         .endpoint
         .as_ref()
@@ -106,10 +173,9 @@ fn roots(options: &S3Options) -> Result<Roots, Error> {
     Ok(Roots::Bundle(certs))
 }
 
-/// A reply as it came: status, headers and the body (cut at `MAX_BODY`). (Public only for
-/// the sealed `Mode` trait to name it: the module is private.)
+/// A reply as it came: status, headers and the body (cut at `MAX_BODY`).
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub(crate) status: http::StatusCode,
     pub(crate) headers: http::HeaderMap,
     pub(crate) body: Vec<u8>,
@@ -117,7 +183,7 @@ pub struct Reply {
 
 /// Async: sends one request, within `timeout`; the reply, or the response that stands for
 /// no reply.
-pub(crate) async fn exchange_async(
+async fn exchange_async(
     http: &reqwest::Client,
     request: HttpRequest,
     timeout: Duration,
@@ -148,7 +214,7 @@ pub(crate) async fn exchange_async(
 }
 
 /// Blocking: the same.
-pub(crate) fn exchange_blocking(
+fn exchange_blocking(
     http: &reqwest::blocking::Client,
     request: HttpRequest,
     timeout: Duration,
@@ -191,104 +257,6 @@ pub(crate) fn time_limit(timeout: Duration, deadline: Option<Stamp>) -> Duration
             .since(Stamp::now())
             .clamp(LAST_REQUEST.min(timeout), timeout),
         None => timeout,
-    }
-}
-
-/// How one request goes out: the mode's HTTP client, the server's time to sign at, how long
-/// a request may take and the deadline it must end by, and who watches.
-pub(crate) struct Link<'a, M: Mode> {
-    http: &'a M::Http,
-    time: &'a ServerTime,
-    timeout: Duration,
-    deadline: Option<Stamp>,
-    observer: Option<&'a Observer>,
-}
-
-/// A resend after a time refusal is not worth less than this.
-const MIN_RESEND: Duration = Duration::from_millis(100);
-
-impl<'a, M: Mode> Link<'a, M> {
-    /// Requests through `http`, signed at `time`, each within `timeout`.
-    pub(crate) fn new(
-        http: &'a M::Http,
-        time: &'a ServerTime,
-        timeout: Duration,
-        observer: Option<&'a Observer>,
-    ) -> Self {
-        Link {
-            http,
-            time,
-            timeout,
-            deadline: None,
-            observer,
-        }
-    }
-
-    /// The same, with every request ending by `deadline` (see [`time_limit`]).
-    pub(crate) fn until(self, deadline: Option<Stamp>) -> Self {
-        Link { deadline, ..self }
-    }
-
-    /// Whether the deadline has passed.
-    pub(crate) fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Stamp::now() >= d)
-    }
-
-    /// Who watches.
-    pub(crate) fn observer(&self) -> Option<&'a Observer> {
-        self.observer
-    }
-
-    /// Signs a request with `sign` at the server's time, sends it and classifies the reply.
-    pub(crate) async fn send(
-        &self,
-        kind: IntentKind,
-        sign: impl Fn(&jiff::Timestamp) -> Result<HttpRequest, Response>,
-    ) -> Response {
-        match self.exchange(kind, sign).await {
-            Ok((_, response)) => response,
-            Err(no_reply) => no_reply,
-        }
-    }
-
-    /// Like [`send`](Link::send), but also returns the reply itself. Every quick reply's
-    /// `Date` teaches the server's time (see `server_time`); a refusal of the request's time
-    /// that taught a new offset is signed again and sent once more (a refused request was not
-    /// applied), within the same time limit as the first.
-    pub(crate) async fn exchange(
-        &self,
-        kind: IntentKind,
-        sign: impl Fn(&jiff::Timestamp) -> Result<HttpRequest, Response>,
-    ) -> Result<(Reply, Response), Response> {
-        let limit = time_limit(self.timeout, self.deadline);
-        let started = Stamp::now();
-        let mut resent = false;
-        loop {
-            let request = sign(&self.time.now())?;
-            let sent = SystemTime::now();
-            let left = limit.saturating_sub(Stamp::now().since(started));
-            let reply = M::exchange(self.http, request, left).await?;
-            let response = classify(kind, reply.status, &reply.headers, &reply.body);
-            let about_time = matches!(response, Response::Refused(sets3lock::Error::Clock { .. }));
-            let learned = self
-                .time
-                .learn(&reply.headers, sent, SystemTime::now(), about_time);
-            let resend = about_time
-                && learned.is_some()
-                && !resent
-                && limit.saturating_sub(Stamp::now().since(started)) >= MIN_RESEND;
-            if let (Some(offset_ms), Some(o)) = (learned, self.observer) {
-                o.see(Observation::ServerClock {
-                    offset_ms,
-                    resending: resend,
-                });
-            }
-            if resend {
-                resent = true;
-                continue;
-            }
-            return Ok((reply, response));
-        }
     }
 }
 
@@ -341,17 +309,17 @@ mod tests {
 
     #[test]
     fn a_plain_http_endpoint_reads_no_certificates_and_a_bad_bundle_is_named() {
-        let http_endpoint = S3Options {
+        let http_endpoint = Settings {
             endpoint: Some(url::Url::parse("http://127.0.0.1:9000").expect("url")),
             ca_bundle: Some("/nonexistent/bundle.pem".into()),
-            ..S3Options::default()
+            ..Settings::default()
         };
         assert!(matches!(roots(&http_endpoint), Ok(Roots::NotNeeded)));
-        let aws = S3Options::default();
+        let aws = Settings::default();
         assert!(matches!(roots(&aws), Ok(Roots::System)));
-        let missing = S3Options {
+        let missing = Settings {
             ca_bundle: Some("/nonexistent/bundle.pem".into()),
-            ..S3Options::default()
+            ..Settings::default()
         };
         let e = roots(&missing).err().expect("refused").to_string();
         assert!(
@@ -362,9 +330,9 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").expect("write");
-        let e = roots(&S3Options {
+        let e = roots(&Settings {
             ca_bundle: Some(empty),
-            ..S3Options::default()
+            ..Settings::default()
         })
         .err()
         .expect("refused")
@@ -372,9 +340,9 @@ mod tests {
         assert!(e.contains("no PEM certificate"), "{e}");
         let good = dir.join("ca.pem");
         std::fs::write(&good, TEST_CA).expect("write");
-        let r = roots(&S3Options {
+        let r = roots(&Settings {
             ca_bundle: Some(good),
-            ..S3Options::default()
+            ..Settings::default()
         });
         assert!(
             matches!(&r, Ok(Roots::Bundle(c)) if c.len() == 1),
@@ -385,5 +353,5 @@ mod tests {
     }
 
     /// A self-signed CA certificate (`openssl req -x509 -newkey ec ...`), for the bundle test.
-    const TEST_CA: &str = include_str!("../tests/support/test-ca.pem");
+    const TEST_CA: &str = include_str!("../../tests/support/test-ca.pem");
 }

@@ -12,13 +12,17 @@
 //! about 1.5 s of the truth. An estimate replaces the offset in use only when the two differ by
 //! more than [`TOLERANCE`], so a well-kept clock is never "corrected" by rounding noise. A
 //! refusal for the request's time is learned from if it came back within [`QUICK_REFUSAL`]
-//! (the refused request is then signed again and sent once more, see `Link::exchange`).
+//! (the refused request is then signed again and sent once more, see [`exchange_signed`]).
 //!
 //! Leases never depend on this: they are measured on the suspend-aware monotonic clock
 //! (`clock.rs`). Only the signature's timestamp does.
 
+use crate::driver::clock::Stamp;
+use crate::driver::http::{HttpRequest, Reply, Transport};
+use crate::{Observation, Observer};
 use core::time::Duration;
 use http::HeaderMap;
+use sets3lock::Response;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::SystemTime;
 
@@ -76,6 +80,49 @@ impl ServerTime {
         }
         self.offset_ms.store(estimate, Ordering::Relaxed);
         Some(estimate)
+    }
+}
+
+/// A resend after a time refusal is not worth less than this.
+const MIN_RESEND: Duration = Duration::from_millis(100);
+
+/// Sends one request signed (by `sign`) at the server's time, within `limit`, and reads the
+/// reply with `read` (the store's reply table). Every quick reply's `Date` teaches the
+/// server's time; a refusal of the request's time that taught a new offset is signed again
+/// and sent once more (a refused request was not applied), within the same limit.
+pub(crate) async fn exchange_signed(
+    transport: &Transport,
+    time: &ServerTime,
+    observer: Option<&Observer>,
+    limit: Duration,
+    read: impl Fn(&Reply) -> Response,
+    sign: impl Fn(&jiff::Timestamp) -> Result<HttpRequest, Response>,
+) -> Result<(Reply, Response), Response> {
+    let started = Stamp::now();
+    let mut resent = false;
+    loop {
+        let request = sign(&time.now())?;
+        let sent = SystemTime::now();
+        let left = limit.saturating_sub(Stamp::now().since(started));
+        let reply = transport.exchange(request, left).await?;
+        let response = read(&reply);
+        let about_time = matches!(response, Response::Refused(sets3lock::Error::Clock { .. }));
+        let learned = time.learn(&reply.headers, sent, SystemTime::now(), about_time);
+        let resend = about_time
+            && learned.is_some()
+            && !resent
+            && limit.saturating_sub(Stamp::now().since(started)) >= MIN_RESEND;
+        if let (Some(offset_ms), Some(o)) = (learned, observer) {
+            o.see(Observation::ServerClock {
+                offset_ms,
+                resending: resend,
+            });
+        }
+        if resend {
+            resent = true;
+            continue;
+        }
+        return Ok((reply, response));
     }
 }
 

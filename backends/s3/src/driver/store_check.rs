@@ -1,6 +1,7 @@
 //! The store check: before the first lock on an endpoint and bucket, make sure the store
-//! honours the condition headers a lock stands on. A store that ignores them (Garage,
-//! s3rver, GCS's S3-style XML API) would let every client "acquire" at once, silently.
+//! honours the conditional requests a lock stands on. A store that ignores them (Garage,
+//! s3rver) would let every client "acquire" at once, silently. The probes are intents sent
+//! through the store seam, so the same check runs on every store.
 //!
 //! Five requests on a throw-away key beside the lock's key (so a policy on the lock's prefix
 //! suffices), and one to remove it:
@@ -17,13 +18,10 @@
 //! A passed check is remembered for the process, and with [`StoreCheck::Cached`] for a day in
 //! a file, so that a command run every minute pays for it once a day.
 
-use crate::http::Link;
-use crate::mode::Mode;
-use crate::request::{presign_key, presign_plain_delete, HttpRequest};
-use crate::target::Target;
+use crate::driver::store::Sender;
 use crate::Error;
 use bytes::Bytes;
-use sets3lock::{ConditionalDelete, ETag, Intent, IntentKind, Response};
+use sets3lock::{ConditionalDelete, ETag, Intent, Response};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -57,41 +55,35 @@ const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 /// Passed checks in this process, by endpoint and bucket.
 static PASSED: Mutex<Option<HashMap<String, ConditionalDelete>>> = Mutex::new(None);
 
-/// The GCS host whose S3-style API ignores condition headers.
-const GCS_HOST: &str = "storage.googleapis.com";
-
-/// Runs the check for `target` as `how` says (unless this process or the cache has passed it
+/// Runs the check for the sender's store (beside `key`) as `how` says (unless this process or the cache has passed it
 /// already), and refuses a store that cannot hold this lock: one that ignores condition
 /// headers, or, for a presence-mode lock (`fenced` false), one whose `DELETE If-Match` does
 /// not work. A check that cannot finish (timeouts, 5xx) is not held against the store: the
 /// lock goes ahead, and the next lock checks again.
 ///
-/// Each request ends at `link`'s time limit, and no probe is sent past its deadline; an
+/// Each request ends at the sender's time limit, and no probe is sent past its deadline; an
 /// inconclusive check that ran into the deadline ends the acquisition ([`Error::TimedOut`]):
 /// nothing was locked.
-pub(crate) async fn ensure<M: Mode>(
+pub(crate) async fn ensure(
     how: &StoreCheck,
-    target: &Target,
-    link: &Link<'_, M>,
+    key: &str,
+    link: &Sender<'_>,
     fenced: bool,
 ) -> Result<(), Error> {
     if *how == StoreCheck::Off {
         return Ok(());
     }
-    let endpoint = origin(target);
-    let bucket = target.bucket.name().to_owned();
-    if target
-        .bucket
-        .base_url()
-        .host_str()
-        .is_some_and(|h| h == GCS_HOST || h.ends_with(&format!(".{GCS_HOST}")))
-    {
-        return Err(Error::GcsIgnoresConditions);
-    }
-    let id = format!("{endpoint}|{bucket}");
+    let store = link.store.id();
+    let endpoint = store.endpoint().to_owned();
+    let bucket = store.bucket().to_owned();
+    // S3's ids stay as they were (a cached verdict stays good); other stores say which.
+    let id = match store.scheme() {
+        sets3lock::Scheme::S3 => format!("{endpoint}|{bucket}"),
+        other => format!("{other}|{endpoint}|{bucket}"),
+    };
     let verdict = match remembered(how, &id) {
         Some(v) => v,
-        None => match probe::<M>(target, link).await.inspect(|found| {
+        None => match probe(key, link).await.inspect(|found| {
             if let Some(o) = link.observer() {
                 o.see(crate::Observation::StoreChecked(*found));
             }
@@ -112,11 +104,6 @@ pub(crate) async fn ensure<M: Mode>(
         });
     }
     Ok(())
-}
-
-/// The endpoint as people write it: scheme, host and port.
-fn origin(target: &Target) -> String {
-    target.bucket.base_url().origin().ascii_serialization()
 }
 
 fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, ConditionalDelete>>> {
@@ -196,22 +183,14 @@ fn write_cache(dir: &Path, file: &Path, id: &str, v: ConditionalDelete) -> std::
 }
 
 /// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
-async fn probe<M: Mode>(
-    target: &Target,
-    link: &Link<'_, M>,
-) -> Result<Option<ConditionalDelete>, Error> {
+async fn probe(key: &str, link: &Sender<'_>) -> Result<Option<ConditionalDelete>, Error> {
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
     let key = format!(
-        "{}.sets3lock-store-check-{:016x}",
-        target.url.key(),
+        "{key}.sets3lock-store-check-{:016x}",
         u64::from_le_bytes(nonce)
     );
-    let probe = Probe::<M> {
-        target,
-        link,
-        key: &key,
-    };
+    let probe = Probe { link, key: &key };
     let result = probe.run().await;
     // Past the acquisition's deadline the removal would hold the caller up longer still; a
     // probe object left behind is a few bytes beside the lock's key.
@@ -221,13 +200,12 @@ async fn probe<M: Mode>(
     result
 }
 
-struct Probe<'a, M: Mode> {
-    target: &'a Target,
-    link: &'a Link<'a, M>,
+struct Probe<'a> {
+    link: &'a Sender<'a>,
     key: &'a str,
 }
 
-impl<M: Mode> Probe<'_, M> {
+impl Probe<'_> {
     async fn run(&self) -> Result<Option<ConditionalDelete>, Error> {
         let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
         let wrong = ETag::parse("00000000000000000000000000000000").expect("a valid ETag");
@@ -301,49 +279,28 @@ impl<M: Mode> Probe<'_, M> {
         }
     }
 
-    /// Sends one probe, signed at the server's time: the reply as classified. Past the
-    /// deadline nothing is sent, and the answer is "no reply".
+    /// Sends one probe: the reply as the store reads it. Past the deadline nothing is sent,
+    /// and the answer is "no reply".
     async fn send_raw(&self, intent: &Intent) -> Result<Response, Error> {
         if self.link.past_deadline() {
             return Ok(Response::Ambiguous(sets3lock::Ambiguity::NotSent {
                 detail: "the acquisition's deadline has passed".into(),
             }));
         }
-        let credentials = self
-            .target
-            .credentials
-            .current()
-            .map_err(|reason| Error::Credentials { reason })?;
-        let (bucket, expiry, key) = (&self.target.bucket, self.target.expiry, self.key);
-        let sign = |time: &jiff::Timestamp| -> Result<HttpRequest, Response> {
-            Ok(presign_key(bucket, &credentials, expiry, key, intent, time))
-        };
-        Ok(self.link.send(intent.kind(), sign).await)
+        Ok(self.link.send(self.key, intent).await)
     }
 
     /// Removes the probe object with a plain DELETE: the one request that works on every
     /// store, whatever it does with `If-Match`. Best effort: a leftover is a few bytes.
     async fn remove(&self) {
-        let Ok(credentials) = self.target.credentials.current() else {
-            return;
-        };
-        let (bucket, expiry, key) = (&self.target.bucket, self.target.expiry, self.key);
-        let sign = |time: &jiff::Timestamp| -> Result<HttpRequest, Response> {
-            Ok(presign_plain_delete(
-                bucket,
-                &credentials,
-                expiry,
-                key,
-                time,
-            ))
-        };
-        let _ = self.link.send(IntentKind::DeleteIfMatch, sign).await;
+        self.link.store.discard(self.key, self.link.limit()).await;
     }
 
     fn unusable(&self, what: &'static str) -> Error {
+        let store = self.link.store.id();
         Error::StoreIgnoresConditions {
-            endpoint: origin(self.target),
-            bucket: self.target.bucket.name().to_owned(),
+            endpoint: store.endpoint().to_owned(),
+            bucket: store.bucket().to_owned(),
             what,
         }
     }

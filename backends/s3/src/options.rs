@@ -1,10 +1,10 @@
-//! Where the lock lives and how to reach it: endpoint, region, addressing, credentials.
+//! How to reach the store and the lock settings: endpoint, region, addressing, credentials,
+//! the request timeout, the protocol's settings, the observer and the store check.
 
 use crate::error::EndpointError;
 use crate::Error;
 use core::time::Duration;
-use rusty_s3::{Bucket, Credentials, UrlStyle};
-use sets3lock::LockUrl;
+use rusty_s3::Credentials;
 use url::Url;
 
 /// How to reach S3, and the lock settings. [`S3Options::from_env`] reads the standard AWS
@@ -54,6 +54,12 @@ pub struct S3Options {
     pub observer: Option<crate::Observer>,
     /// How the store is checked before the first lock (once per process by default).
     pub store_check: crate::StoreCheck,
+    /// How to reach Azure Blob Storage, for `az://` URLs (feature `azure`).
+    #[cfg(feature = "azure")]
+    pub azure: crate::AzureOptions,
+    /// How to reach Google Cloud Storage, for `gs://` URLs (feature `gcs`).
+    #[cfg(feature = "gcs")]
+    pub gcs: crate::GcsOptions,
 }
 
 impl Default for S3Options {
@@ -70,6 +76,10 @@ impl Default for S3Options {
             lock: sets3lock::Config::default(),
             observer: None,
             store_check: crate::StoreCheck::default(),
+            #[cfg(feature = "azure")]
+            azure: crate::AzureOptions::default(),
+            #[cfg(feature = "gcs")]
+            gcs: crate::GcsOptions::default(),
         }
     }
 }
@@ -77,7 +87,9 @@ impl Default for S3Options {
 impl S3Options {
     /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
     /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) and
-    /// `AWS_CA_BUNDLE` from the process environment.
+    /// `AWS_CA_BUNDLE` from the process environment; with the `azure` feature also Azure's
+    /// variables ([`AzureOptions::from_vars`](crate::AzureOptions)), with `gcs` Google's
+    /// ([`GcsOptions::from_vars`](crate::GcsOptions)).
     pub fn from_env() -> Result<S3Options, Error> {
         S3Options::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
@@ -99,6 +111,14 @@ impl S3Options {
             }),
             _ => None,
         };
+        #[cfg(feature = "azure")]
+        {
+            options.azure = crate::AzureOptions::from_vars(&var)?;
+        }
+        #[cfg(feature = "gcs")]
+        {
+            options.gcs = crate::GcsOptions::from_vars(&var)?;
+        }
         Ok(options)
     }
 }
@@ -125,91 +145,4 @@ pub fn parse_endpoint(endpoint: &str) -> Result<Url, Error> {
         return Err(invalid(EndpointError::QueryOrFragment));
     }
     Ok(url)
-}
-
-/// One lock object, resolved: the bucket as rusty-s3 addresses it, the key, the credentials.
-#[derive(Debug)]
-pub(crate) struct Target {
-    pub(crate) url: LockUrl,
-    pub(crate) bucket: Bucket,
-    pub(crate) credentials: std::sync::Arc<dyn crate::CredentialSource>,
-    pub(crate) expiry: Duration,
-    /// The server's time, learned from its replies: what requests are signed at (shared by
-    /// every key of a [`Locks`](crate::Locks)).
-    pub(crate) time: std::sync::Arc<crate::server_time::ServerTime>,
-}
-
-impl Target {
-    /// Parses the URL, checks the lock settings and resolves the bucket: what opening a
-    /// locker means for both drivers.
-    pub(crate) fn open(url: &str, options: &S3Options) -> Result<std::sync::Arc<Target>, Error> {
-        let url = LockUrl::parse(url)?;
-        options.lock.validate()?;
-        Ok(std::sync::Arc::new(Target::new(url, options)?))
-    }
-
-    pub(crate) fn new(url: LockUrl, options: &S3Options) -> Result<Target, Error> {
-        let (bucket, credentials) = bucket_of(url.bucket(), options)?;
-        Ok(Target {
-            url,
-            bucket,
-            credentials,
-            expiry: options.presign_expiry.max(Duration::from_secs(1)),
-            time: std::sync::Arc::default(),
-        })
-    }
-
-    /// Another key of the same bucket: the same addressing, credentials and server clock.
-    pub(crate) fn for_key(&self, url: LockUrl) -> Target {
-        Target {
-            url,
-            bucket: self.bucket.clone(),
-            credentials: self.credentials.clone(),
-            expiry: self.expiry,
-            time: self.time.clone(),
-        }
-    }
-}
-
-/// A bucket as rusty-s3 addresses it, and the credentials to sign with.
-pub(crate) fn bucket_of(
-    name: &str,
-    options: &S3Options,
-) -> Result<(Bucket, std::sync::Arc<dyn crate::CredentialSource>), Error> {
-    let credentials = crate::credentials::source_of(options).ok_or(Error::MissingCredentials)?;
-    let (endpoint, custom) = match &options.endpoint {
-        Some(e) => (e.clone(), true),
-        None => {
-            let aws = format!("https://s3.{}.amazonaws.com", options.region);
-            (parse_endpoint(&aws)?, false)
-        }
-    };
-    let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
-    let style = if path_style {
-        UrlStyle::Path
-    } else {
-        UrlStyle::VirtualHost
-    };
-    let bucket = Bucket::new(
-        endpoint.clone(),
-        style,
-        name.to_owned(),
-        options.region.clone(),
-    )
-    .map_err(|e| Error::InvalidEndpoint {
-        endpoint: endpoint.to_string(),
-        reason: e.into(),
-    })?;
-    Ok((bucket, credentials))
-}
-
-/// This machine's name, for the lock record.
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .unwrap_or_else(|| "unknown-host".into())
 }

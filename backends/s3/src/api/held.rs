@@ -1,8 +1,8 @@
 //! The handle of a held lock: the part of both drivers' handles that does not wait.
 
-use crate::clock::Stamp;
-use crate::mode::Mode;
-use crate::state::{Hold, Loss, Shared, Standing};
+use crate::driver::clock::Stamp;
+use crate::driver::mode::Mode;
+use crate::driver::state::{Hold, Loss, Shared, Standing};
 use crate::Error;
 use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
 use std::marker::PhantomData;
@@ -67,7 +67,7 @@ impl<M: Mode> Held<M> {
         url: LockUrl,
         lock: &sets3lock::Config,
     ) -> Result<Held<M>, Error> {
-        let over = |s: &crate::state::Snapshot| !matches!(s.standing, Standing::Acquiring);
+        let over = |s: &crate::driver::state::Snapshot| !matches!(s.standing, Standing::Acquiring);
         let hold = M::wait(claim.shared(), over, None).await.acquired()?;
         let validity = (!lock.lease.is_zero()).then(|| lock.validity());
         Ok(Held::new(hold, url, validity, claim))
@@ -164,7 +164,7 @@ impl<M: Mode> Held<M> {
                 (Some(v), Some(d)) => Some(v.min(d)),
                 (v, d) => v.or(d),
             };
-            let moved = move |s: &crate::state::Snapshot| {
+            let moved = move |s: &crate::driver::state::Snapshot| {
                 s.valid_until() != valid_until || s.loss(Stamp::now()).is_some()
             };
             M::wait(shared, moved, wake).await;
@@ -175,7 +175,8 @@ impl<M: Mode> Held<M> {
     pub(crate) async fn end(self) -> Result<ReleaseOutcome, Error> {
         let shared = &self.claim.shared;
         shared.ask_release();
-        let ended = |s: &crate::state::Snapshot| matches!(s.standing, Standing::Ended { .. });
+        let ended =
+            |s: &crate::driver::state::Snapshot| matches!(s.standing, Standing::Ended { .. });
         M::wait(shared, ended, None).await.released()
     }
 }

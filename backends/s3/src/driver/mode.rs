@@ -1,20 +1,15 @@
 //! The one thing the two drivers do differently: how they wait.
 //!
-//! Everything else (the core, the signing, the loop that sends, classifies and feeds back,
-//! the handle's view of the lock) is written once, generic over a [`Mode`]. A mode supplies
-//! the HTTP client, how one request is sent, how the shared state is waited on, and how the
-//! driver runs. The blocking mode's "futures" do their waiting inside `poll` and are run to
+//! Everything else (the core, the stores, the loop that sends and feeds back, the handle's
+//! view of the lock) is written once, generic over a [`Mode`]. A mode says whether its
+//! requests block, how the shared state is waited on, and how the driver runs. The blocking mode's "futures" do their waiting inside `poll` and are run to
 //! completion by a plain `block_on` (see `blocking.rs`), so the async code is the one body of
 //! both drivers.
 
-use crate::clock::Stamp;
-use crate::http::Reply;
-use crate::request::HttpRequest;
-use crate::state::{Shared, Snapshot};
-use crate::{Error, S3Options};
+use crate::driver::clock::Stamp;
+use crate::driver::state::{Shared, Snapshot};
+use crate::Error;
 use core::future::Future;
-use core::time::Duration;
-use sets3lock::Response;
 
 /// How a [`Locker`](crate::Locker) and its [`Held`](crate::Held) handles wait:
 /// [`Tokio`](crate::tokio::Tokio) (a tokio task drives the lock; the handles' methods are
@@ -29,19 +24,9 @@ pub(crate) mod sealed {
     /// What a mode does its own way. Public in a private module so that nobody else can
     /// implement it; the types it names are likewise unnameable outside the crate.
     pub trait Waiting: Send + Sync + Sized + 'static {
-        /// The HTTP client.
-        type Http: Clone + core::fmt::Debug + Send + Sync + 'static;
-
-        /// An HTTP client for these options that never retries or redirects.
-        fn http(options: &S3Options) -> Result<Self::Http, Error>;
-
-        /// Sends one request, within `timeout`: the reply, or the response that stands for
-        /// no reply.
-        fn exchange(
-            http: &Self::Http,
-            request: HttpRequest,
-            timeout: Duration,
-        ) -> impl Future<Output = Result<Reply, Response>> + Send;
+        /// Whether this mode's requests block the thread that sends them (so its stores
+        /// use a blocking HTTP client).
+        const BLOCKING: bool;
 
         /// Waits until `done` holds for the shared state, the driver has finished, or
         /// `deadline` (by the suspend-aware clock) has passed; returns the state as it is then.

@@ -1,10 +1,10 @@
 //! At most N holders of a named resource: N slot keys, each an ordinary lock.
 
-use crate::clock::Stamp;
-use crate::held::{Claim, Held};
-use crate::locks::Locks;
-use crate::mode::Mode;
-use crate::state::Shared;
+use crate::api::held::{Claim, Held};
+use crate::api::locks::Locks;
+use crate::driver::clock::Stamp;
+use crate::driver::mode::Mode;
+use crate::driver::state::Shared;
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, SlotChoice, SlotOutcome, SlotStep, Wait};
 use std::sync::Arc;
@@ -126,7 +126,7 @@ impl<M: Mode> Semaphore<M> {
                 }
             }
             // Until an acquisition under way has ended; then tell `choice` how.
-            let ended = |_: &crate::state::Snapshot| {
+            let ended = |_: &crate::driver::state::Snapshot| {
                 claims
                     .iter()
                     .flatten()
@@ -187,7 +187,7 @@ fn step_slot(step: &SlotStep) -> usize {
 }
 
 /// How a slot's acquisition ended, from its driver's state.
-fn outcome(seen: &crate::state::Snapshot) -> SlotOutcome {
+fn outcome(seen: &crate::driver::state::Snapshot) -> SlotOutcome {
     match seen.acquired() {
         Ok(_) => SlotOutcome::Acquired,
         // Won, then lost or expired before it was looked at: not ours any more, like a busy

@@ -1,12 +1,12 @@
 //! Observing a lock on S3: the core's [`Watch`] driven over HTTP, by whoever asks for the next
 //! change (no background task or thread: the caller's `next` does the polling).
 
-use crate::clock::Stamp;
-use crate::engine::signed;
-use crate::http::Link;
-use crate::mode::Mode;
-use crate::target::Target;
+use crate::api::open::open_store;
+use crate::driver::clock::Stamp;
+use crate::driver::mode::Mode;
+use crate::driver::store::{Sender, Store};
 use crate::{Error, Observation, S3Options};
+use core::marker::PhantomData;
 use sets3lock::{Instant, LockUrl, Sighting, Watch, WatchConfig, WatchEvent};
 use std::sync::Arc;
 
@@ -19,39 +19,42 @@ use std::sync::Arc;
 /// [`blocking::Watcher`](crate::blocking::Watcher) (an iterator).
 #[derive(Debug)]
 pub struct Watcher<M: Mode> {
-    target: Arc<Target>,
+    store: Arc<dyn Store>,
+    url: LockUrl,
     options: S3Options,
-    http: M::Http,
     watch: Watch,
     origin: Stamp,
     requests: u64,
     /// The poll handed out and not yet answered: sent again if a `next` was dropped while it
     /// was on its way (the core answers each request once).
     unanswered: Option<sets3lock::Request>,
+    mode: PhantomData<M>,
 }
 
 impl<M: Mode> Watcher<M> {
-    /// A watcher of `url` (`s3://bucket/key`), with these S3 options and this cadence.
+    /// A watcher of `url` (`s3://bucket/key`, or another store's URL), with these options
+    /// and this cadence.
     pub fn new(url: &str, options: S3Options, cfg: WatchConfig) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
-        let target = Arc::new(Target::new(url, &options)?);
+        let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
         let watch = Watch::new(cfg, seed)?;
         Ok(Watcher {
-            target,
-            http: M::http(&options)?,
+            store,
+            url,
             options,
             watch,
             origin: Stamp::now(),
             requests: 0,
             unanswered: None,
+            mode: PhantomData,
         })
     }
 
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
-        &self.target.url
+        &self.url
     }
 
     /// The latest sighting (`None` before the first answered poll).
@@ -91,14 +94,9 @@ impl<M: Mode> Watcher<M> {
                     o.see(Observation::Sending(&request));
                 }
                 let started = std::time::Instant::now();
-                let link = Link::<M>::new(
-                    &self.http,
-                    &self.target.time,
-                    self.options.request_timeout,
-                    observer,
-                );
-                let sign = |t: &jiff::Timestamp| signed(&self.target, &request.intent, t);
-                let response = link.send(request.intent.kind(), sign).await;
+                let sender =
+                    Sender::new(self.store.as_ref(), self.options.request_timeout, observer);
+                let response = sender.send(self.url.key(), &request.intent).await;
                 if let Some(o) = observer {
                     o.see(Observation::Received(
                         &request,

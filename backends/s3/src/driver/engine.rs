@@ -1,21 +1,22 @@
-//! The driver: the core, the clock, the signing, and the one loop both modes run.
+//! The driver: the core, the clock, and the one loop both modes run, over any store.
 
-use crate::clock::Stamp;
-use crate::http::Link;
-use crate::mode::Mode;
-use crate::request::{presign, HttpRequest};
-use crate::state::{FinishOnDrop, Shared};
-use crate::target::{hostname, Target};
+use crate::driver::clock::Stamp;
+use crate::driver::http::time_limit;
+use crate::driver::mode::Mode;
+use crate::driver::state::{FinishOnDrop, Shared};
+use crate::driver::store::Store;
 use crate::{Error, Observation, S3Options};
 use core::time::Duration;
-use sets3lock::{Event, Instant, Lock, Request, Response, Wait};
+use sets3lock::{Event, Instant, Lock, LockUrl, Request, Response, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One lock's driver state: everything but the waiting.
 pub(crate) struct Engine {
     lock: Lock,
-    target: Arc<Target>,
+    /// Where the lock lives, and the lock's key in it.
+    store: Arc<dyn Store>,
+    url: LockUrl,
     origin: Stamp,
     observer: Option<crate::Observer>,
     shared: Arc<Shared>,
@@ -54,7 +55,8 @@ pub(crate) struct Sending {
 impl Engine {
     /// A new core, already acquiring.
     pub(crate) fn acquiring(
-        target: Arc<Target>,
+        store: Arc<dyn Store>,
+        url: LockUrl,
         options: &S3Options,
         wait: Wait,
         requests: Arc<AtomicU64>,
@@ -72,7 +74,8 @@ impl Engine {
         getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
         let mut engine = Engine {
             lock: Lock::new(config, seed)?,
-            target,
+            store,
+            url,
             origin,
             observer: options.observer.clone(),
             shared: Arc::new(Shared::ringing(bell)),
@@ -175,34 +178,13 @@ impl Engine {
         self.lock.handle_timeout(now);
     }
 
-    /// How the next request goes out.
-    fn link<'a, M: Mode>(&'a self, http: &'a M::Http) -> Link<'a, M> {
-        Link::new(
-            http,
-            &self.target.time,
-            self.request_timeout,
-            self.observer.as_ref(),
-        )
-        .until(self.deadline)
+    /// Sends `sending`'s request through the store, within the request timeout and ending by
+    /// the acquisition's deadline (but given at least `LAST_REQUEST`).
+    async fn send(&self, sending: &Sending) -> Response {
+        let limit = time_limit(self.request_timeout, self.deadline);
+        let (key, intent) = (self.url.key(), &sending.request.intent);
+        self.store.send(key, intent, limit).await
     }
-
-    /// Sends `sending`'s request, signed at `time`; the reply, classified.
-    async fn send<M: Mode>(&self, http: &M::Http, sending: &Sending) -> Response {
-        let intent = &sending.request.intent;
-        let sign = |time: &jiff::Timestamp| signed(&self.target, intent, time);
-        self.link::<M>(http).send(intent.kind(), sign).await
-    }
-}
-
-/// `intent` presigned at `time`, or (when the credential source has nothing to give) the reply
-/// that stands for it: a setback the core retries, since nothing was sent.
-pub(crate) fn signed(
-    target: &Target,
-    intent: &sets3lock::Intent,
-    time: &jiff::Timestamp,
-) -> Result<HttpRequest, Response> {
-    let credentials = crate::credentials::to_sign_with(target.credentials.as_ref())?;
-    Ok(presign(target, &credentials, intent, time))
 }
 
 /// Wall-clock milliseconds, for the record only.
@@ -218,14 +200,13 @@ fn unix_ms() -> u64 {
 /// a runtime shutting down), the handle learns that the driver stopped.
 pub(crate) fn driver<M: Mode>(
     engine: Engine,
-    http: M::Http,
 ) -> impl core::future::Future<Output = ()> + Send + 'static {
     let finish = FinishOnDrop(engine.shared.clone());
     #[cfg(feature = "tracing")]
-    let span = tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.target.url);
+    let span = tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.url);
     let run = async move {
         let _finish = finish;
-        drive::<M>(engine, http).await;
+        drive::<M>(engine).await;
     };
     #[cfg(feature = "tracing")]
     let run = tracing::Instrument::instrument(run, span);
@@ -235,19 +216,30 @@ pub(crate) fn driver<M: Mode>(
 /// The driver loop, the same for both modes: sends what the core asks and feeds back the
 /// replies, publishes the core's events, and waits (the mode's way) for the core's next timer
 /// or the handle's release. Ends when the core is idle: cleanups of late writes included.
-async fn drive<M: Mode>(mut engine: Engine, http: M::Http) {
+async fn drive<M: Mode>(mut engine: Engine) {
     loop {
         match engine.next() {
             Next::Send(sending) => {
-                let response = engine.send::<M>(&http, &sending).await;
+                let response = engine.send(&sending).await;
                 engine.answer(sending, response);
             }
             Next::Wait { until, for_release } => {
-                let done = move |s: &crate::state::Snapshot| for_release && s.release_asked;
+                let done = move |s: &crate::driver::state::Snapshot| for_release && s.release_asked;
                 let seen = M::wait(&engine.shared, done, until).await;
                 engine.woke(seen.release_asked);
             }
             Next::Stop => return,
         }
     }
+}
+
+/// This machine's name, for the lock record.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_else(|| "unknown-host".into())
 }

@@ -6,7 +6,7 @@
 //! against the suspend-aware clock by the reader too, so a handle reports expiry on time even
 //! while its driver is stuck in a slow request, or has just woken from a suspend.
 
-use crate::clock::Stamp;
+use crate::driver::clock::Stamp;
 use crate::Error;
 use sets3lock::{ETag, Event, LostReason, NotAcquired, OwnerId, ReleaseOutcome};
 use std::sync::{Condvar, Mutex, MutexGuard};

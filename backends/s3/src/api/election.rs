@@ -1,9 +1,9 @@
 //! Leader election on one lock key, in the words of client-go's `leaderelection` and etcd's
 //! `concurrency.Election`.
 
-use crate::locker::Locker;
-use crate::mode::Mode;
-use crate::watcher::Watcher;
+use crate::api::locker::Locker;
+use crate::api::watcher::Watcher;
+use crate::driver::mode::Mode;
 use crate::{Error, S3Options};
 use sets3lock::{Setback, Sighting, WatchConfig, WatchEvent};
 

@@ -2,7 +2,7 @@
 //! [`Locks`](crate::Locks): each lock's driver loop is a future, and the hub polls them all.
 //! A lock waiting on its timer costs a future and a timer entry, not a task or a thread.
 
-use crate::mode::Mode;
+use crate::driver::mode::Mode;
 use crate::Error;
 use core::future::Future;
 use core::pin::Pin;

@@ -1,16 +1,17 @@
 //! Many locks of one bucket in one process: one HTTP connection pool, one credential source,
 //! one store check, and one driver (a task, or a thread) for all of them.
 
-use crate::engine::{driver, Engine};
-use crate::held::{Claim, Held};
-use crate::hub::Hub;
-use crate::locker::check_store;
-use crate::mode::Mode;
-use crate::state::{Drivers, Shared};
-use crate::target::Target;
+use crate::api::held::{Claim, Held};
+use crate::api::locker::check_store;
+use crate::api::open::open_store;
+use crate::driver::engine::{driver, Engine};
+use crate::driver::hub::Hub;
+use crate::driver::mode::Mode;
+use crate::driver::state::{Drivers, Shared};
+use crate::driver::store::Store;
 use crate::tokio::Tokio;
 use crate::{Error, S3Options};
-use sets3lock::{LockUrl, Wait};
+use sets3lock::{LockUrl, Scheme, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -24,38 +25,43 @@ use std::sync::Arc;
 /// [`blocking::Locks`](crate::blocking::Locks). The handles are ordinary [`Held`]s.
 #[derive(Debug)]
 pub struct Locks<M: Mode> {
-    /// The bucket (the key of its URL is a placeholder, never used).
-    bucket: Target,
+    scheme: Scheme,
+    bucket: String,
     options: S3Options,
     /// For the store check, which runs in the caller's mode.
-    check_http: M::Http,
-    /// For the drivers, which all run in the hub.
-    http: reqwest::Client,
+    check: Arc<dyn Store>,
+    /// For the drivers, which all run in the hub (async, whatever the caller's mode).
+    store: Arc<dyn Store>,
     hub: Hub,
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
     drivers: Drivers,
+    mode: core::marker::PhantomData<M>,
 }
 
 impl<M: Mode> Locks<M> {
-    /// Locks on the bucket of `url` (`s3://bucket`, or any key of it), with these options.
+    /// Locks on the bucket of `url` (`s3://bucket`, or any key of it; `az://container` and
+    /// `gs://bucket` with their features), with these options.
     pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
         let url = LockUrl::parse(&bucket_url(url))?;
         options.lock.validate()?;
+        let (scheme, bucket) = (url.scheme(), url.bucket());
         Ok(Locks {
-            bucket: Target::new(url, &options)?,
-            check_http: M::http(&options)?,
-            http: crate::http::async_client(&options)?,
+            check: open_store(scheme, bucket, &options, M::BLOCKING)?,
+            store: open_store(scheme, bucket, &options, false)?,
+            scheme,
+            bucket: bucket.to_owned(),
             options,
             hub: Hub::default(),
             requests: Arc::new(AtomicU64::new(0)),
             drivers: Drivers::default(),
+            mode: core::marker::PhantomData,
         })
     }
 
     /// The bucket's name.
     pub fn bucket(&self) -> &str {
-        self.bucket.url.bucket()
+        &self.bucket
     }
 
     /// How many S3 requests the locks of this client have sent so far.
@@ -74,13 +80,12 @@ impl<M: Mode> Locks<M> {
     /// The store check, for the endpoint and bucket (a no-op once passed), run beside `key`
     /// within the wait's time: the wait that is left.
     pub(crate) async fn check_store(&self, key: &str, wait: Wait) -> Result<Wait, Error> {
-        let target = self.target(key)?;
-        check_store::<M>(&self.check_http, &target, &self.options, wait).await
+        let url = self.url(key)?;
+        check_store(self.check.as_ref(), url.key(), &self.options, wait).await
     }
 
-    fn target(&self, key: &str) -> Result<Target, Error> {
-        let url = LockUrl::parse(&format!("s3://{}/{key}", self.bucket()))?;
-        Ok(self.bucket.for_key(url))
+    fn url(&self, key: &str) -> Result<LockUrl, Error> {
+        Ok(LockUrl::in_store(self.scheme, &self.bucket, key)?)
     }
 
     /// Starts acquiring the lock at `key` in the hub, ringing `bell` on every change;
@@ -91,12 +96,17 @@ impl<M: Mode> Locks<M> {
         wait: Wait,
         bell: Option<Arc<Shared>>,
     ) -> Result<(Claim<M>, LockUrl), Error> {
-        let target = Arc::new(self.target(key)?);
-        let url = target.url.clone();
-        let engine = Engine::acquiring(target, &self.options, wait, self.requests.clone(), bell)?;
+        let url = self.url(key)?;
+        let engine = Engine::acquiring(
+            self.store.clone(),
+            url.clone(),
+            &self.options,
+            wait,
+            self.requests.clone(),
+            bell,
+        )?;
         let shared = engine.shared().clone();
-        self.hub
-            .run::<M>(Box::pin(driver::<Tokio>(engine, self.http.clone())))?;
+        self.hub.run::<M>(Box::pin(driver::<Tokio>(engine)))?;
         self.drivers.track(shared.clone());
         Ok((Claim::<M>::new(shared), url))
     }
@@ -112,10 +122,11 @@ impl<M: Mode> Locks<M> {
     }
 }
 
-/// `s3://bucket` from `s3://bucket`, `s3://bucket/` or `s3://bucket/any/key`, with a
-/// placeholder key (a lock URL needs one).
+/// `s3://bucket/-` from `s3://bucket`, `s3://bucket/` or `s3://bucket/any/key` (likewise for
+/// the other schemes), with a placeholder key (a lock URL needs one).
 fn bucket_url(url: &str) -> String {
-    let rest = url.strip_prefix("s3://").unwrap_or(url);
+    // A bare bucket name is an S3 bucket.
+    let (scheme, rest) = url.split_once("://").unwrap_or(("s3", url));
     let bucket = rest.split('/').next().unwrap_or(rest);
-    format!("s3://{bucket}/-")
+    format!("{scheme}://{bucket}/-")
 }

@@ -4,43 +4,11 @@
 //! `Content-MD5`), so a captured URL is good only for the very request it was made for, and
 //! only for `S3Options::presign_expiry` after it was signed.
 
-use crate::target::Target;
+use crate::driver::http::HttpRequest;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use rusty_s3::actions::S3Action;
 use sets3lock::{Intent, CONTENT_TYPE};
-use url::Url;
-
-/// One HTTP request, ready to send.
-#[derive(Clone, Debug)]
-pub struct HttpRequest {
-    /// The method.
-    pub method: Method,
-    /// The presigned URL (the signature is in the query).
-    pub url: Url,
-    /// The headers: every signed one, with the value that was signed, and Content-Length.
-    pub headers: HeaderMap,
-    /// The body (empty but for PUTs).
-    pub body: Bytes,
-}
-
-/// Presigns `intent` for the target, as if at `time` (the driver's wall clock: the signature
-/// needs it; the core never sees it).
-pub(crate) fn presign(
-    target: &Target,
-    credentials: &rusty_s3::Credentials,
-    intent: &Intent,
-    time: &jiff::Timestamp,
-) -> HttpRequest {
-    presign_key(
-        &target.bucket,
-        credentials,
-        target.expiry,
-        target.url.key(),
-        intent,
-        time,
-    )
-}
 
 /// Presigns `intent` on any key of `bucket`.
 pub(crate) fn presign_key(
@@ -151,20 +119,33 @@ fn headers_of(map: &rusty_s3::Map<'_>) -> HeaderMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::S3Options;
-    use sets3lock::{ETag, LockUrl};
+    use sets3lock::ETag;
+    use url::Url;
 
-    fn target() -> Target {
-        let options = S3Options {
-            endpoint: Some(Url::parse("http://127.0.0.1:9000").expect("url")),
-            credentials: Some(rusty_s3::Credentials::new("AKID", "secret")),
-            ..S3Options::default()
-        };
-        Target::new(
-            LockUrl::parse("s3://bucket/locks/job").expect("url"),
-            &options,
+    fn target() -> rusty_s3::Bucket {
+        rusty_s3::Bucket::new(
+            Url::parse("http://127.0.0.1:9000").expect("url"),
+            rusty_s3::UrlStyle::Path,
+            "bucket".to_owned(),
+            "us-east-1".to_owned(),
         )
-        .expect("target")
+        .expect("bucket")
+    }
+
+    fn presign(
+        bucket: &rusty_s3::Bucket,
+        credentials: &rusty_s3::Credentials,
+        intent: &Intent,
+        time: &jiff::Timestamp,
+    ) -> HttpRequest {
+        presign_key(
+            bucket,
+            credentials,
+            std::time::Duration::from_secs(15),
+            "locks/job",
+            intent,
+            time,
+        )
     }
 
     fn creds() -> rusty_s3::Credentials {

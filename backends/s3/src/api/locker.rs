@@ -1,12 +1,12 @@
-//! Opening locks on one S3 object: the part of both drivers' lockers that does not wait.
+//! Opening locks on one object: the part of both drivers' lockers that does not wait.
 
-use crate::clock::Stamp;
-use crate::engine::{driver, Engine};
-use crate::held::{Claim, Held};
-use crate::http::Link;
-use crate::mode::Mode;
-use crate::state::Drivers;
-use crate::target::Target;
+use crate::api::held::{Claim, Held};
+use crate::api::open::open_store;
+use crate::driver::clock::Stamp;
+use crate::driver::engine::{driver, Engine};
+use crate::driver::mode::Mode;
+use crate::driver::state::Drivers;
+use crate::driver::store::{Sender, Store};
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, ReleaseOutcome, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,26 +24,48 @@ use std::sync::Arc;
 /// refuses a store that does not ([`StoreCheck`](crate::StoreCheck)).
 #[derive(Debug)]
 pub struct Locker<M: Mode> {
-    target: Arc<Target>,
+    store: Arc<dyn Store>,
+    url: LockUrl,
     options: S3Options,
-    http: M::Http,
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
     drivers: Drivers,
+    mode: core::marker::PhantomData<M>,
 }
 
 impl<M: Mode> Locker<M> {
-    /// A locker for `url` (`s3://bucket/key`) with these options.
+    /// A locker for `url` with these options: `s3://bucket/key`, `az://container/key`
+    /// (feature `azure`) or `gs://bucket/key` (feature `gcs`); the scheme picks the store.
     pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
-        let target = Target::open(url, &options)?;
-        let http = M::http(&options)?;
-        Ok(Locker {
-            target,
+        let url = LockUrl::parse(url)?;
+        options.lock.validate()?;
+        let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
+        Ok(Locker::on(store, url, options))
+    }
+
+    /// A locker for the lock at `key` in a store of your own (see [`Store`]); `url` names it
+    /// in messages and in the lock's handles (`LockUrl::in_store`).
+    ///
+    /// A store used from the blocking mode may block in its futures' `poll`; one used from
+    /// the async mode must not.
+    pub fn with_store(
+        store: Arc<dyn Store>,
+        url: LockUrl,
+        options: S3Options,
+    ) -> Result<Self, Error> {
+        options.lock.validate()?;
+        Ok(Locker::on(store, url, options))
+    }
+
+    fn on(store: Arc<dyn Store>, url: LockUrl, options: S3Options) -> Self {
+        Locker {
+            store,
+            url,
             options,
-            http,
             requests: Arc::new(AtomicU64::new(0)),
             drivers: Drivers::default(),
-        })
+            mode: core::marker::PhantomData,
+        }
     }
 
     /// A locker for `url` configured from the standard AWS environment variables.
@@ -53,7 +75,7 @@ impl<M: Mode> Locker<M> {
 
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
-        &self.target.url
+        &self.url
     }
 
     /// How many S3 requests this locker's holds have sent so far.
@@ -94,7 +116,7 @@ impl<M: Mode> Locker<M> {
     /// The store check, as the options say (a no-op once it has passed), within the wait's
     /// time: returns the wait that is left.
     pub(crate) async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
-        check_store::<M>(&self.http, &self.target, &self.options, wait).await
+        check_store(self.store.as_ref(), self.url.key(), &self.options, wait).await
     }
 
     /// Waits until every driver this locker started has finished.
@@ -105,30 +127,31 @@ impl<M: Mode> Locker<M> {
     /// Starts a driver acquiring the lock; dropping the claim cancels it.
     fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
         let engine = Engine::acquiring(
-            self.target.clone(),
+            self.store.clone(),
+            self.url.clone(),
             &self.options,
             wait,
             self.requests.clone(),
             None,
         )?;
         let shared = engine.shared().clone();
-        M::spawn(driver::<M>(engine, self.http.clone()))?;
+        M::spawn(driver::<M>(engine))?;
         self.drivers.track(shared.clone());
         Ok(Claim::new(shared))
     }
 
     /// The acquisition's outcome: a handle, or why not.
     async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
-        let url = self.target.url.clone();
+        let url = self.url.clone();
         Held::when_acquired(claim, url, &self.options.lock).await
     }
 }
 
-/// The store check for `target`'s endpoint and bucket, as `options` say (a no-op once it has
-/// passed), within the wait's time: returns the wait that is left.
-pub(crate) async fn check_store<M: Mode>(
-    http: &M::Http,
-    target: &Target,
+/// The store check for `store`'s endpoint and bucket, as `options` say (a no-op once it has
+/// passed), run beside `key`, within the wait's time: returns the wait that is left.
+pub(crate) async fn check_store(
+    store: &dyn Store,
+    key: &str,
     options: &S3Options,
     wait: Wait,
 ) -> Result<Wait, Error> {
@@ -136,15 +159,10 @@ pub(crate) async fn check_store<M: Mode>(
         Wait::Timeout(d) => Some(Stamp::now().plus(d)),
         Wait::No | Wait::Forever => None,
     };
-    let link = Link::<M>::new(
-        http,
-        &target.time,
-        options.request_timeout,
-        options.observer.as_ref(),
-    )
-    .until(deadline);
+    let sender =
+        Sender::new(store, options.request_timeout, options.observer.as_ref()).until(deadline);
     let (how, fenced) = (&options.store_check, options.lock.fenced);
-    crate::store_check::ensure::<M>(how, target, &link, fenced).await?;
+    crate::driver::store_check::ensure(how, key, &sender, fenced).await?;
     Ok(match deadline {
         Some(d) => Wait::Timeout(d.since(Stamp::now())),
         None => wait,

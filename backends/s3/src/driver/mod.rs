@@ -1,0 +1,14 @@
+//! Keeping cores running: the loop that sends what a core asks and feeds back the replies,
+//! the state a driver shares with its handle, how each mode waits, the store seam, and the
+//! store check. Nothing in here knows a store's wire format.
+
+pub(crate) mod clock;
+pub(crate) mod engine;
+pub(crate) mod http;
+pub(crate) mod hub;
+pub(crate) mod mode;
+pub(crate) mod observe;
+pub(crate) mod server_time;
+pub(crate) mod state;
+pub(crate) mod store;
+pub(crate) mod store_check;
