@@ -10,7 +10,11 @@ use super::http1;
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 use sets3lock::{ETag, Intent};
-use sets3lock_mock::{MockS3, Reply, Semantics};
+use sets3lock_mock::{Dialect, MockS3, Reply, Semantics};
+
+#[path = "mock_other_store.rs"]
+mod other_store;
+pub use other_store::{ACCOUNT as AZURE_ACCOUNT, KEY as AZURE_KEY};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -148,6 +152,16 @@ fn handle(
     endpoint: &str,
     now: jiff::Timestamp,
 ) -> Reply {
+    let dialect = store
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .semantics()
+        .dialect;
+    match dialect {
+        Dialect::Azure => return other_store::azure(req, store, endpoint),
+        Dialect::Gcs => return other_store::gcs(req, store, endpoint),
+        _ => {}
+    }
     let mut parts = req.start.split(' ');
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"));
     let Ok(url) = url::Url::parse(&format!("{endpoint}{target}")) else {

@@ -82,6 +82,36 @@ pub fn mock_versioned() -> Server {
     )
 }
 
+/// The mock speaking Azure's Blob API over HTTP: 404 for `If-Match` on a missing blob, as
+/// Azure answers, or 412, as Azurite does.
+pub fn mock_azure(missing_if_match: u16) -> Server {
+    let semantics = Semantics {
+        dialect: sets3lock_mock::Dialect::Azure,
+        missing_key_if_match: if missing_if_match == 412 {
+            MissingKeyIfMatch::PreconditionFailed
+        } else {
+            MissingKeyIfMatch::NotFound
+        },
+        ..Semantics::default()
+    };
+    let name = if missing_if_match == 412 {
+        "mock Azure (412 like Azurite)"
+    } else {
+        "mock Azure (404 like Azure)"
+    };
+    mock_flavour(name, semantics)
+}
+
+/// The mock speaking GCS's JSON API over HTTP, as real GCS answers: conditional DELETE
+/// honoured, 304 for an unchanged read.
+pub fn mock_gcs() -> Server {
+    let semantics = Semantics {
+        dialect: sets3lock_mock::Dialect::Gcs,
+        ..Semantics::default()
+    };
+    mock_flavour("mock GCS", semantics)
+}
+
 /// The mock with these semantics over HTTP, started once per test binary and name.
 fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
     static STARTED: Mutex<Vec<Server>> = Mutex::new(Vec::new());
@@ -90,12 +120,28 @@ fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
         return s.clone();
     }
     let m = mock_server::MockServer::start(semantics, "mock-bucket");
+    let (scheme, endpoint, access_key, secret) = match semantics.dialect {
+        sets3lock_mock::Dialect::Azure => {
+            use base64::Engine as _;
+            let key = base64::engine::general_purpose::STANDARD.encode(mock_server::AZURE_KEY);
+            let account = mock_server::AZURE_ACCOUNT.to_owned();
+            let endpoint = format!("{}/{account}", m.endpoint);
+            (sets3lock::Scheme::Azure, endpoint, account, key)
+        }
+        sets3lock_mock::Dialect::Gcs => (
+            sets3lock::Scheme::Gcs,
+            m.endpoint,
+            String::new(),
+            String::new(),
+        ),
+        _ => (sets3lock::Scheme::S3, m.endpoint, m.access_key, m.secret),
+    };
     let server = Server {
         name,
-        scheme: sets3lock::Scheme::S3,
-        endpoint: m.endpoint,
-        access_key: m.access_key,
-        secret: m.secret,
+        scheme,
+        endpoint,
+        access_key,
+        secret,
         bucket: "mock-bucket".into(),
         missing_if_match: match semantics.missing_key_if_match {
             MissingKeyIfMatch::PreconditionFailed => 412,
