@@ -8,7 +8,7 @@ mod scenario;
 use core::time::Duration;
 use scenario::*;
 use sets3lock::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
-use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Semantics};
+use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Reply, Semantics};
 
 /// The stores: S3, Azure, Azurite (412 for If-Match on a missing blob), GCS, and
 /// fake-gcs-server (a DELETE that ignores its condition, reads never 304).
@@ -129,4 +129,65 @@ fn a_live_holder_keeps_its_lock_against_a_waiter_on_every_store() {
         w.run(&mut s3, w.at(secs(120)));
         assert!(w.lock.is_held(w.now), "{name}: {:?}", w.events);
     }
+}
+
+/// GCS takes about one write a second on one object and answers more with 429: a burst of
+/// 429s on every write for 15 s while the holder renews (each read back, found not applied,
+/// written again) never ends a lock that is still valid, and the first write after the burst
+/// renews it.
+#[test]
+fn a_burst_of_429s_while_renewing_never_loses_a_valid_lock_on_gcs() {
+    let (_, gcs) = stores()
+        .into_iter()
+        .find(|(name, _)| *name == "GCS")
+        .expect("GCS");
+    let mut s3 = store(gcs);
+    let mut holder = holding_with(config(), &mut s3, 1);
+    let throttled = || {
+        let reply = Reply::gcs_error_saying(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "rateLimitExceeded",
+            "The object exceeded the rate limit for object mutation operations (create, update, and delete).",
+        );
+        reply.classify(sets3lock::IntentKind::PutIfMatch)
+    };
+    assert!(matches!(throttled(), sets3lock::Response::Ambiguous(_)));
+    let (mut throttled_writes, mut reads) = (0, 0);
+    // From the first renewal (at 20 s) for 15 s, every write is refused with 429 unapplied.
+    while holder.now < holder.at(secs(35)) {
+        let req = holder.next_request();
+        if holder.now < holder.at(secs(20)) || req.intent.kind() == sets3lock::IntentKind::Get {
+            reads += usize::from(req.intent.kind() == sets3lock::IntentKind::Get);
+            holder.serve(&mut s3, &req);
+        } else {
+            throttled_writes += 1;
+            holder.answer(&req, throttled());
+        }
+        assert!(
+            holder.lock.is_held(holder.now),
+            "lost at {:?}: {:?}",
+            holder.now,
+            holder.events
+        );
+    }
+    holder.run(&mut s3, holder.at(secs(45)));
+    assert!(holder.lock.is_held(holder.now), "{:?}", holder.events);
+    assert!(throttled_writes >= 2, "{throttled_writes} writes throttled");
+    assert!(reads >= 1, "the unknown outcomes were read back");
+    assert!(
+        !holder
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Lost { .. } | Event::Expired)),
+        "{:?}",
+        holder.events
+    );
+    assert!(
+        holder
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Renewed { .. })),
+        "renewed after the burst: {:?}",
+        holder.events
+    );
 }
