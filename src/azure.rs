@@ -269,7 +269,12 @@ fn hint(status: u16, e: &AzureError) -> &'static str {
         Some("AuthenticationFailed")
         | Some("NoAuthenticationInformation")
         | Some("InvalidAuthenticationInfo") => CREDENTIALS,
-        Some("AuthorizationPermissionMismatch") | Some("AuthorizationFailure") => PERMISSION,
+        Some("AuthorizationPermissionMismatch") => PERMISSION,
+        // Azure's word for a request refused by the account's rules, and Azurite's for a
+        // wrong key or signature: either may be the cause.
+        Some("AuthorizationFailure") => {
+            "the storage account refused the request: check AZURE_STORAGE_KEY (or that AZURE_STORAGE_SAS_TOKEN is valid and grants sp=rwd), and the account's network rules"
+        }
         Some("AuthorizationSourceIPMismatch") => {
             "the storage account's network rules do not admit this machine's address"
         }

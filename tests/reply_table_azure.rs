@@ -283,12 +283,24 @@ fn refusals_name_their_fix() {
     for word in ["AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "account"] {
         assert!(h.contains(word), "{h}");
     }
-    for code in ["AuthorizationPermissionMismatch", "AuthorizationFailure"] {
-        assert_eq!(
-            hint(Get, 403, code, "not authorized"),
-            "the SAS or role lacks permission: a SAS needs sp=rwd (read, write, delete) on the \
-             container; a role needs Storage Blob Data Contributor"
-        );
+    assert_eq!(
+        hint(
+            Get,
+            403,
+            "AuthorizationPermissionMismatch",
+            "not authorized"
+        ),
+        "the SAS or role lacks permission: a SAS needs sp=rwd (read, write, delete) on the \
+         container; a role needs Storage Blob Data Contributor"
+    );
+    let h = hint(
+        Get,
+        403,
+        "AuthorizationFailure",
+        "Server failed to authenticate",
+    );
+    for word in ["AZURE_STORAGE_KEY", "sp=rwd", "network rules"] {
+        assert!(h.contains(word), "{h}");
     }
     let h = hint(
         Get,

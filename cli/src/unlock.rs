@@ -18,11 +18,30 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
             return CANNOT_LOCK;
         }
     };
-    if let Ok(Some((current, holder))) = client.status(url.key()) {
-        if current == *etag {
+    // Look first: a fenced lock is never deleted, whichever ETag was given (a store whose
+    // DELETE ignores its condition, such as fake-gcs-server, would delete it anyway), and a
+    // lock that cannot be read is not touched.
+    match client.status(url.key()) {
+        Ok(Some((current, holder))) => {
             if let Some(fence) = holder.fence() {
-                return free(url, &client, etag, fence);
+                if current == *etag {
+                    return free(url, &client, etag, fence);
+                }
+                say!(
+                    "{url}: not deleted: the fenced lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
+                    current.as_str(),
+                    etag.as_str()
+                );
+                return NO;
             }
+        }
+        Ok(None) => {
+            out!("{url}: no lock to delete (already free)");
+            return OK;
+        }
+        Err(e) => {
+            say!("{url}: not unlocked: reading the lock first failed: {e}");
+            return CANNOT_LOCK;
         }
     }
     match client.send(url.key(), &Intent::DeleteIfMatch { etag: etag.clone() }) {

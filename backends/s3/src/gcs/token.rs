@@ -260,13 +260,13 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("user.json");
         std::fs::write(&file, r#"{"type":"authorized_user","client_id":"x"}"#).expect("write");
-        let e = service_account(&file).err().expect("refused").to_string();
+        let e = service_account(&file).expect_err("refused").to_string();
         assert!(
             e.contains("authorized_user") && e.contains("service_account"),
             "{e}"
         );
         std::fs::write(&file, r#"{"type":"service_account","client_email":"a@b","private_key":"-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n"}"#).expect("write");
-        let e = service_account(&file).err().expect("refused").to_string();
+        let e = service_account(&file).expect_err("refused").to_string();
         assert!(e.contains("PEM"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

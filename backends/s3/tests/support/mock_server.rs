@@ -14,6 +14,7 @@ use sets3lock_mock::{Dialect, MockS3, Reply, Semantics};
 
 #[path = "mock_other_store.rs"]
 mod other_store;
+#[allow(unused_imports)] // the benches include this file and use neither
 pub use other_store::{ACCOUNT as AZURE_ACCOUNT, KEY as AZURE_KEY};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
