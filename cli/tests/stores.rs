@@ -756,6 +756,14 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
         .output();
     assert_eq!(code(&o), 111, "{}", stderr(&o));
     one_line(&o, "gs://");
+    // An account (or endpoint) whose host does not resolve: `.invalid` never does.
+    let o = bare()
+        .env("AZURE_STORAGE_ACCOUNT", "nosuchaccount")
+        .env("AZURE_STORAGE_KEY", "a2V5")
+        .args(["-n", "--endpoint", "https://nosuchaccount.invalid", "az://c-1/k", "true"])
+        .output();
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    one_line(&o, "does not resolve: check the account name");
     if let Some(s) = azurite() {
         let url = s.url("bad");
         let with_key = |key: &str| {

@@ -528,6 +528,39 @@ fn azurite_through_both_drivers_in_both_modes() {
     }
 }
 
+/// A SAS instead of the account key: one with read, write and delete holds a lock; a
+/// read-only one is refused at the first write, with a line that names the permission.
+#[cfg(feature = "azure")]
+#[test]
+fn an_azure_sas_with_rwd_holds_a_lock_and_a_read_only_one_is_refused_naming_the_permission() {
+    let Some(s) = support::azurite() else {
+        return;
+    };
+    let with_sas = |permissions: &str| {
+        let mut options = s.options();
+        options.azure.key = None;
+        options.azure.sas = Some(support::sas::service_sas(
+            &s.access_key,
+            &s.secret,
+            &s.bucket,
+            permissions,
+        ));
+        options
+    };
+    let key = fresh_key("sas");
+    let held = Blocking::acquire(&s.url(&key), with_sas("rwd"), Wait::No).expect("acquire with a SAS");
+    assert_eq!(Blocking::release(held).expect("release"), ReleaseOutcome::Deleted);
+    // The store check's probes are refused too (403 is not held against the store: a policy
+    // may cover only the lock's key); the lock's own write then says why.
+    match Blocking::acquire(&s.url(&fresh_key("sas-r")), with_sas("r"), Wait::No) {
+        Err(Error::S3(e @ sets3lock::Error::Refused { status: 403, .. })) => {
+            let text = e.to_string();
+            assert!(text.contains("AuthorizationPermissionMismatch") && text.contains("sp=rwd"), "{text}");
+        }
+        other => panic!("a read-only SAS was not refused: {other:?}"),
+    }
+}
+
 /// fake-gcs-server 1.54 honours `ifGenerationMatch` on uploads but ignores it on DELETE: the
 /// fenced suite passes through both drivers, and the store check refuses presence mode there
 /// with an error that names fenced mode.

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use core::time::Duration;
 use futures_util::future::BoxFuture;
 use http::{HeaderMap, Method};
-use sets3lock::{Intent, IntentKind, Response, Scheme};
+use sets3lock::{Ambiguity, Intent, IntentKind, Response, Scheme};
 use url::Url;
 
 /// One container: the blob endpoint, who signs, the server's clock (`x-ms-date` must be
@@ -81,7 +81,22 @@ impl AzureStore {
         let observer = self.observer.as_ref();
         match exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await {
             Ok((_, response)) => response,
-            Err(no_reply) => no_reply,
+            Err(no_reply) => self.explained(no_reply),
+        }
+    }
+
+    /// A host that does not resolve is most often a misspelt account name: say so.
+    fn explained(&self, no_reply: Response) -> Response {
+        match no_reply {
+            Response::Ambiguous(Ambiguity::NotSent { detail }) if detail.contains("dns error") => {
+                let host = self.endpoint.host_str().unwrap_or("the endpoint");
+                Response::Ambiguous(Ambiguity::NotSent {
+                    detail: format!(
+                        "{host} does not resolve: check the account name (AZURE_STORAGE_ACCOUNT, or AccountName in the connection string) or the endpoint ({detail})"
+                    ),
+                })
+            }
+            other => other,
         }
     }
 }

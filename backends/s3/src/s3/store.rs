@@ -33,7 +33,6 @@ pub(crate) struct S3Store {
 impl S3Store {
     /// The bucket `name` as `options` say to reach it, through a blocking or an async client.
     pub(crate) fn open(name: &str, options: &S3Options, blocking: bool) -> Result<S3Store, Error> {
-        let credentials = source_of(options).ok_or(Error::MissingCredentials)?;
         let (endpoint, custom) = match &options.endpoint {
             Some(e) => (e.clone(), true),
             None => {
@@ -47,6 +46,8 @@ impl S3Store {
         {
             return Err(Error::GcsIgnoresConditions);
         }
+        // After the endpoint: a GCS endpoint is refused whatever the credentials.
+        let credentials = source_of(options).ok_or(Error::MissingCredentials)?;
         let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
         let style = if path_style {
             UrlStyle::Path

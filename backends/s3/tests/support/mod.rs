@@ -6,6 +6,7 @@ pub mod http1;
 pub mod mock_server;
 pub mod proxy;
 pub mod raw;
+pub mod sas;
 
 pub use raw::{fresh_key, rand_u64, RawAccess};
 use rusty_s3::Credentials;
