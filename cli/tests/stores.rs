@@ -760,7 +760,13 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
     let o = bare()
         .env("AZURE_STORAGE_ACCOUNT", "nosuchaccount")
         .env("AZURE_STORAGE_KEY", "a2V5")
-        .args(["-n", "--endpoint", "https://nosuchaccount.invalid", "az://c-1/k", "true"])
+        .args([
+            "-n",
+            "--endpoint",
+            "https://nosuchaccount.invalid",
+            "az://c-1/k",
+            "true",
+        ])
         .output();
     assert_eq!(code(&o), 111, "{}", stderr(&o));
     one_line(&o, "does not resolve: check the account name");
@@ -810,5 +816,110 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
             .output();
         assert_eq!(code(&o), 111, "a missing bucket: {}", stderr(&o));
         one_line(&o, "bucket");
+    }
+}
+
+/// Renewals that stop getting through (a proxy that drops every reply from some moment on)
+/// end the program before the lease can run out, and the next holder starts only after it
+/// stopped: on every store.
+#[test]
+fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail_on_every_store() {
+    for s in stores() {
+        let url = s.url("blackout");
+        // Azurite's endpoint carries the account in its path: the proxy fronts the host.
+        let upstream = s.vars["ENDPOINT"].clone();
+        let parsed = url::Url::parse(&upstream).expect("endpoint");
+        let origin = parsed.origin().ascii_serialization();
+        let proxy = support::blackout::BlackoutProxy::start(&origin);
+        let through = format!("{}{}", proxy.endpoint, parsed.path().trim_end_matches('/'));
+        let dir = scratch_dir("stores-blackout");
+        let witness = format!("{dir}/witness");
+        let script = format!(
+            "trap 'echo stopped $(date +%s.%N) >> {witness}; kill $!; exit 0' TERM; sleep 60 & wait"
+        );
+        let mut holder_args: Vec<&str> = s.lock_flags().to_vec();
+        holder_args.extend([
+            "--lease",
+            "3s",
+            "--kill-after",
+            "1s",
+            "--endpoint",
+            &through,
+        ]);
+        holder_args.extend([url.as_str(), "sh", "-c", &script]);
+        // The holder reaches the store through the proxy (the connection string's endpoint
+        // is replaced by --endpoint: account and key from the emulator's variables).
+        let holder = match s.scheme {
+            "az" => StoreCommand::bare(&s.cache)
+                .env("AZURE_STORAGE_ACCOUNT", &s.vars["ACCOUNT"])
+                .env("AZURE_STORAGE_KEY", &s.vars["KEY"]),
+            _ => StoreCommand::bare(&s.cache).env("STORAGE_EMULATOR_HOST", &proxy.endpoint),
+        }
+        .args(&holder_args)
+        .spawn();
+        s.until_status(&url, 1);
+        proxy.blackout(); // from now on no reply reaches the holder
+        let waiter_script = format!("echo acquired $(date +%s.%N) >> {witness}");
+        let mut waiter_args: Vec<&str> = s.lock_flags().to_vec();
+        waiter_args.extend(["-q", url.as_str(), "sh", "-c", &waiter_script]);
+        let waiter = s.cmd().args(&waiter_args).spawn();
+        let o = holder.wait_with_output().expect("holder");
+        assert_eq!(code(&o), 112, "{}: {}", s.name, stderr(&o));
+        assert!(
+            stderr(&o).contains("no renewal got through"),
+            "{}: {}",
+            s.name,
+            stderr(&o)
+        );
+        let w = waiter.wait_with_output().expect("waiter");
+        assert_eq!(code(&w), 0, "{}: {}", s.name, stderr(&w));
+        let log = std::fs::read_to_string(&witness).expect("witness");
+        let lines: Vec<&str> = log.lines().collect();
+        assert!(
+            lines.len() == 2 && lines[0].starts_with("stopped") && lines[1].starts_with("acquired"),
+            "{}: the program must stop before the next holder starts: {log}",
+            s.name
+        );
+    }
+}
+
+/// A port that accepts connections and never answers (a hung proxy, a black-holed load
+/// balancer): `--timeout` still ends the wait on time, on Azure and on GCS alike. Needs no
+/// emulator.
+#[test]
+fn timeout_holds_against_an_azure_or_gcs_endpoint_that_never_answers() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            held.push(c); // never read, never answered, never closed
+        }
+    });
+    let cache = scratch_dir("stores-silent");
+    for (what, cmd, url) in [
+        (
+            "azure",
+            StoreCommand::bare(&cache)
+                .env("AZURE_STORAGE_ACCOUNT", "devstoreaccount1")
+                .env("AZURE_STORAGE_KEY", "a2V5")
+                .args(["--endpoint", &format!("{silent}/devstoreaccount1")]),
+            "az://silent-container/k",
+        ),
+        (
+            "gcs",
+            StoreCommand::bare(&cache)
+                .env("STORAGE_EMULATOR_HOST", &silent)
+                .args(["--fenced"]),
+            "gs://silent-bucket/k",
+        ),
+    ] {
+        let started = Instant::now();
+        let o = cmd.args(["--timeout", "2s", url, "true"]).output();
+        let took = started.elapsed();
+        assert_eq!(code(&o), 111, "{what}: {}", stderr(&o));
+        assert!(stderr(&o).contains("timed out"), "{what}: {}", stderr(&o));
+        // README's promise: within the timeout plus 3 s.
+        assert!(took < Duration::from_secs(5), "{what}: {took:?}");
     }
 }

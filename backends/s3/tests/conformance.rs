@@ -30,6 +30,7 @@ fn scenarios<D: Driver>(server: &Server) {
     lock_deleted_while_held_is_reported::<D>(server);
     wrong_bucket::<D>(server);
     wrong_credentials::<D>(server);
+    outages::<D>(server);
 }
 
 /// Fenced mode, the same everywhere: the object persists, tokens grow with every grant, and
@@ -211,6 +212,61 @@ fn contend<D: Driver>(s: &Server) {
     assert_eq!(
         D::release(second).expect("release"),
         ReleaseOutcome::Deleted
+    );
+}
+
+/// The network fails under a held lock: a short outage (shorter than what is left of the
+/// lease) is ridden out, the hold renewed once replies come back; a long one ends the hold as
+/// expired, before its lease could have run out for anyone else.
+fn outages<D: Driver>(s: &Server) {
+    let fenced = s.scheme == sets3lock::Scheme::Gcs; // fake-gcs-server: fenced only
+    let lease = Duration::from_secs(4);
+    let through = |proxy_options: sets3lock_s3::S3Options| {
+        let mut o = proxy_options;
+        o.lock.lease = lease;
+        o.lock.fenced = fenced;
+        o.request_timeout = Duration::from_millis(500);
+        o.store_check = sets3lock_s3::StoreCheck::Off; // the outage would eat its replies
+        o
+    };
+    // Short: 1.2 s without replies, from half a second in.
+    let (proxy, options) = s.proxied();
+    let held = D::acquire(
+        &s.url(&fresh_key("outage-short")),
+        through(options),
+        Wait::No,
+    )
+    .expect("acquire");
+    std::thread::sleep(Duration::from_millis(500));
+    proxy.blackout();
+    std::thread::sleep(Duration::from_millis(1200));
+    proxy.restore();
+    // Past the first lease: the hold lives on only if a renewal landed after the outage.
+    assert_eq!(
+        D::wait_lost(&held, Duration::from_millis(4500)),
+        None,
+        "{}",
+        s.name
+    );
+    assert!(held.is_held(), "{}: held after a short outage", s.name);
+    D::release(held).expect("release after the outage");
+    // Long: the outage outlasts the lease.
+    let (proxy, options) = s.proxied();
+    let held = D::acquire(
+        &s.url(&fresh_key("outage-long")),
+        through(options),
+        Wait::No,
+    )
+    .expect("acquire");
+    proxy.blackout();
+    let dark = Instant::now();
+    let loss = D::wait_lost(&held, Duration::from_secs(8));
+    assert_eq!(loss, Some(Loss::Expired), "{}", s.name);
+    assert!(
+        dark.elapsed() <= lease,
+        "{}: ended {:?} after the outage began: later than its lease",
+        s.name,
+        dark.elapsed()
     );
 }
 
@@ -548,14 +604,21 @@ fn an_azure_sas_with_rwd_holds_a_lock_and_a_read_only_one_is_refused_naming_the_
         options
     };
     let key = fresh_key("sas");
-    let held = Blocking::acquire(&s.url(&key), with_sas("rwd"), Wait::No).expect("acquire with a SAS");
-    assert_eq!(Blocking::release(held).expect("release"), ReleaseOutcome::Deleted);
+    let held =
+        Blocking::acquire(&s.url(&key), with_sas("rwd"), Wait::No).expect("acquire with a SAS");
+    assert_eq!(
+        Blocking::release(held).expect("release"),
+        ReleaseOutcome::Deleted
+    );
     // The store check's probes are refused too (403 is not held against the store: a policy
     // may cover only the lock's key); the lock's own write then says why.
     match Blocking::acquire(&s.url(&fresh_key("sas-r")), with_sas("r"), Wait::No) {
         Err(Error::S3(e @ sets3lock::Error::Refused { status: 403, .. })) => {
             let text = e.to_string();
-            assert!(text.contains("AuthorizationPermissionMismatch") && text.contains("sp=rwd"), "{text}");
+            assert!(
+                text.contains("AuthorizationPermissionMismatch") && text.contains("sp=rwd"),
+                "{text}"
+            );
         }
         other => panic!("a read-only SAS was not refused: {other:?}"),
     }
@@ -574,6 +637,8 @@ fn fake_gcs_takes_fenced_locks_through_both_drivers_and_refuses_presence_ones() 
     fenced_scenarios::<Blocking>(&s);
     wrong_bucket::<Tokio>(&s);
     wrong_bucket::<Blocking>(&s);
+    outages::<Tokio>(&s);
+    outages::<Blocking>(&s);
     for refused in [
         Blocking::acquire(&s.url(&fresh_key("presence")), s.options(), Wait::No).map(|_| ()),
         Tokio::acquire(&s.url(&fresh_key("presence")), s.options(), Wait::No).map(|_| ()),

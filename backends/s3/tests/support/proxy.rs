@@ -133,6 +133,11 @@ impl LossyProxy {
         self.blackout.store(true, Ordering::SeqCst);
     }
 
+    /// Replies get through again (connections made during the blackout stay dark).
+    pub fn restore(&self) {
+        self.blackout.store(false, Ordering::SeqCst);
+    }
+
     /// Loses every reply on the `n`th connection from now (1 = the next one).
     pub fn lose_replies_on_connection(&self, n: usize) {
         let base = self.accepted.load(Ordering::SeqCst);

@@ -16,8 +16,22 @@ pub fn service_sas(account: &str, key_b64: &str, container: &str, permissions: &
     let resource = format!("/blob/{account}/{container}");
     // sp, st, se, resource, si, sip, spr, sv, sr, snapshot, ses, rscc, rscd, rsce, rscl, rsct
     let fields = [
-        permissions, &start, &expiry, &resource, "", "", "http,https", version, "c", "", "", "",
-        "", "", "", "",
+        permissions,
+        &start,
+        &expiry,
+        &resource,
+        "",
+        "",
+        "http,https",
+        version,
+        "c",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
     ];
     let key = base64::engine::general_purpose::STANDARD
         .decode(key_b64)
