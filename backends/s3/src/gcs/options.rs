@@ -1,6 +1,6 @@
 //! Where GCS is and who we are there: `STORAGE_EMULATOR_HOST` (an emulator, no credentials),
 //! `GOOGLE_OAUTH_ACCESS_TOKEN` (a token given), `GOOGLE_APPLICATION_CREDENTIALS` (a service
-//! account's key file), else the metadata server (GCE, GKE, Cloud Run).
+//! account's key file), else the metadata server (GCE, GKE, Cloud Run; `GCE_METADATA_HOST`).
 
 use crate::Error;
 use std::path::PathBuf;
@@ -29,6 +29,9 @@ pub struct GcsOptions {
     pub token: Option<String>,
     /// A service account's JSON key file.
     pub credentials_file: Option<PathBuf>,
+    /// The metadata server's `host[:port]`, asked for tokens when nothing above is set
+    /// (`GCE_METADATA_HOST`; `None`: `metadata.google.internal`).
+    pub metadata_host: Option<String>,
 }
 
 impl core::fmt::Debug for GcsOptions {
@@ -38,17 +41,20 @@ impl core::fmt::Debug for GcsOptions {
             .field("anonymous", &self.anonymous)
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("credentials_file", &self.credentials_file)
+            .field("metadata_host", &self.metadata_host)
             .finish()
     }
 }
 
 impl GcsOptions {
     /// Reads `STORAGE_EMULATOR_HOST` (`host:port` or a URL; no credentials then),
-    /// `GOOGLE_OAUTH_ACCESS_TOKEN` and `GOOGLE_APPLICATION_CREDENTIALS` from `var`.
+    /// `GOOGLE_OAUTH_ACCESS_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS` and `GCE_METADATA_HOST`
+    /// from `var`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<GcsOptions, Error> {
         let mut options = GcsOptions {
             token: var("GOOGLE_OAUTH_ACCESS_TOKEN"),
             credentials_file: var("GOOGLE_APPLICATION_CREDENTIALS").map(PathBuf::from),
+            metadata_host: var("GCE_METADATA_HOST"),
             ..GcsOptions::default()
         };
         if let Some(host) = var("STORAGE_EMULATOR_HOST") {

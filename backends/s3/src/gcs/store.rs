@@ -47,9 +47,8 @@ impl GcsStore {
         } else if let Some(path) = &gcs.credentials_file {
             service_account(path)?
         } else {
-            let host = std::env::var("GCE_METADATA_HOST")
-                .unwrap_or_else(|_| "metadata.google.internal".into());
-            Source::Metadata(host)
+            let host = gcs.metadata_host.clone();
+            Source::Metadata(host.unwrap_or_else(|| "metadata.google.internal".into()))
         };
         let settings = Settings {
             endpoint: Some(base.clone()),
