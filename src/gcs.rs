@@ -18,7 +18,7 @@
 //! | 2xx | `Written` (generation required) | `Written` (generation required) | `Deleted` | `Object` (`x-goog-generation` required) |
 //! | 304 | ambiguous | ambiguous | ambiguous | `NotModified` |
 //! | 404, the bucket does not exist | refused (`MissingContainer`) | same | same | same |
-//! | any other 404 | refused | `Absent` | `Absent` | `Absent` |
+//! | any other 404 | refused (`MissingContainer`: a create cannot miss its object) | `Absent` | `Absent` | `Absent` |
 //! | 412 | `Exists` | `Mismatch` | `Mismatch` | ambiguous |
 //! | 408, 409, 429, 5xx but 501, 400 `RequestTimeout` | ambiguous | same | same | same |
 //! | 501 | refused (`ConditionalUnsupported`) | same | same | same |
@@ -208,15 +208,14 @@ pub fn classify(
         },
         404 => {
             let e = err();
-            if e.missing_bucket() {
+            // A create cannot miss its object: what is missing is the bucket (fake-gcs-server
+            // answers a missing bucket as it answers a missing object, "Not Found").
+            if e.missing_bucket() || kind == PutIfNoneMatch {
                 Response::Refused(Error::MissingContainer {
                     store: Scheme::Gcs,
                     code: e.code,
                     message: e.message,
                 })
-            } else if kind == PutIfNoneMatch {
-                // A create cannot miss its object: the endpoint is wrong.
-                refused(kind, s, e)
             } else {
                 Response::Absent
             }

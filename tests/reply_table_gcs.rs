@@ -162,7 +162,8 @@ fn cell(kind: IntentKind, r: &Reply) -> Cell {
         304 if kind == Get => Cell::NotModified,
         304 => Cell::Ambiguous,
         404 if r.message == Some(MISSING_BUCKET) => Cell::MissingBucket,
-        404 if kind == PutIfNoneMatch => Cell::Refused,
+        // A create cannot miss its object: the bucket is missing.
+        404 if kind == PutIfNoneMatch => Cell::MissingBucket,
         404 => Cell::Absent,
         412 => match kind {
             PutIfNoneMatch => Cell::Exists,

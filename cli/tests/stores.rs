@@ -88,6 +88,7 @@ fn fake_gcs() -> Option<Store> {
         "SETS3LOCK_FAKEGCS",
         &["ENDPOINT", "BUCKET"],
     )?;
+    probe_fake_gcs(&vars["ENDPOINT"], &vars["BUCKET"]);
     Some(Store {
         name: "fake-gcs",
         scheme: "gs",
@@ -97,6 +98,32 @@ fn fake_gcs() -> Option<Store> {
         cache: scratch_dir("stores-cache"),
         vars,
     })
+}
+
+/// fake-gcs-server must refuse a second create of one object, or every test on it would
+/// pass by testing nothing: checked by hand (a multipart upload with `ifGenerationMatch=0`,
+/// twice) before it is used.
+fn probe_fake_gcs(endpoint: &str, bucket: &str) {
+    let name = support::fresh_key("stores-emulator-probe").replace('/', "-");
+    let create = || {
+        let body = format!(
+            "--b\r\nContent-Type: application/json\r\n\r\n{{\"name\":\"{name}\"}}\r\n--b\r\nContent-Type: application/json\r\n\r\n{{}}\r\n--b--\r\n"
+        );
+        reqwest::blocking::Client::new()
+            .post(format!(
+                "{endpoint}/upload/storage/v1/b/{bucket}/o?uploadType=multipart&name={name}&ifGenerationMatch=0"
+            ))
+            .header("content-type", "multipart/related; boundary=b")
+            .body(body)
+            .send()
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    };
+    let (first, second) = (create(), create());
+    assert!(
+        first == 200 && second == 412,
+        "fake-gcs-server answered two creates of one object with {first} and {second}, not 200 and 412: tests on it would prove nothing"
+    );
 }
 
 /// Every store whose emulator is running.
