@@ -196,7 +196,7 @@ fn current(client: &Client, key: &str) -> Option<ETag> {
 }
 
 fn wrong_etag() -> ETag {
-    ETag::parse("00000000000000000000000000000000").expect("a valid ETag")
+    ETag::parse("1000000000000000001").expect("a valid ETag")
 }
 
 fn second_create(client: &Client, key: &str) -> Verdict {

@@ -11,6 +11,14 @@ use sets3lock::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Respon
 use sets3lock_s3::{Client, S3Options};
 
 pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
+    if url.scheme() == sets3lock::Scheme::Gcs && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
+    {
+        say!(
+            "{url}: --etag {}: a gs:// lock's ETag is its generation, a decimal number (sets3lock status shows it)",
+            etag.as_str()
+        );
+        return crate::exit_codes::USAGE;
+    }
     let client = match Client::in_store(url.scheme(), url.bucket(), options) {
         Ok(c) => c,
         Err(e) => {
@@ -29,6 +37,16 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
                 }
                 say!(
                     "{url}: not deleted: the fenced lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
+                    current.as_str(),
+                    etag.as_str()
+                );
+                return NO;
+            }
+            if current != *etag {
+                // Not the lock the operator saw: never sent a DELETE (a store that ignores
+                // its condition would delete the new holder's lock).
+                say!(
+                    "{url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
                 );

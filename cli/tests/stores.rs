@@ -950,3 +950,40 @@ fn timeout_holds_against_an_azure_or_gcs_endpoint_that_never_answers() {
         assert!(took < Duration::from_secs(5), "{what}: {took:?}");
     }
 }
+
+/// On a store whose DELETE ignores its condition (fake-gcs-server), `unlock` with an ETag that
+/// is not the current one must not send a DELETE at all: it would delete the holder's lock. A
+/// presence-mode lock there (the store check skipped, as an operator might) stays held.
+#[test]
+fn unlock_never_deletes_a_lock_whose_etag_is_not_the_one_given_even_where_delete_ignores_it() {
+    let Some(s) = fake_gcs() else { return };
+    let url = s.url("unlock-presence");
+    // A presence-mode holder: `Holder::take` adds --fenced here, so start it by hand.
+    let dir = scratch_dir("stores-holder");
+    let go = format!("{dir}/go");
+    let child = StoreCommand::bare(&s.cache)
+        .env("STORAGE_EMULATOR_HOST", &s.vars["ENDPOINT"])
+        .args(["--no-store-check", &url, "sh", "-c", UNTIL_GO, &go])
+        .spawn();
+    let holder = Holder {
+        child: Some(child),
+        go,
+    };
+    s.until_status(&url, 1);
+    let o = s.cmd().args(["status", "--json", &url]).output();
+    let etag = json(&o)["etag"].as_str().expect("etag").to_owned();
+    let o = s
+        .cmd()
+        .args(["unlock", &url, "--etag", &wrong(&etag)])
+        .output();
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    one_line(&o, "not deleted");
+    let o = s.cmd().args(["status", "--json", &url]).output();
+    assert_eq!(code(&o), 1, "still held: {}", stdout(&o));
+    assert_eq!(json(&o)["etag"], etag.as_str(), "untouched");
+    // A gs:// ETag is a generation: anything else is a usage error, before any request.
+    let o = s.cmd().args(["unlock", &url, "--etag", "abc"]).output();
+    assert_eq!(code(&o), 100, "{}", stderr(&o));
+    one_line(&o, "generation, a decimal number");
+    drop(holder);
+}

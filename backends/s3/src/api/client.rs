@@ -59,7 +59,8 @@ impl Client {
     }
 
     /// Removes `key` whatever it holds (no condition): only for throw-away keys of your own,
-    /// never for a lock.
+    /// never for a lock (it would delete whoever holds it). For tests and probes.
+    #[doc(hidden)]
     pub fn discard(&self, key: &str) {
         block_on(self.store.discard(key, self.timeout));
     }

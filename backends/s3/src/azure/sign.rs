@@ -109,7 +109,10 @@ pub(crate) fn plain(
         Auth::SharedKey { account, key } => {
             let signature = shared_key(&method, &url, &headers, account, key);
             let value = format!("SharedKey {account}:{signature}");
-            insert(&mut headers, http::header::AUTHORIZATION, &value);
+            if let Ok(mut v) = HeaderValue::from_str(&value) {
+                v.set_sensitive(true);
+                headers.insert(http::header::AUTHORIZATION, v);
+            }
         }
         Auth::Sas(query) => url.set_query(Some(query)),
     }
@@ -207,6 +210,8 @@ fn string_to_sign(method: &Method, url: &Url, headers: &HeaderMap, account: &str
         text.push_str(&format!("{name}:{value}\n"));
     }
     text.push_str(&format!("/{account}{}", url.path()));
+    // Each parameter on a line of its own, in order; none of the lock's requests has a
+    // repeated one (Azure would want their values joined by commas).
     let mut query: Vec<(String, String)> = url
         .query_pairs()
         .map(|(k, v)| (k.to_ascii_lowercase(), v.into_owned()))

@@ -47,7 +47,7 @@ impl AzureStore {
                     .decode(key.trim())
                     .map_err(|_| Error::AzureKey)?,
             },
-            (None, Some(sas), _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
+            (_, Some(sas), _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
             _ => return Err(Error::MissingAzureCredentials),
         };
         let settings = Settings {

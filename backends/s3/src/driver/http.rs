@@ -14,8 +14,9 @@ use http::{HeaderMap, Method};
 use sets3lock::{Ambiguity, Response};
 use url::Url;
 
-/// One HTTP request, ready to send.
-#[derive(Clone, Debug)]
+/// One HTTP request, ready to send. Its `Debug` shows neither the URL's query (a presigned
+/// signature, a SAS) nor the `Authorization` header: both are credentials.
+#[derive(Clone)]
 pub struct HttpRequest {
     /// The method.
     pub method: Method,
@@ -53,6 +54,29 @@ fn no_reply(e: reqwest::Error) -> Response {
     } else {
         Ambiguity::NotSent { detail }
     })
+}
+
+impl core::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut url = self.url.clone();
+        if url.query().is_some() {
+            url.set_query(Some("…"));
+        }
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| match n == http::header::AUTHORIZATION {
+                true => (n.as_str(), "…"),
+                false => (n.as_str(), v.to_str().unwrap_or("?")),
+            })
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &url.as_str())
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 /// How the requests of one store go out: an async client (tokio mode, and the hub of a

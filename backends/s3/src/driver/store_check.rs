@@ -208,7 +208,9 @@ struct Probe<'a> {
 impl Probe<'_> {
     async fn run(&self) -> Result<Option<ConditionalDelete>, Error> {
         let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
-        let wrong = ETag::parse("00000000000000000000000000000000").expect("a valid ETag");
+        // A version no store gave: opaque to S3 and Azure, and to GCS a generation that is
+        // neither 0 (which would mean "must not exist") nor one it hands out.
+        let wrong = ETag::parse("1000000000000000001").expect("a valid ETag");
         let first = match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {
             Some(Response::Written { etag }) => etag,
             _ => return Ok(None),

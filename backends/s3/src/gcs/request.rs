@@ -63,7 +63,8 @@ fn finish(
     token: Option<&str>,
 ) -> HttpRequest {
     let mut headers = HeaderMap::new();
-    if let Some(t) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+    if let Some(mut t) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+        t.set_sensitive(true);
         headers.insert(http::header::AUTHORIZATION, t);
     }
     if let Some(c) = content_type.and_then(|c| HeaderValue::from_str(&c).ok()) {

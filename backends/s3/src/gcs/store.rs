@@ -7,6 +7,7 @@
 
 use crate::driver::clock::Stamp;
 use crate::driver::http::{Settings, Transport};
+use crate::driver::server_time::ServerTime;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::request::{plain_delete, request};
 use crate::gcs::token::{service_account, Source, Tokens};
@@ -21,6 +22,9 @@ use url::Url;
 /// After a 429, the next write of the same object waits this long.
 const AFTER_429: Duration = Duration::from_secs(1);
 
+/// A request is not sent with less time than this left.
+const MIN_LEFT: Duration = Duration::from_millis(100);
+
 /// One bucket: the endpoint, the tokens, and when each throttled key may be written again.
 #[derive(Debug)]
 pub(crate) struct GcsStore {
@@ -28,6 +32,8 @@ pub(crate) struct GcsStore {
     base: Url,
     bucket: String,
     tokens: Tokens,
+    /// The server's clock, learned from its replies' `Date`: what signed tokens are dated by.
+    time: ServerTime,
     transport: Transport,
     throttled: Mutex<HashMap<String, Stamp>>,
 }
@@ -61,6 +67,7 @@ impl GcsStore {
             base,
             bucket: name.to_owned(),
             tokens: Tokens::new(source),
+            time: ServerTime::default(),
             transport: Transport::new(blocking, &settings)?,
             throttled: Mutex::new(HashMap::new()),
         })
@@ -82,7 +89,9 @@ impl GcsStore {
         if !wait.is_zero() {
             self.transport.pause(wait).await;
         }
-        self.throttled().remove(key);
+        if Stamp::now() >= at {
+            self.throttled().remove(key);
+        }
         limit.saturating_sub(wait)
     }
 
@@ -107,18 +116,33 @@ impl GcsStore {
                         .into(),
             });
         }
-        let token = match self.tokens.current(&self.transport).await {
+        let now = u64::try_from(self.time.now().as_second()).unwrap_or(0);
+        let token = match self.tokens.current(&self.transport, limit, now).await {
             Ok(t) => t,
             Err(no_token) => return no_token,
         };
         let left = limit.saturating_sub(Stamp::now().since(started));
+        if left < MIN_LEFT {
+            return Response::Ambiguous(Ambiguity::NotSent {
+                detail: "getting a token took the request's whole time limit".into(),
+            });
+        }
+        let sent = std::time::SystemTime::now();
         let reply = match self.transport.exchange(build(token.as_deref()), left).await {
             Ok(r) => r,
             Err(no_reply) => return no_reply,
         };
+        // Tokens are dated by the server's clock (a signed one is refused if its time is off).
+        let _ = self
+            .time
+            .learn(&reply.headers, sent, std::time::SystemTime::now(), false);
         if writes && reply.status.as_u16() == 429 {
             let at = Stamp::now().plus(AFTER_429);
             self.throttled().insert(key.to_owned(), at);
+        }
+        if reply.status.as_u16() == 401 {
+            // An expired or refused token: the next request gets a new one.
+            self.tokens.forget();
         }
         sets3lock::gcs::classify(kind, reply.status, &reply.headers, &reply.body)
     }

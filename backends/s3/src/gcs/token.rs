@@ -45,11 +45,18 @@ impl core::fmt::Debug for Source {
     }
 }
 
-/// A token source with its cached token.
-#[derive(Debug)]
+/// A token source with its cached token (never shown: it is a credential).
 pub(crate) struct Tokens {
     source: Source,
     cached: Mutex<Option<(String, Stamp)>>,
+}
+
+impl core::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tokens")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Tokens {
@@ -61,8 +68,15 @@ impl Tokens {
     }
 
     /// The token for the next request (`None`: send none), or the reply that stands for the
-    /// request when there is none to be had (not sent: a setback the core retries).
-    pub(crate) async fn current(&self, transport: &Transport) -> Result<Option<String>, Response> {
+    /// request when there is none to be had (not sent: a setback the core retries). A token
+    /// fetched from the metadata server takes at most `limit`; a signed one is dated `now`
+    /// (Unix seconds, by the server's clock).
+    pub(crate) async fn current(
+        &self,
+        transport: &Transport,
+        limit: Duration,
+        now: u64,
+    ) -> Result<Option<String>, Response> {
         match &self.source {
             Source::Anonymous => return Ok(None),
             Source::Fixed(t) => return Ok(Some(t.clone())),
@@ -75,15 +89,20 @@ impl Tokens {
         }
         let (token, lifetime) = match &self.source {
             Source::ServiceAccount { email, key_id, key } => (
-                self_signed(email, key_id, key, unix_now()).map_err(not_sent)?,
+                self_signed(email, key_id, key, now).map_err(not_sent)?,
                 LIFETIME,
             ),
-            Source::Metadata(host) => from_metadata(host, transport).await?,
+            Source::Metadata(host) => from_metadata(host, transport, limit).await?,
             Source::Anonymous | Source::Fixed(_) => return Ok(None),
         };
         let until = Stamp::now().plus(lifetime.saturating_sub(EARLY));
         *self.cached() = Some((token.clone(), until));
         Ok(Some(token))
+    }
+
+    /// Drops the cached token (the store refused it): the next request gets a new one.
+    pub(crate) fn forget(&self) {
+        *self.cached() = None;
     }
 
     fn cached(&self) -> std::sync::MutexGuard<'_, Option<(String, Stamp)>> {
@@ -94,13 +113,6 @@ impl Tokens {
 
 fn not_sent(detail: String) -> Response {
     Response::Ambiguous(Ambiguity::NotSent { detail })
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// The source `GOOGLE_APPLICATION_CREDENTIALS` names: a service account's JSON key file.
@@ -180,7 +192,11 @@ pub(crate) fn self_signed(
 }
 
 /// A token from the metadata server, and how long it lasts.
-async fn from_metadata(host: &str, transport: &Transport) -> Result<(String, Duration), Response> {
+async fn from_metadata(
+    host: &str,
+    transport: &Transport,
+    limit: Duration,
+) -> Result<(String, Duration), Response> {
     let url = format!("http://{host}/computeMetadata/v1/instance/service-accounts/default/token");
     let url = url::Url::parse(&url)
         .map_err(|e| not_sent(format!("metadata server address {host:?}: {e}")))?;
@@ -197,7 +213,10 @@ async fn from_metadata(host: &str, transport: &Transport) -> Result<(String, Dur
             "no Google credentials: the metadata server {why}; outside Google Cloud set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file"
         ))
     };
-    let reply = match transport.exchange(request, Duration::from_secs(5)).await {
+    let reply = match transport
+        .exchange(request, limit.min(Duration::from_secs(5)))
+        .await
+    {
         Ok(r) => r,
         Err(Response::Ambiguous(a)) => return Err(none(format!("did not answer ({a})"))),
         Err(other) => return Err(other),

@@ -179,7 +179,7 @@ pub fn azurite() -> Option<Server> {
         raw::missing("azurite", "SETS3LOCK_AZURITE");
         return None;
     };
-    Some(Server {
+    let server = Server {
         name: "azurite",
         scheme: sets3lock::Scheme::Azure,
         endpoint,
@@ -188,7 +188,9 @@ pub fn azurite() -> Option<Server> {
         bucket: var("CONTAINER").expect("SETS3LOCK_AZURITE_CONTAINER"),
         // Azurite answers 412 where Azure answers 404.
         missing_if_match: 412,
-    })
+    };
+    server.probe();
+    Some(server)
 }
 
 #[cfg(feature = "gcs")]
@@ -209,18 +211,7 @@ pub fn fake_gcs() -> Option<Server> {
         bucket: var("BUCKET").expect("SETS3LOCK_FAKEGCS_BUCKET"),
         missing_if_match: 412,
     };
-    let client = server.client().expect("a client");
-    let key = fresh_key("emulator-probe");
-    let create = |n: u8| sets3lock::Intent::PutIfNoneMatch {
-        body: format!("{{\"probe\":{n}}}").into(),
-    };
-    let first = client.send(&key, &create(1));
-    let second = client.send(&key, &create(2));
-    client.discard(&key);
-    assert!(
-        matches!(first, sets3lock::Response::Written { .. }) && second == sets3lock::Response::Exists,
-        "fake-gcs-server does not refuse a second create ({first:?}, then {second:?}): tests on it would prove nothing"
-    );
+    server.probe();
     Some(server)
 }
 
@@ -310,6 +301,25 @@ impl Server {
 
     pub fn url(&self, key: &str) -> String {
         format!("{}://{}/{}", self.scheme, self.bucket, key)
+    }
+
+    /// An emulator must refuse a second create of one object, or every test on it would pass
+    /// by testing nothing.
+    fn probe(&self) {
+        let client = self.client().expect("a client");
+        let key = fresh_key("emulator-probe");
+        let create = |n: u8| sets3lock::Intent::PutIfNoneMatch {
+            body: format!("{{\"probe\":{n}}}").into(),
+        };
+        let first = client.send(&key, &create(1));
+        let second = client.send(&key, &create(2));
+        client.discard(&key);
+        assert!(
+            matches!(first, sets3lock::Response::Written { .. })
+                && second == sets3lock::Response::Exists,
+            "{} does not refuse a second create ({first:?}, then {second:?}): tests on it would prove nothing",
+            self.name
+        );
     }
 
     /// A client of the library for the stores the raw S3 requests cannot reach.
