@@ -20,7 +20,7 @@
 //! | 404, the bucket does not exist | refused (`MissingContainer`) | same | same | same |
 //! | any other 404 | refused (`MissingContainer`: a create cannot miss its object) | `Absent` | `Absent` | `Absent` |
 //! | 412 | `Exists` | `Mismatch` | `Mismatch` | ambiguous |
-//! | 408, 409, 429, 5xx but 501, 400 `RequestTimeout` | ambiguous | same | same | same |
+//! | 408, 409, 429, 5xx but 501, 400 `RequestTimeout`, 403 `rateLimitExceeded` / `userRateLimitExceeded` | ambiguous | same | same | same |
 //! | 501 | refused (`ConditionalUnsupported`) | same | same | same |
 //! | any other status (400, 401, 403, ...) | refused, with a hint | same | same | same |
 //!
@@ -243,6 +243,14 @@ pub fn classify(
             let e = err();
             match e.code.as_deref() {
                 Some("RequestTimeout") => ambiguous(s, e.code),
+                _ => refused(kind, s, e),
+            }
+        }
+        // GCS gives some rate limits as 403: a pause, like a 429, not a refusal.
+        403 => {
+            let e = err();
+            match e.code.as_deref() {
+                Some("rateLimitExceeded") | Some("userRateLimitExceeded") => ambiguous(s, e.code),
                 _ => refused(kind, s, e),
             }
         }

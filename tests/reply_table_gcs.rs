@@ -171,6 +171,7 @@ fn cell(kind: IntentKind, r: &Reply) -> Cell {
             Get => Cell::Ambiguous,
         },
         400 if r.reason == Some("RequestTimeout") => Cell::Ambiguous,
+        403 if r.reason == Some("rateLimitExceeded") => Cell::Ambiguous,
         408 | 409 | 429 | 500 | 502..=599 => Cell::Ambiguous,
         501 => Cell::Unsupported,
         _ => Cell::Refused,

@@ -149,3 +149,43 @@ fn a_service_account_key_signs_a_token_naming_the_account_with_every_request() {
         assert_eq!(header["kid"], "kid-1");
     }
 }
+
+/// GCS takes one write a second on an object and answers more with 429: after a 429 the
+/// store holds that object's next write until a second has passed (the core, which reads
+/// back and writes again at once, would meet the limit again), and the lock is still had.
+#[test]
+fn after_a_429_the_next_write_of_that_object_waits_a_second_and_the_lock_is_had() {
+    let semantics = sets3lock_mock::Semantics {
+        dialect: sets3lock_mock::Dialect::Gcs,
+        ..sets3lock_mock::Semantics::default()
+    };
+    let m = support::mock_server::MockServer::start(semantics, "mock-bucket");
+    let mut gcs = GcsOptions::default();
+    gcs.endpoint = Some(sets3lock_s3::parse_endpoint(&m.endpoint).expect("endpoint"));
+    gcs.anonymous = true;
+    let options = S3Options {
+        gcs,
+        store_check: StoreCheck::Off,
+        ..S3Options::default()
+    };
+    let url = format!("gs://mock-bucket/{}", support::fresh_key("gcs-429"));
+    let locker = Locker::new(&url, options).expect("locker");
+    m.throttle_writes.store(1, Ordering::SeqCst); // the first create is throttled
+    let started = std::time::Instant::now();
+    let held = locker
+        .acquire(Wait::Timeout(std::time::Duration::from_secs(10)))
+        .expect("acquired after the 429");
+    let took = started.elapsed();
+    held.release().expect("release");
+    let writes = m.writes_at.lock().expect("writes").clone();
+    assert!(
+        writes.len() >= 3,
+        "create (429), create, release: {writes:?}"
+    );
+    let gap = writes[1].duration_since(writes[0]);
+    assert!(
+        gap >= std::time::Duration::from_millis(950),
+        "the write after the 429 came {gap:?} later, not a second"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}

@@ -36,6 +36,11 @@ pub struct MockServer {
     pub date_skew_ms: Arc<AtomicI64>,
     /// Requests handled so far.
     pub requests: Arc<AtomicU64>,
+    /// The next this many writes (PUT, POST, DELETE) are answered 429, not applied: GCS's
+    /// one-write-per-second limit (or a throttling S3 or Azure).
+    pub throttle_writes: Arc<AtomicU64>,
+    /// When each write arrived, in order.
+    pub writes_at: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl MockServer {
@@ -52,6 +57,9 @@ impl MockServer {
         let dated = Arc::new(AtomicBool::new(true));
         let date_skew_ms = Arc::new(AtomicI64::new(0));
         let requests = Arc::new(AtomicU64::new(0));
+        let throttle_writes = Arc::new(AtomicU64::new(0));
+        let writes_at = Arc::new(Mutex::new(Vec::new()));
+        let (throttle, writes) = (throttle_writes.clone(), writes_at.clone());
         let (st, key, sec, ep, off, dat) = (
             store.clone(),
             access_key.clone(),
@@ -75,13 +83,31 @@ impl MockServer {
                     let (st, key, sec, ep) = (st.clone(), key.clone(), sec.clone(), ep.clone());
                     let (off, dat) = (off.clone(), dat.clone());
                     let (skew, count) = (skew.clone(), count.clone());
+                    let (throttle, writes) = (throttle.clone(), writes.clone());
                     tokio::spawn(async move {
                         let (read, mut write) = socket.into_split();
                         let mut reader = BufReader::new(read);
                         while let Some(req) = http1::read(&mut reader).await {
                             count.fetch_add(1, Ordering::SeqCst);
                             let now = server_now(&off);
-                            let mut reply = handle(&req, &st, &key, &sec, &ep, now);
+                            let is_write = !req.start.starts_with("GET ");
+                            if is_write {
+                                writes
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .push(std::time::Instant::now());
+                            }
+                            let throttled = is_write
+                                && throttle
+                                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                                        n.checked_sub(1)
+                                    })
+                                    .is_ok();
+                            let mut reply = if throttled {
+                                throttled_reply(&st)
+                            } else {
+                                handle(&req, &st, &key, &sec, &ep, now)
+                            };
                             let dated = now
                                 + jiff::SignedDuration::from_millis(skew.load(Ordering::Relaxed));
                             let date = jiff::fmt::rfc2822::DateTimePrinter::new()
@@ -121,6 +147,8 @@ impl MockServer {
             dated,
             date_skew_ms,
             requests,
+            throttle_writes,
+            writes_at,
         }
     }
 
@@ -137,6 +165,25 @@ impl MockServer {
     /// Sets the server's clock `offset_ms` after this machine's.
     pub fn set_clock_offset(&self, offset_ms: i64) {
         self.clock_offset_ms.store(offset_ms, Ordering::Relaxed);
+    }
+}
+
+/// A 429 in the store's own words, the write not applied.
+fn throttled_reply(store: &Mutex<MockS3>) -> Reply {
+    let dialect = store
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .semantics()
+        .dialect;
+    let status = http::StatusCode::TOO_MANY_REQUESTS;
+    match dialect {
+        Dialect::Gcs => Reply::gcs_error_saying(
+            status,
+            "rateLimitExceeded",
+            "The object exceeded the rate limit for object mutation operations (create, update, and delete).",
+        ),
+        Dialect::Azure => Reply::azure_error(status, "ServerBusy"),
+        _ => Reply::error(status, "SlowDown"),
     }
 }
 
