@@ -1,25 +1,41 @@
-//! # sets3lock-s3: the sets3lock core on real S3
+//! # sets3lock-s3: the sets3lock core on S3, Azure Blob Storage and Google Cloud Storage
 //!
-//! Drivers for the [`sets3lock`] protocol core: each request is presigned with rusty-s3
-//! (the condition headers signed, exactly the signed headers sent) and sent with reqwest over
-//! rustls. Replies go through the core's own classifier; a timeout or a reset connection is an
-//! unknown outcome for the core, never a success, and never retried by the HTTP layer.
+//! Drivers for the [`sets3lock`] protocol core. The URL's scheme picks the store:
+//! `s3://bucket/key` (Amazon S3 and S3-compatible stores), `az://container/key` (Azure Blob
+//! Storage, feature `azure`) and `gs://bucket/key` (Google Cloud Storage, feature `gcs`). An
+//! S3-only build compiles no Azure or GCS code.
 //!
-//! Two drivers over the same core, the same request mapping and the same loop, differing
-//! only in how they wait: [`tokio::Locker`] (a tokio task drives each lock) and
-//! [`blocking::Locker`] (a thread does). Both are a [`Locker`] and a [`Held`] handle generic
-//! over that [`Mode`]; their `with_lock` acquires, runs the critical section, releases and
-//! returns once nothing of ours is left in flight.
+//! Two drivers over the same core and the same loop, differing only in how they wait:
+//! [`tokio::Locker`] (a tokio task drives each lock) and [`blocking::Locker`] (a thread does).
+//! Both are a [`Locker`] and a [`Held`] handle generic over that [`Mode`]; their `with_lock`
+//! acquires, runs the critical section, releases and returns once nothing of ours is left in
+//! flight. Underneath, every request goes through a [`Store`]: it turns the core's intent into
+//! the store's own request, sends it within a time limit, and reads the reply with that store's
+//! reply table. A timeout or a reset connection is an unknown outcome for the core, never a
+//! success, and never retried by the HTTP layer. A store of your own plugs in with
+//! [`Locker::with_store`].
 //!
-//! Configuration comes from the standard AWS variables ([`S3Options::from_env`]):
-//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` /
-//! `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; any field can be set in
-//! code. [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws` (static keys,
-//! region, endpoint); with the `aws-config` feature, `S3Options::from_aws_config` uses the
-//! whole AWS credential chain.
+//! Where things are (`src/`):
+//! - `api/`: what a user holds ([`Locker`], [`Locks`], [`Held`], [`Semaphore`], [`Election`],
+//!   [`Watcher`], the operator's [`Client`]);
+//! - `driver/`: keeping cores running on any store (the [`Store`] seam, the driver loop, the
+//!   HTTP transport, signing at the server's time, the [`StoreCheck`]);
+//! - `s3/`: SigV4 presigning with rusty-s3 (the condition headers signed, PUT bodies bound by
+//!   a signed `Content-MD5`), credentials and AWS profiles;
+//! - `azure/`: Shared Key and SAS, connection strings;
+//! - `gcs/`: the JSON API, tokens, the pause after a 429.
+//!
+//! Configuration comes from the environment ([`S3Options::from_env`]): the standard AWS
+//! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`), and with their features Azure's
+//! (`AZURE_STORAGE_CONNECTION_STRING`, or `AZURE_STORAGE_ACCOUNT` with `AZURE_STORAGE_KEY` or
+//! `AZURE_STORAGE_SAS_TOKEN`) and Google's (`GOOGLE_APPLICATION_CREDENTIALS`,
+//! `STORAGE_EMULATOR_HOST`, the metadata server); any field can be set in code.
+//! [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws`; with the
+//! `aws-config` feature, `S3Options::from_aws_config` uses the whole AWS credential chain.
 //!
 //! Before its first lock on an endpoint and bucket, a [`Locker`] checks that the store honours
-//! the condition headers a lock stands on, and refuses one that does not ([`StoreCheck`]).
+//! the conditional requests a lock stands on, and refuses one that does not ([`StoreCheck`]).
 
 #![forbid(unsafe_code)]
 

@@ -88,8 +88,8 @@ impl S3Options {
     /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
     /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) and
     /// `AWS_CA_BUNDLE` from the process environment; with the `azure` feature also Azure's
-    /// variables ([`AzureOptions::from_vars`](crate::AzureOptions)), with `gcs` Google's
-    /// ([`GcsOptions::from_vars`](crate::GcsOptions)).
+    /// variables (`AzureOptions::from_vars`), with `gcs` Google's
+    /// (`GcsOptions::from_vars`).
     pub fn from_env() -> Result<S3Options, Error> {
         S3Options::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
