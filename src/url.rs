@@ -233,6 +233,7 @@ impl LockUrl {
             });
         } else {
             check_key(bucket, key)?;
+            store_key_rules(scheme, key)?;
         }
         Ok(LockUrl {
             scheme,
@@ -361,6 +362,25 @@ fn check_gcs_bucket(name: &str) -> Result<(), UrlError> {
         ));
     }
     Ok(())
+}
+
+/// What Azure and GCS cannot name (the rules S3 shares are in [`check_key`]).
+fn store_key_rules(scheme: Scheme, key: &str) -> Result<(), UrlError> {
+    let invalid = |reason| UrlError::InvalidKey {
+        key: truncate(key),
+        reason,
+    };
+    match scheme {
+        Scheme::Azure if key.ends_with('.') || key.split('/').any(|s| s.ends_with('.')) => {
+            Err(invalid(
+                "Azure drops a '.' at the end of a blob name or of a segment of it: the lock would live under another name; end the key with another character",
+            ))
+        }
+        Scheme::Gcs if key.starts_with(".well-known/acme-challenge/") => Err(invalid(
+            "GCS does not allow object names under .well-known/acme-challenge/",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn check_key(bucket: &str, key: &str) -> Result<(), UrlError> {

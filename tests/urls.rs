@@ -167,3 +167,26 @@ fn keys_follow_the_same_rules_on_every_store() {
         "{e}"
     );
 }
+
+#[test]
+fn keys_azure_or_gcs_cannot_name_are_refused_with_the_reason() {
+    for (url, says) in [
+        ("az://locks/job.", "Azure drops a '.'"),
+        ("az://locks/a./b", "Azure drops a '.'"),
+        (
+            "gs://my-bucket/.well-known/acme-challenge/x",
+            "acme-challenge",
+        ),
+    ] {
+        let e = LockUrl::parse(url).expect_err(url).to_string();
+        assert!(e.contains(says), "{url}: {e}");
+    }
+    // The same keys are fine where the store can name them.
+    for url in [
+        "s3://my-bucket/job.",
+        "gs://my-bucket/job.",
+        "az://locks/.well-known/acme-challenge/x",
+    ] {
+        assert!(LockUrl::parse(url).is_ok(), "{url}");
+    }
+}
