@@ -1,0 +1,120 @@
+//! A store of one's own, plugged in with `Locker::with_store`: the mock in-process (no HTTP)
+//! behind the public `Store` trait, in each store's dialect, through both drivers. The whole
+//! driver stack (engine, handles, renewals, release) runs on it unchanged.
+
+use futures_util::future::BoxFuture;
+use sets3lock::{Intent, LockUrl, ReleaseOutcome, Response, Scheme};
+use sets3lock_mock::{Dialect, MockS3, Semantics};
+use sets3lock_s3::{S3Options, Store, StoreCheck, StoreId, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The mock bucket as a `Store`: each intent executed at once and read by the dialect's table.
+#[derive(Debug)]
+struct InProcess {
+    id: StoreId,
+    mock: Mutex<MockS3>,
+    sent: AtomicU64,
+}
+
+impl InProcess {
+    fn new(dialect: Dialect) -> Arc<InProcess> {
+        let mut mock = MockS3::with_semantics(Semantics {
+            dialect,
+            ..Semantics::default()
+        });
+        mock.create_bucket("bucket");
+        Arc::new(InProcess {
+            // One id per dialect: a passed store check is remembered per store.
+            id: StoreId::new(Scheme::S3, &format!("in-process-{dialect:?}"), "bucket"),
+            mock: Mutex::new(mock),
+            sent: AtomicU64::new(0),
+        })
+    }
+}
+
+impl Store for InProcess {
+    fn send<'a>(
+        &'a self,
+        key: &'a str,
+        intent: &'a Intent,
+        _: Duration,
+    ) -> BoxFuture<'a, Response> {
+        Box::pin(async move {
+            self.sent.fetch_add(1, Ordering::SeqCst);
+            let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
+            mock.execute("bucket", key, intent).classify(intent.kind())
+        })
+    }
+
+    fn discard<'a>(&'a self, key: &'a str, _: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
+            mock.force("bucket", key, None);
+        })
+    }
+
+    fn id(&self) -> &StoreId {
+        &self.id
+    }
+}
+
+fn options() -> S3Options {
+    let mut o = S3Options {
+        store_check: StoreCheck::Once,
+        ..S3Options::default()
+    };
+    o.lock.lease = Duration::from_secs(3);
+    o.lock.poll = sets3lock::Backoff::new(Duration::from_millis(20), Duration::from_millis(100));
+    o
+}
+
+#[test]
+fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
+    for dialect in [Dialect::S3, Dialect::Azure, Dialect::Gcs] {
+        let store = InProcess::new(dialect);
+        let url = LockUrl::new("bucket", "locks/own").expect("url");
+        let first =
+            sets3lock_s3::blocking::Locker::with_store(store.clone(), url.clone(), options())
+                .expect("locker");
+        let second =
+            sets3lock_s3::blocking::Locker::with_store(store.clone(), url.clone(), options())
+                .expect("locker");
+        let held = first.acquire(Wait::No).expect("acquire");
+        // Held by the first: the second cannot have it now.
+        assert!(
+            matches!(
+                second.acquire(Wait::No),
+                Err(sets3lock_s3::Error::Busy { .. })
+            ),
+            "{dialect:?}"
+        );
+        // Past the lease: still held only if renewals landed in the background.
+        std::thread::sleep(Duration::from_millis(3500));
+        assert!(held.is_held(), "{dialect:?}");
+        assert_eq!(
+            held.release().expect("release"),
+            ReleaseOutcome::Deleted,
+            "{dialect:?}"
+        );
+        // Free again: the second takes it at once, through the async driver as well.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let asynchronous =
+            sets3lock_s3::tokio::Locker::with_store(store.clone(), url, options()).expect("locker");
+        let held = rt
+            .block_on(asynchronous.acquire(Wait::No))
+            .expect("acquire (async)");
+        assert_eq!(
+            rt.block_on(held.release()).expect("release"),
+            ReleaseOutcome::Deleted,
+            "{dialect:?}"
+        );
+        rt.block_on(asynchronous.shutdown());
+        // The store check ran through the store too (its probes, then the lock's requests).
+        assert!(store.sent.load(Ordering::SeqCst) > 8, "{dialect:?}");
+    }
+}
