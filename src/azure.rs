@@ -33,9 +33,8 @@
 //!   again forever, so it is a refusal that names the lease;
 //! - a 409 without a code is not Azure's (which always sends one): its outcome is unknown.
 
-use crate::classify::{ambiguous, element, etag_of, unsupported};
+use crate::classify::{ambiguous, element, etag_of, success, unsupported};
 use crate::{Error, IntentKind, Response, S3ErrorBody, Scheme};
-use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 
 /// The codes Azure gives a write to a blob under a native lease, and the lease operations'
@@ -142,21 +141,11 @@ pub fn classify(
     let s = status.as_u16();
     let err = || AzureError::of(headers, body);
     match s {
-        200..=299 => match kind {
-            DeleteIfMatch => Response::Deleted,
-            PutIfNoneMatch | PutIfMatch | Get => match etag_of(headers) {
-                Some(etag) if kind == Get => Response::Object {
-                    etag,
-                    body: Bytes::copy_from_slice(body),
-                },
-                Some(etag) => Response::Written { etag },
-                None => Response::Refused(Error::MissingVersion {
-                    store: Scheme::Azure,
-                    op: kind,
-                    status: s,
-                }),
-            },
-        },
+        200..=299 => success(kind, etag_of(headers), body, || Error::MissingVersion {
+            store: Scheme::Azure,
+            op: kind,
+            status: s,
+        }),
         304 => match kind {
             Get => Response::NotModified,
             // Says nothing about whether the write was applied: the core must read back.

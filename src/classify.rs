@@ -275,22 +275,12 @@ pub fn classify(
     let s = status.as_u16();
     let err = || S3ErrorBody::parse(body);
     match s {
-        200..=299 => match kind {
-            // S3 sends no ETag with a DELETE; every other success must name the version, or
-            // nothing could be renewed, taken over or released after it.
-            DeleteIfMatch => Response::Deleted,
-            PutIfNoneMatch | PutIfMatch | Get => match etag_of(headers) {
-                Some(etag) if kind == Get => Response::Object {
-                    etag,
-                    body: Bytes::copy_from_slice(body),
-                },
-                Some(etag) => Response::Written { etag },
-                None => Response::Refused(Error::MissingETag {
-                    op: kind,
-                    status: s,
-                }),
-            },
-        },
+        // S3 sends no ETag with a DELETE; every other success must name the version, or
+        // nothing could be renewed, taken over or released after it.
+        200..=299 => success(kind, etag_of(headers), body, || Error::MissingETag {
+            op: kind,
+            status: s,
+        }),
         304 => match kind {
             // MinIO's 2023 releases refused a create of an existing key with 304.
             PutIfNoneMatch => Response::Exists,
@@ -342,6 +332,26 @@ pub fn classify(
             }
         }
         _ => refused(kind, s, err()),
+    }
+}
+
+/// A 2xx reply to a request of `kind`, naming `version` (the store's version of the object
+/// it wrote or read): `Deleted` for a DELETE, else the version is required, and its absence is
+/// the refusal `missing` makes.
+pub(crate) fn success(
+    kind: IntentKind,
+    version: Option<ETag>,
+    body: &[u8],
+    missing: impl FnOnce() -> Error,
+) -> Response {
+    match (kind, version) {
+        (IntentKind::DeleteIfMatch, _) => Response::Deleted,
+        (IntentKind::Get, Some(etag)) => Response::Object {
+            etag,
+            body: Bytes::copy_from_slice(body),
+        },
+        (_, Some(etag)) => Response::Written { etag },
+        (_, None) => Response::Refused(missing()),
     }
 }
 

@@ -29,9 +29,8 @@
 //! object name and answers more with `429 rateLimitExceeded`: whether such a write was applied
 //! is not promised, so it is ambiguous (the core reads back), never a refusal.
 
-use crate::classify::{ambiguous, unsupported};
+use crate::classify::{ambiguous, success, unsupported};
 use crate::{ETag, Error, IntentKind, Response, S3ErrorBody, Scheme};
-use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
@@ -178,30 +177,23 @@ pub fn classify(
     use IntentKind::*;
     let s = status.as_u16();
     let err = || GcsError::of(body);
-    let missing = || {
-        Response::Refused(Error::MissingVersion {
-            store: Scheme::Gcs,
-            op: kind,
-            status: s,
-        })
+    let missing = || Error::MissingVersion {
+        store: Scheme::Gcs,
+        op: kind,
+        status: s,
     };
     match s {
-        200..=299 => match kind {
-            DeleteIfMatch => Response::Deleted,
-            Get => match header_generation(headers) {
-                Some(etag) => Response::Object {
-                    etag,
-                    body: Bytes::copy_from_slice(body),
-                },
-                None => missing(),
-            },
-            PutIfNoneMatch | PutIfMatch => {
-                match body_generation(body).or_else(|| header_generation(headers)) {
-                    Some(etag) => Response::Written { etag },
-                    None => missing(),
+        200..=299 => {
+            // A write's generation is in the object resource it returns (or a header); a
+            // read's in `x-goog-generation`.
+            let version = match kind {
+                PutIfNoneMatch | PutIfMatch => {
+                    body_generation(body).or_else(|| header_generation(headers))
                 }
-            }
-        },
+                Get | DeleteIfMatch => header_generation(headers),
+            };
+            success(kind, version, body, missing)
+        }
         304 => match kind {
             Get => Response::NotModified,
             PutIfNoneMatch | PutIfMatch | DeleteIfMatch => ambiguous(s, None),
