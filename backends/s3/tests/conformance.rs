@@ -564,6 +564,48 @@ fn the_mock_in_azures_and_gcss_dialects_through_both_drivers_in_both_modes() {
     }
 }
 
+/// Azure refuses a request dated more than 15 minutes from its clock. A machine whose clock is
+/// 40 minutes off still locks: the refusal's `Date` teaches the server's time, and the request
+/// is signed again and sent once more. (Azurite checks no skew: the mock's Azure dialect does.)
+#[cfg(feature = "azure")]
+#[test]
+fn an_azure_server_40_minutes_off_this_machines_clock_is_locked_on_all_the_same() {
+    let semantics = sets3lock_mock::Semantics {
+        dialect: sets3lock_mock::Dialect::Azure,
+        ..sets3lock_mock::Semantics::default()
+    };
+    let m = support::mock_server::MockServer::start(semantics, "mock-bucket");
+    m.set_clock_offset(40 * 60 * 1000);
+    let mut azure = sets3lock_s3::AzureOptions::default();
+    azure.account = Some(support::mock_server::AZURE_ACCOUNT.into());
+    azure.key = Some({
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(support::mock_server::AZURE_KEY)
+    });
+    azure.endpoint = Some(
+        sets3lock_s3::parse_endpoint(&format!(
+            "{}/{}",
+            m.endpoint,
+            support::mock_server::AZURE_ACCOUNT
+        ))
+        .expect("endpoint"),
+    );
+    let options = sets3lock_s3::S3Options {
+        azure,
+        ..sets3lock_s3::S3Options::default()
+    };
+    let url = format!("az://mock-bucket/{}", fresh_key("skew"));
+    let held = Blocking::acquire(&url, options, Wait::No).expect("acquired after one resend");
+    assert_eq!(
+        Blocking::release(held).expect("release"),
+        ReleaseOutcome::Deleted
+    );
+    let sent = m.requests.load(std::sync::atomic::Ordering::SeqCst);
+    // The store check's 5 probes and its clean-up, the create and the release, and one resend
+    // after the first refusal (every later request is signed at the server's time).
+    assert_eq!(sent, 9, "requests");
+}
+
 /// Azurite: the whole suite, both modes, both drivers. (Azurite answers 412 where Azure
 /// answers 404 for `If-Match` on a missing blob: the core tells the cases apart.)
 #[cfg(feature = "azure")]

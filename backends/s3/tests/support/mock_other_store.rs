@@ -68,7 +68,28 @@ fn azure_signature(method: &str, url: &url::Url, req: &http1::Message) -> String
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-pub fn azure(req: &http1::Message, store: &Mutex<MockS3>, endpoint: &str) -> Reply {
+/// Azure refuses a Shared Key request whose `x-ms-date` is more than 15 minutes from its clock.
+fn azure_date_refused(req: &http1::Message, now: jiff::Timestamp) -> Option<Reply> {
+    let date = req.header("x-ms-date")?;
+    let sent = jiff::fmt::rfc2822::parse(date).ok()?.timestamp();
+    let off = now.duration_since(sent).abs();
+    if off <= jiff::SignedDuration::from_mins(15) {
+        return None;
+    }
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>AuthenticationFailed</Code><Message>Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\nRequestId:0</Message><AuthenticationErrorDetail>Request date header too old: '{date}'</AuthenticationErrorDetail></Error>"
+    );
+    let mut reply = Reply::azure_error(status(403), "AuthenticationFailed");
+    reply.body = bytes::Bytes::from(body);
+    Some(reply)
+}
+
+pub fn azure(
+    req: &http1::Message,
+    store: &Mutex<MockS3>,
+    endpoint: &str,
+    now: jiff::Timestamp,
+) -> Reply {
     let Some((method, url)) = url_of(req, endpoint) else {
         return Reply::azure_error(status(400), "InvalidUri");
     };
@@ -78,6 +99,9 @@ pub fn azure(req: &http1::Message, store: &Mutex<MockS3>, endpoint: &str) -> Rep
     );
     if req.header("authorization") != Some(expected.as_str()) {
         return Reply::azure_error(status(403), "AuthenticationFailed");
+    }
+    if let Some(refused) = azure_date_refused(req, now) {
+        return refused;
     }
     if req.header("x-ms-version").is_none() {
         return Reply::azure_error(status(400), "MissingRequiredHeader");

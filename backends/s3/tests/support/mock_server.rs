@@ -206,7 +206,7 @@ fn handle(
         .semantics()
         .dialect;
     match dialect {
-        Dialect::Azure => return other_store::azure(req, store, endpoint),
+        Dialect::Azure => return other_store::azure(req, store, endpoint, now),
         Dialect::Gcs => return other_store::gcs(req, store, endpoint),
         _ => {}
     }
