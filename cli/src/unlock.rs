@@ -6,25 +6,65 @@
 //! A fenced lock is never deleted (its token would start again at 1): unlock writes a `free`
 //! record over the version the operator saw, with `If-Match`, keeping its token.
 
-use crate::exit_codes::{CANNOT_LOCK, NO, OK};
+use crate::exit_codes::{CANNOT_LOCK, NO, OK, USAGE};
 use sets3lock::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Response};
 use sets3lock_s3::{Client, S3Options};
 
+/// What a force-unlock came to: the one line `sets3lock unlock` says and its exit status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unlocked {
+    /// `"deleted"`, `"freed"` (a fenced lock, its token kept) or `"already_free"` when the
+    /// lock is free now; `None` when it was left as it was.
+    pub outcome: Option<&'static str>,
+    /// The command's exit status: 0 done, 1 not the lock the operator saw, 100 a malformed
+    /// ETag, 111 the store could not be asked.
+    pub code: u8,
+    /// The line (on stdout when done, on stderr otherwise).
+    pub line: String,
+}
+
+fn done(outcome: &'static str, line: String) -> Unlocked {
+    Unlocked {
+        outcome: Some(outcome),
+        code: OK,
+        line,
+    }
+}
+
+fn left(code: u8, line: String) -> Unlocked {
+    Unlocked {
+        outcome: None,
+        code,
+        line,
+    }
+}
+
+/// `sets3lock unlock --etag ETAG URL`: prints what [`force_unlock`] says.
 pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
+    let unlocked = force_unlock(url, options, etag);
+    if unlocked.code == OK {
+        out!("{}", unlocked.line);
+    } else {
+        say!("{}", unlocked.line);
+    }
+    unlocked.code
+}
+
+/// Deletes the lock at `url` only if its ETag is still `etag` (a fenced lock is freed, never
+/// deleted, keeping its token); it reads the lock first and never sends a delete for another
+/// holder's lock.
+pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked {
     if url.scheme() == sets3lock::Scheme::Gcs && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
     {
-        say!(
+        return left(USAGE, format!(
             "{url}: --etag {}: a gs:// lock's ETag is its generation, a decimal number (sets3lock status shows it)",
             etag.as_str()
-        );
-        return crate::exit_codes::USAGE;
+        ));
     }
     let client = match Client::in_store(url.scheme(), url.bucket(), options) {
         Ok(c) => c,
-        Err(e) => {
-            say!("{url}: {e}");
-            return CANNOT_LOCK;
-        }
+        Err(e) => return left(CANNOT_LOCK, format!("{url}: {e}")),
     };
     // Look first: a fenced lock is never deleted, whichever ETag was given (a store whose
     // DELETE ignores its condition, such as fake-gcs-server, would delete it anyway), and a
@@ -35,82 +75,81 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
                 if current == *etag {
                     return free(url, &client, etag, fence);
                 }
-                say!(
+                return left(NO, format!(
                     "{url}: not deleted: the fenced lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
-                );
-                return NO;
+                ));
             }
             if current != *etag {
                 // Not the lock the operator saw: never sent a DELETE (a store that ignores
                 // its condition would delete the new holder's lock).
-                say!(
+                return left(NO, format!(
                     "{url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
-                );
-                return NO;
+                ));
             }
         }
         Ok(None) => {
-            out!("{url}: no lock to delete (already free)");
-            return OK;
+            return done(
+                "already_free",
+                format!("{url}: no lock to delete (already free)"),
+            );
         }
         Err(e) => {
-            say!("{url}: not unlocked: reading the lock first failed: {e}");
-            return CANNOT_LOCK;
+            return left(
+                CANNOT_LOCK,
+                format!("{url}: not unlocked: reading the lock first failed: {e}"),
+            );
         }
     }
     match client.send(url.key(), &Intent::DeleteIfMatch { etag: etag.clone() }) {
         Response::Deleted => {
-            out!("{url}: deleted the lock with ETag {}", etag.as_str());
-            OK
+            done("deleted", format!("{url}: deleted the lock with ETag {}", etag.as_str()))
         }
         Response::Absent => {
-            out!("{url}: no lock to delete (already free)");
-            OK
+            done("already_free", format!("{url}: no lock to delete (already free)"))
         }
         // Some stores say 412 for a missing key too: look before saying who holds it.
         Response::Mismatch => match client.status(url.key()) {
             Ok(None) => {
-                out!("{url}: no lock to delete (already free)");
-                OK
+                done("already_free", format!("{url}: no lock to delete (already free)"))
             }
             Ok(Some((current, holder))) => {
-                say!(
+                left(NO, format!(
                     "{url}: not deleted: the lock is now held by {holder} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
-                );
-                NO
+                ))
             }
             Err(e) => {
-                say!("{url}: not deleted (ETag mismatch), and reading it failed: {e}");
-                NO
+                left(NO, format!("{url}: not deleted (ETag mismatch), and reading it failed: {e}"))
             }
         },
         Response::Refused(e) => {
-            say!("{url}: {e}");
-            CANNOT_LOCK
+            left(CANNOT_LOCK, format!("{url}: {e}"))
         }
         other => {
-            say!("{url}: the delete's outcome is unknown ({other:?}); run sets3lock status");
-            CANNOT_LOCK
+            left(CANNOT_LOCK, format!("{url}: the delete's outcome is unknown ({other:?}); run sets3lock status"))
         }
     }
 }
 
 /// Replaces the fenced record with ETag `etag` by a `free` record with the same token.
-fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> u8 {
+fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> Unlocked {
     if fence.state == LockState::Free {
-        out!("{url}: already free (fenced, last token {})", fence.token);
-        return OK;
+        return done(
+            "already_free",
+            format!("{url}: already free (fenced, last token {})", fence.token),
+        );
     }
     let mut id = [0u8; 16];
     if let Err(e) = getrandom::fill(&mut id) {
-        say!("{url}: no random source for the record's owner id: {e}");
-        return CANNOT_LOCK;
+        return left(
+            CANNOT_LOCK,
+            format!("{url}: no random source for the record's owner id: {e}"),
+        );
     }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -136,16 +175,14 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> u8 {
     };
     match client.send(url.key(), &put) {
         Response::Written { .. } => {
-            out!(
+            done("freed", format!(
                 "{url}: freed the lock with ETag {} (fenced: token {} kept, the next holder gets a larger one)",
                 etag.as_str(),
                 fence.token
-            );
-            OK
+            ))
         }
         Response::Absent => {
-            out!("{url}: no lock to free (the object is gone)");
-            OK
+            done("already_free", format!("{url}: no lock to free (the object is gone)"))
         }
         Response::Mismatch => match client.status(url.key()) {
             Ok(Some((current, holder))) => {
@@ -153,29 +190,24 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> u8 {
                     h if h.is_free() => h.to_string(),
                     h => format!("held by {h}"),
                 };
-                say!(
+                left(NO, format!(
                     "{url}: not freed: the lock is now {who} under ETag {}, not {} (run sets3lock status again)",
                     current.as_str(),
                     etag.as_str()
-                );
-                NO
+                ))
             }
             Ok(None) => {
-                out!("{url}: no lock to free (the object is gone)");
-                OK
+                done("already_free", format!("{url}: no lock to free (the object is gone)"))
             }
             Err(e) => {
-                say!("{url}: not freed (ETag mismatch), and reading it failed: {e}");
-                NO
+                left(NO, format!("{url}: not freed (ETag mismatch), and reading it failed: {e}"))
             }
         },
         Response::Refused(e) => {
-            say!("{url}: {e}");
-            CANNOT_LOCK
+            left(CANNOT_LOCK, format!("{url}: {e}"))
         }
         other => {
-            say!("{url}: the write's outcome is unknown ({other:?}); run sets3lock status");
-            CANNOT_LOCK
+            left(CANNOT_LOCK, format!("{url}: the write's outcome is unknown ({other:?}); run sets3lock status"))
         }
     }
 }

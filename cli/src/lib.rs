@@ -1,0 +1,199 @@
+//! The `sets3lock` command as a library: [`run`] is the whole command, given its arguments.
+//!
+//! The binary's `main` calls it, and so does the Python package's `sets3lock` command: one
+//! implementation, the same flags, messages and exit codes. It runs a program while holding
+//! a lock (setlock-compatible), or one of the operator commands `status`, `watch`, `unlock`,
+//! `doctor` and `completions`.
+//!
+//! ```no_run
+//! let code = sets3lock_cli::run(["sets3lock", "--version"].map(std::ffi::OsString::from));
+//! assert_eq!(code, 0);
+//! ```
+
+#![forbid(unsafe_code)]
+
+#[macro_use]
+mod output;
+
+mod cli;
+mod doctor;
+mod exit_codes;
+mod holder;
+mod log;
+mod options;
+mod run;
+mod status;
+mod unlock;
+mod watch;
+
+use exit_codes::{CANNOT_LOCK, OK, USAGE};
+use std::ffi::OsString;
+
+pub use unlock::{force_unlock, Unlocked};
+
+/// Runs the command with `args` (the program's name first, as `std::env::args_os` gives
+/// them) and returns its exit status: 0, the program's own status in run mode, or one of
+/// the command's codes (100 usage, 111 cannot lock, 112 the lock was lost; `--help` lists
+/// them). It writes to this process's stdout and stderr and, in run mode, handles SIGINT,
+/// SIGTERM, SIGHUP and SIGQUIT until it returns.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let args = cli::command_first(&args).unwrap_or(args);
+    let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
+    match first.as_deref() {
+        Some(word) if cli::COMMANDS.contains(&word) => command(&args),
+        _ => run_mode(&args),
+    }
+}
+
+/// Reads a duration as the command's flags do (`30s`, `5m`, `1h30m`, `250ms`, `0`); the
+/// error is the command's one-line message.
+///
+/// ```
+/// assert_eq!(sets3lock_cli::parse_duration("1m30s"), Ok(std::time::Duration::from_secs(90)));
+/// assert!(sets3lock_cli::parse_duration("soon").unwrap_err().contains("write it like 30s"));
+/// ```
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    cli::duration(text)
+}
+
+/// Store options as the command builds them: the environment (AWS, Azure, Google
+/// variables) and an AWS profile, then `endpoint` (for the store `scheme` names), `region`
+/// and `path_style` on top, exactly as `--endpoint`, `--region`, `--path-style` and
+/// `--profile` do.
+pub fn store_options(
+    scheme: sets3lock::Scheme,
+    endpoint: Option<&str>,
+    region: Option<&str>,
+    profile: Option<&str>,
+    path_style: bool,
+) -> Result<sets3lock_s3::S3Options, sets3lock_s3::Error> {
+    let endpoint = endpoint.map(sets3lock_s3::parse_endpoint).transpose()?;
+    let flags = cli::S3Flags {
+        endpoint,
+        region: region.map(str::to_owned),
+        path_style,
+        profile: profile.map(str::to_owned),
+    };
+    options::s3_options(&flags, scheme)
+}
+
+/// A lock holder as the command describes it to people: "host pid N since
+/// 2026-11-30T10:00:00Z (lease 60s, owner ...)", or what is known of a foreign holder.
+pub fn describe_holder(holder: &sets3lock::Holder) -> String {
+    holder::describe(holder)
+}
+
+/// Where the command keeps the store check's verdicts (`$XDG_CACHE_HOME/sets3lock`, or
+/// `~/.cache/sets3lock`; once per process without either).
+pub fn store_check_cache() -> sets3lock_s3::StoreCheck {
+    options::store_check_cache()
+}
+
+/// The one way out for what clap stops at: help or version (exit 0), or a usage error as one
+/// line (exit 100), whether clap found it or we did.
+fn usage_exit(e: clap::Error) -> u8 {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return OK;
+    }
+    // clap's message, up to its first blank line, on one line.
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    say!("{message} (usage: {}; see --help)", cli::USAGE);
+    USAGE
+}
+
+fn run_mode(args: &[OsString]) -> u8 {
+    let (run, program) = match cli::parse_run(&args[1..]) {
+        Ok(parsed) => parsed,
+        Err(e) => return usage_exit(e),
+    };
+    let unavailable = if run.exit_zero { OK } else { CANNOT_LOCK };
+    let options = match options::s3_options(&run.s3, run.url.scheme()) {
+        Ok(o) => o,
+        Err(e) => {
+            say!("{e}");
+            return unavailable;
+        }
+    };
+    // One thread does it all: the lock's driver (a few requests a minute), the program's
+    // supervision and the signals. A worker pool would cost more to start than the work.
+    let Some(runtime) = runtime() else {
+        return CANNOT_LOCK;
+    };
+    let code = runtime.block_on(run::run(run, options, program));
+    // Whatever is still in flight (a cleanup given up on, a name lookup) is not waited for.
+    runtime.shutdown_background();
+    code
+}
+
+/// A runtime on this thread, with its timers and I/O; `None` (said why) if it cannot start.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            say!("cannot start: {e}");
+            None
+        }
+    }
+}
+
+fn command(args: &[OsString]) -> u8 {
+    use clap::Parser as _;
+    let command = match cli::Command::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => return usage_exit(e),
+    };
+    let s3 = |flags: &cli::S3Flags, scheme: sets3lock::Scheme| {
+        options::s3_options(flags, scheme).map_err(|e| {
+            say!("{e}");
+            CANNOT_LOCK
+        })
+    };
+    let result = match command {
+        cli::Command::Status {
+            json,
+            s3: flags,
+            url,
+        } => s3(&flags, url.scheme()).map(|o| status::status(&url, &o, json)),
+        cli::Command::Watch {
+            json,
+            interval,
+            s3: flags,
+            url,
+        } => s3(&flags, url.scheme()).map(|o| watch::watch(&url, o, json, interval)),
+        cli::Command::Unlock {
+            etag,
+            s3: flags,
+            url,
+        } => s3(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
+        cli::Command::Doctor {
+            racers,
+            s3: flags,
+            url,
+        } => s3(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers)),
+        cli::Command::Completions { shell } => {
+            let shell = match shell {
+                cli::Shell::Bash => clap_complete::Shell::Bash,
+                cli::Shell::Zsh => clap_complete::Shell::Zsh,
+                cli::Shell::Fish => clap_complete::Shell::Fish,
+            };
+            // Generated whole, then written once: clap_complete panics on a failed write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cli::whole(), "sets3lock", &mut script);
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            Ok(OK)
+        }
+    };
+    result.unwrap_or_else(|code| code)
+}
