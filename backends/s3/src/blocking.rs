@@ -188,6 +188,17 @@ impl crate::Held<Blocking> {
 /// ```
 pub type Watcher = crate::Watcher<Blocking>;
 
+/// A watch on a hold's loss, from [`Held::loss_watch`](crate::Held::loss_watch).
+pub type LossWatch = crate::LossWatch<Blocking>;
+
+impl crate::LossWatch<Blocking> {
+    /// Blocks until the hold is lost, expires or ends (then the loss), or for at most
+    /// `timeout` (then `None`).
+    pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
+        block_on(self.wait(timeout.map(|t| Stamp::now().plus(t))))
+    }
+}
+
 impl Iterator for crate::Watcher<Blocking> {
     type Item = sets3lock::WatchEvent;
 

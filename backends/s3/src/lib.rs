@@ -53,7 +53,7 @@ pub mod tokio;
 
 pub use api::client::Client;
 pub use api::election::Election;
-pub use api::held::{Health, Held};
+pub use api::held::{Health, Held, LossWatch};
 pub use api::locker::Locker;
 pub use api::locks::Locks;
 pub use api::semaphore::{Semaphore, MAX_SLOTS};
@@ -63,7 +63,7 @@ pub use azure::options::AzureOptions;
 pub use driver::http::HttpRequest;
 pub use driver::mode::Mode;
 pub use driver::observe::{Observation, Observer};
-pub use driver::state::Loss;
+pub use driver::state::{drivers_running, Loss};
 pub use driver::store::{Store, StoreId};
 pub use driver::store_check::StoreCheck;
 pub use error::{EndpointError, Error};

@@ -150,6 +150,21 @@ impl crate::Held<Tokio> {
     }
 }
 
+/// A watch on a hold's loss, from [`Held::loss_watch`](crate::Held::loss_watch).
+pub type LossWatch = crate::LossWatch<Tokio>;
+
+impl crate::LossWatch<Tokio> {
+    /// Resolves when the hold is lost, expires or ends (a release shows as
+    /// [`Loss::DriverStopped`]).
+    pub async fn lost(&self) -> Loss {
+        loop {
+            if let Some(loss) = self.wait(None).await {
+                return loss;
+            }
+        }
+    }
+}
+
 /// Watches a lock from async code: the holder now, then one event per change.
 ///
 /// ```no_run

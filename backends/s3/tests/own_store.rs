@@ -70,8 +70,16 @@ fn options() -> S3Options {
     o
 }
 
+/// The tests of this binary one at a time: `drivers_running` counts the whole process's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
+    let _one_at_a_time = serial();
     for dialect in [Dialect::S3, Dialect::Azure, Dialect::Gcs] {
         let store = InProcess::new(dialect);
         let url = LockUrl::new("bucket", "locks/own").expect("url");
@@ -117,4 +125,63 @@ fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
         // The store check ran through the store too (its probes, then the lock's requests).
         assert!(store.sent.load(Ordering::SeqCst) > 8, "{dialect:?}");
     }
+}
+
+/// Waits (at most 5 s) until `drivers_running` is `n`; what it was at the end.
+fn drivers_settle_to(n: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while sets3lock_s3::drivers_running() != n && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sets3lock_s3::drivers_running()
+}
+
+#[test]
+fn a_loss_watch_sees_the_loss_from_another_thread_and_drivers_running_counts_each_driver() {
+    let _one_at_a_time = serial();
+    let store = InProcess::new(Dialect::S3);
+    let url = LockUrl::new("bucket", "locks/watched").expect("url");
+    let locker =
+        sets3lock_s3::blocking::Locker::with_store(store.clone(), url, options()).expect("locker");
+    assert_eq!(
+        drivers_settle_to(0),
+        0,
+        "no driver before the first acquisition"
+    );
+    let held = locker.acquire(Wait::No).expect("acquire");
+    assert_eq!(sets3lock_s3::drivers_running(), 1, "one driver while held");
+    let watch = held.loss_watch();
+    // Healthy: the watch times out, and says nothing is lost.
+    assert_eq!(watch.wait_lost(Some(Duration::from_millis(50))), None);
+    assert_eq!(watch.loss(), None);
+    // Waiting in another thread, while this one deletes the object behind the holder's back.
+    let waiter = {
+        let watch = watch.clone();
+        std::thread::spawn(move || watch.wait_lost(Some(Duration::from_secs(10))))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    store
+        .mock
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .force("bucket", "locks/watched", None);
+    // The deletion is seen at the next renewal (a third of the 3 s lease).
+    let seen = waiter.join().expect("waiter thread");
+    assert_eq!(
+        seen,
+        Some(sets3lock_s3::Loss::Lost(sets3lock::LostReason::Deleted)),
+        "the watch reports the deletion"
+    );
+    assert!(!held.is_held());
+    drop(held);
+    assert_eq!(drivers_settle_to(0), 0, "the driver ends with the hold");
+    // A released hold: the watch reports the driver stopped, at once.
+    let held = locker.acquire(Wait::No).expect("acquire again");
+    let watch = held.loss_watch();
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(
+        watch.wait_lost(Some(Duration::from_secs(1))),
+        Some(sets3lock_s3::Loss::DriverStopped)
+    );
+    assert_eq!(drivers_settle_to(0), 0, "no driver after the release");
 }

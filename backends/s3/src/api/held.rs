@@ -149,25 +149,24 @@ impl<M: Mode> Held<M> {
     /// Waits until the hold is lost or expires (then the loss), or until `deadline` (then
     /// `None`). Wakes when the validity ends or moves (a renewal), and on every change.
     pub(crate) async fn wait_loss(&self, deadline: Option<Stamp>) -> Option<Loss> {
-        let shared = &self.claim.shared;
-        loop {
-            let seen = shared.get();
-            let now = Stamp::now();
-            if let Some(loss) = seen.loss(now) {
-                return Some(loss);
-            }
-            if deadline.is_some_and(|d| now >= d) {
-                return None;
-            }
-            let valid_until = seen.valid_until();
-            let wake = match (valid_until, deadline) {
-                (Some(v), Some(d)) => Some(v.min(d)),
-                (v, d) => v.or(d),
-            };
-            let moved = move |s: &crate::driver::state::Snapshot| {
-                s.valid_until() != valid_until || s.loss(Stamp::now()).is_some()
-            };
-            M::wait(shared, moved, wake).await;
+        wait_loss::<M>(&self.claim.shared, deadline).await
+    }
+
+    /// A watch on this hold's loss that does not borrow the handle: it can wait in one task
+    /// (or thread) while another renews nothing, checks [`health`](Held::health) or
+    /// releases. After a release it reports [`Loss::DriverStopped`].
+    ///
+    /// ```no_run
+    /// # async fn run(held: sets3lock_s3::tokio::Held) {
+    /// let watch = held.loss_watch();
+    /// tokio::spawn(async move { eprintln!("lost: {:?}", watch.lost().await) });
+    /// held.release().await.ok();
+    /// # }
+    /// ```
+    pub fn loss_watch(&self) -> LossWatch<M> {
+        LossWatch {
+            shared: self.claim.shared.clone(),
+            mode: PhantomData,
         }
     }
 
@@ -183,6 +182,59 @@ impl<M: Mode> Held<M> {
 
 /// The user's side of one driver: the acquisition's, then the handle's. Dropped, it asks the
 /// driver to release (or to cancel the acquisition), then does what the mode does on drop.
+/// Waits until the hold in `shared` is lost or expires (then the loss), or until `deadline`
+/// (then `None`). Wakes when the validity ends or moves (a renewal), and on every change.
+async fn wait_loss<M: Mode>(shared: &Shared, deadline: Option<Stamp>) -> Option<Loss> {
+    loop {
+        let seen = shared.get();
+        let now = Stamp::now();
+        if let Some(loss) = seen.loss(now) {
+            return Some(loss);
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            return None;
+        }
+        let valid_until = seen.valid_until();
+        let wake = match (valid_until, deadline) {
+            (Some(v), Some(d)) => Some(v.min(d)),
+            (v, d) => v.or(d),
+        };
+        let moved = move |s: &crate::driver::state::Snapshot| {
+            s.valid_until() != valid_until || s.loss(Stamp::now()).is_some()
+        };
+        M::wait(shared, moved, wake).await;
+    }
+}
+
+/// Waits for one hold's loss without borrowing its [`Held`] (from [`Held::loss_watch`]).
+#[derive(Debug)]
+pub struct LossWatch<M: Mode> {
+    shared: Arc<Shared>,
+    mode: PhantomData<M>,
+}
+
+impl<M: Mode> Clone for LossWatch<M> {
+    fn clone(&self) -> Self {
+        LossWatch {
+            shared: self.shared.clone(),
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<M: Mode> LossWatch<M> {
+    /// Waits until the hold is lost or expires (then the loss), or until `deadline` (then
+    /// `None`).
+    pub(crate) async fn wait(&self, deadline: Option<Stamp>) -> Option<Loss> {
+        wait_loss::<M>(&self.shared, deadline).await
+    }
+
+    /// The loss, if the hold has ended (a release shows as [`Loss::DriverStopped`]).
+    pub fn loss(&self) -> Option<Loss> {
+        self.shared.get().loss(Stamp::now())
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Claim<M: Mode> {
     shared: Arc<Shared>,

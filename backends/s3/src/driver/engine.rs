@@ -201,7 +201,7 @@ fn unix_ms() -> u64 {
 pub(crate) fn driver<M: Mode>(
     engine: Engine,
 ) -> impl core::future::Future<Output = ()> + Send + 'static {
-    let finish = FinishOnDrop(engine.shared.clone());
+    let finish = FinishOnDrop::new(engine.shared.clone());
     #[cfg(feature = "tracing")]
     let span = tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.url);
     let run = async move {
