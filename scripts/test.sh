@@ -2,7 +2,8 @@
 # The whole test suite: unit, scenario, simulation, doc tests; the conformance suite against
 # the mock, SeaweedFS, MiniStack, Azurite (Azure Blob Storage) and fake-gcs-server (GCS); the contention test and the command-line tests against
 # SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
-# (installed from Debian if missing); the fuzz corpora replayed on stable. The servers are
+# (installed from Debian if missing); the fuzz corpora replayed on stable; the Python
+# package (its wheel built and installed into a fresh venv, then pytest against the servers). The servers are
 # installed into .local/, started here and stopped at the end.
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
 set -euo pipefail
@@ -50,3 +51,6 @@ cargo test -p sets3lock-s3 --features tracing --test tracing --locked
 
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
+
+echo "== the Python package: the wheel built and installed into a fresh venv, mypy --strict, pytest"
+bash scripts/test-python.sh

@@ -1,0 +1,114 @@
+//! One-shot operator calls (`status`, `unlock`) and the command itself.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sets3lock::{ETag, LockUrl};
+use sets3lock_s3::{Client, S3Options};
+
+use crate::errors::{to_py, Error};
+use crate::holder::Holder;
+use crate::runtime;
+use crate::settings::{lock_url, Settings, STORE};
+
+/// The lock and the store options of a one-shot call.
+fn target(
+    what: &str,
+    url: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(LockUrl, S3Options)> {
+    let settings = Settings::read(what, options, &[STORE])?;
+    let parsed = lock_url(url)?;
+    let store = settings.store(parsed.scheme())?;
+    Ok((parsed, store))
+}
+
+/// Who holds the lock now (one read), on a blocking thread of the runtime.
+fn read(url: LockUrl, options: S3Options) -> PyResult<Option<Holder>> {
+    let client = Client::in_store(url.scheme(), url.bucket(), &options).map_err(to_py)?;
+    let found = client.status(url.key()).map_err(to_py)?;
+    // A freed fenced record is nobody's hold (its last token is in `watch`'s events).
+    Ok(found
+        .filter(|(_, holder)| !holder.is_free())
+        .map(|(etag, holder)| Holder::from_record(&holder, Some(etag.as_str()))))
+}
+
+/// The force-unlock, on a blocking thread of the runtime.
+fn force(url: LockUrl, options: S3Options, etag: String) -> PyResult<&'static str> {
+    let etag = ETag::parse(&etag).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let unlocked = sets3lock_cli::force_unlock(&url, &options, &etag);
+    match unlocked.outcome {
+        Some(outcome) => Ok(outcome),
+        None if unlocked.code == 100 => Err(PyValueError::new_err(unlocked.line)),
+        None => Err(Error::new_err(unlocked.line)),
+    }
+}
+
+/// Runs `work` on a blocking thread of the runtime (the one-shot client blocks).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> PyResult<T> + Send + 'static,
+) -> PyResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::new_err(format!("the request's thread failed: {e}")))?
+}
+
+/// Who holds the lock at `url` now (one read): a `Holder` (with its `etag`), or `None` if
+/// nobody does (no lock object, or a fenced lock's `free` record).
+#[pyfunction]
+#[pyo3(signature = (url, **options))]
+pub(crate) fn status(
+    py: Python<'_>,
+    url: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<Holder>> {
+    let (url, store) = target("status", url, options)?;
+    runtime::wait(py, blocking(move || read(url, store)), async {})?
+}
+
+/// `status` for asyncio.
+#[pyfunction]
+#[pyo3(signature = (url, **options))]
+pub(crate) fn status_async<'py>(
+    py: Python<'py>,
+    url: &str,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (url, store) = target("status_async", url, options)?;
+    runtime::awaitable(py, blocking(move || read(url, store)))
+}
+
+/// Force-unlocks the lock at `url` only if its ETag is still `etag` (what `status` showed):
+/// "deleted", "freed" (a fenced lock: freed, never deleted, its token kept) or
+/// "already_free"; raises `sets3lock.Error` if another holder has it now.
+#[pyfunction]
+#[pyo3(signature = (url, etag, **options))]
+pub(crate) fn unlock(
+    py: Python<'_>,
+    url: &str,
+    etag: String,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<&'static str> {
+    let (url, store) = target("unlock", url, options)?;
+    runtime::wait(py, blocking(move || force(url, store, etag)), async {})?
+}
+
+/// `unlock` for asyncio.
+#[pyfunction]
+#[pyo3(signature = (url, etag, **options))]
+pub(crate) fn unlock_async<'py>(
+    py: Python<'py>,
+    url: &str,
+    etag: String,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (url, store) = target("unlock_async", url, options)?;
+    runtime::awaitable(py, blocking(move || force(url, store, etag)))
+}
+
+/// The `sets3lock` command with these arguments (the program's name first): its exit
+/// status. The GIL is released while it runs; it handles the signals itself.
+#[pyfunction]
+pub(crate) fn run_command(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| sets3lock_cli::run(argv))
+}

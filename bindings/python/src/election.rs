@@ -1,0 +1,150 @@
+//! `Election` and `AsyncElection`: one leader at a time, its value published in the lock.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sets3lock::Sighting;
+use sets3lock_s3::tokio::Election as RustElection;
+use std::sync::Arc;
+
+use crate::errors::to_py;
+use crate::held::{AsyncHeld, Held};
+use crate::holder::Holder;
+use crate::lock::cleaned_up;
+use crate::runtime;
+use crate::settings::{lock_url, Settings, STORE};
+use crate::watch::{cadence, AsyncWatch, Watch};
+
+/// The settings an election takes (it always waits; its value is the candidate's).
+const CANDIDATE: &[&str] = &["lease", "poll_max", "retry_limit", "store_check"];
+
+fn open(
+    what: &str,
+    url: &str,
+    value: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Arc<RustElection>> {
+    let settings = Settings::read(what, options, &[STORE, CANDIDATE])?;
+    let parsed = lock_url(url)?;
+    let options = settings.lock(parsed.scheme())?;
+    let _in_runtime = runtime::runtime()?.enter();
+    let election = RustElection::new(url, value, options).map_err(to_py)?;
+    Ok(Arc::new(election))
+}
+
+/// The leader in `sighting`, if anyone leads.
+fn leader(sighting: &Sighting) -> Option<Holder> {
+    match sighting {
+        Sighting::Held { etag, holder, .. } | Sighting::Stale { etag, holder, .. } => {
+            Some(Holder::from_record(holder, Some(etag.as_str())))
+        }
+        _ => None,
+    }
+}
+
+/// Leader election on `url`: `campaign()` waits until elected and returns the leadership
+/// (a `Held`; release it to resign), `leader()` reads who leads, `observe()` watches.
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct Election {
+    election: Arc<RustElection>,
+    url: String,
+}
+
+#[pymethods]
+impl Election {
+    #[new]
+    #[pyo3(signature = (url, value, **options))]
+    fn new(url: &str, value: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(Election {
+            election: open("Election", url, value, options)?,
+            url: url.to_owned(),
+        })
+    }
+
+    /// The election's URL.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Campaigns until elected (as long as it takes): the leadership.
+    fn campaign(&self, py: Python<'_>) -> PyResult<Held> {
+        let election = self.election.clone();
+        let before = sets3lock_s3::drivers_running();
+        let held = runtime::wait(
+            py,
+            async move { election.campaign().await },
+            cleaned_up(before),
+        )?
+        .map_err(to_py)?;
+        Ok(Held::new(held))
+    }
+
+    /// The leader now (one read), `None` if nobody leads.
+    fn leader(&self, py: Python<'_>) -> PyResult<Option<Holder>> {
+        let election = self.election.clone();
+        let sighting =
+            runtime::wait(py, async move { election.leader().await }, async {})?.map_err(to_py)?;
+        Ok(leader(&sighting))
+    }
+
+    /// Watches the leadership: the leader now, then every change.
+    #[pyo3(signature = (**options))]
+    fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<Watch> {
+        let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
+        let _in_runtime = runtime::runtime()?.enter();
+        let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;
+        Ok(Watch::of(watcher))
+    }
+}
+
+/// Leader election for asyncio.
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct AsyncElection {
+    election: Arc<RustElection>,
+    url: String,
+}
+
+#[pymethods]
+impl AsyncElection {
+    #[new]
+    #[pyo3(signature = (url, value, **options))]
+    fn new(url: &str, value: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(AsyncElection {
+            election: open("AsyncElection", url, value, options)?,
+            url: url.to_owned(),
+        })
+    }
+
+    /// The election's URL.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Campaigns until elected; resolves with the leadership.
+    fn campaign<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.election.clone();
+        runtime::awaitable(py, async move {
+            let held = election.campaign().await.map_err(to_py)?;
+            Ok(AsyncHeld::new(held))
+        })
+    }
+
+    /// The leader now (one read); resolves with `None` if nobody leads.
+    fn leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let election = self.election.clone();
+        runtime::awaitable(py, async move {
+            let sighting = election.leader().await.map_err(to_py)?;
+            Ok(leader(&sighting))
+        })
+    }
+
+    /// Watches the leadership (an async iterator).
+    #[pyo3(signature = (**options))]
+    fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<AsyncWatch> {
+        let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
+        let _in_runtime = runtime::runtime()?.enter();
+        let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;
+        Ok(AsyncWatch::of(watcher))
+    }
+}

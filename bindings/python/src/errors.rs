@@ -1,0 +1,89 @@
+//! The library's errors as Python exceptions (the classes live in `sets3lock._errors`).
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use sets3lock_s3::Error as LockError;
+
+use crate::holder::Holder;
+
+/// `sets3lock.Error` with a message, for this module's own failures.
+pub(crate) struct Error;
+
+impl Error {
+    /// A `sets3lock.Error(message)`.
+    pub(crate) fn new_err(message: String) -> PyErr {
+        Python::attach(|py| raise(py, "Error", (message,)))
+    }
+}
+
+/// An instance of the exception class `name` of `sets3lock._errors`, made with `args`.
+fn raise<'py, A>(py: Python<'py>, name: &str, args: A) -> PyErr
+where
+    A: pyo3::call::PyCallArgs<'py>,
+{
+    let made = py
+        .import("sets3lock._errors")
+        .and_then(|m| m.getattr(name))
+        .and_then(|class| class.call1(args));
+    match made {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(e) => e,
+    }
+}
+
+/// The exception for `error`: `ValueError` for what the caller wrote wrong, one of
+/// `sets3lock._errors`' classes otherwise; the message is the library's one line.
+pub(crate) fn to_py(error: LockError) -> PyErr {
+    Python::attach(|py| to_py_in(py, error))
+}
+
+fn to_py_in(py: Python<'_>, error: LockError) -> PyErr {
+    let message = error.to_string();
+    match error {
+        LockError::Url(_)
+        | LockError::Config(_)
+        | LockError::InvalidEndpoint { .. }
+        | LockError::Slots { .. } => PyValueError::new_err(message),
+        LockError::Busy { holder, etag } => {
+            let holder = Holder::from_record(&holder, Some(etag.as_str()));
+            raise(py, "Busy", (message, holder, etag.as_str().to_owned()))
+        }
+        LockError::AllSlotsBusy { .. } => raise(py, "Busy", (message, py.None(), py.None())),
+        LockError::TimedOut { holder } => {
+            let holder = holder.map(|h| Holder::from_record(&h, None));
+            raise(py, "Timeout", (message, holder))
+        }
+        LockError::AlreadyLost(reason) => {
+            let why = match *reason {
+                sets3lock::LostReason::Deleted => "deleted",
+                _ => "taken_over",
+            };
+            raise(py, "LockLost", (message, why))
+        }
+        LockError::AlreadyExpired => raise(py, "LockLost", (message, "expired")),
+        LockError::DriverGone => raise(py, "LockLost", (message, "stopped")),
+        LockError::StoreIgnoresConditions { .. }
+        | LockError::ConditionalDeleteUnsafe { .. }
+        | LockError::GcsIgnoresConditions => raise(py, "StoreRefused", (message,)),
+        LockError::S3(core) => core_error(py, core, message),
+        _ => raise(py, "Error", (message,)),
+    }
+}
+
+fn core_error(py: Python<'_>, error: sets3lock::Error, message: String) -> PyErr {
+    match error {
+        sets3lock::Error::NoSuchBucket { .. } | sets3lock::Error::MissingContainer { .. } => {
+            raise(py, "NoSuchBucket", (message,))
+        }
+        sets3lock::Error::Refused {
+            status: 401 | 403, ..
+        } => raise(py, "AccessDenied", (message,)),
+        sets3lock::Error::GaveUp { .. } => raise(py, "Unreachable", (message,)),
+        _ => raise(py, "Error", (message,)),
+    }
+}
+
+/// A `TypeError` saying what `name` takes.
+pub(crate) fn wrong_type(name: &str, takes: &str) -> PyErr {
+    PyTypeError::new_err(format!("{name} takes {takes}"))
+}

@@ -1,0 +1,179 @@
+//! `Lock` and `AsyncLock`: one key, acquired by `with`/`async with` or `acquire()`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use sets3lock_s3::tokio::Locker;
+use sets3lock_s3::Wait;
+use std::sync::Arc;
+
+use crate::entered::Entered;
+use crate::errors::to_py;
+use crate::held::{AsyncHeld, Held};
+use crate::runtime;
+use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
+
+/// A locker for `url` with the keyword arguments of `what`, and how long it waits.
+fn open(
+    what: &str,
+    url: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(Arc<Locker>, Wait)> {
+    let settings = Settings::read(what, options, &[STORE, LOCK, WAIT])?;
+    let parsed = lock_url(url)?;
+    let options = settings.lock(parsed.scheme())?;
+    let wait = settings.wait()?;
+    let _in_runtime = runtime::runtime()?.enter();
+    let locker = Locker::new(url, options).map_err(to_py)?;
+    Ok((Arc::new(locker), wait))
+}
+
+/// Waits for the drivers started since `before` was read to end (an interrupted
+/// acquisition's cleanup), for at most two seconds.
+pub(crate) async fn cleaned_up(before: usize) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    while sets3lock_s3::drivers_running() > before && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+/// A lock on one object (`s3://bucket/key`, `az://container/key`, `gs://bucket/key`).
+/// `with Lock(url) as held:` acquires it (waiting as the arguments say), renews it in the
+/// background, and releases it at the end of the block.
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct Lock {
+    locker: Arc<Locker>,
+    wait: Wait,
+    entered: Entered,
+}
+
+#[pymethods]
+impl Lock {
+    #[new]
+    #[pyo3(signature = (url, **options))]
+    fn new(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (locker, wait) = open("Lock", url, options)?;
+        Ok(Lock {
+            locker,
+            wait,
+            entered: Entered::default(),
+        })
+    }
+
+    /// The lock's URL.
+    #[getter]
+    fn url(&self) -> String {
+        self.locker.url().to_string()
+    }
+
+    /// Acquires the lock (waiting as the arguments said; the GIL is released meanwhile) and
+    /// returns the hold, renewed in the background until released.
+    fn acquire(&self, py: Python<'_>) -> PyResult<Held> {
+        let locker = self.locker.clone();
+        let wait = self.wait;
+        let before = sets3lock_s3::drivers_running();
+        let held = runtime::wait(
+            py,
+            async move { locker.acquire(wait).await },
+            cleaned_up(before),
+        )?
+        .map_err(to_py)?;
+        Ok(Held::new(held))
+    }
+
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
+        let held = Py::new(py, self.acquire(py)?)?;
+        self.entered
+            .push(py, false, held.clone_ref(py).into_any())?;
+        Ok(held)
+    }
+
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let held = self.entered.pop(py, false)?;
+        held.bind(py).call_method1("__exit__", exc)?;
+        Ok(())
+    }
+
+    /// Requests sent to the store so far by this lock object.
+    fn requests(&self) -> u64 {
+        self.locker.requests()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<sets3lock.Lock {}>", self.locker.url())
+    }
+}
+
+/// A lock on one object, for asyncio: `async with AsyncLock(url) as held:`.
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct AsyncLock {
+    locker: Arc<Locker>,
+    wait: Wait,
+    entered: Arc<Entered>,
+}
+
+#[pymethods]
+impl AsyncLock {
+    #[new]
+    #[pyo3(signature = (url, **options))]
+    fn new(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (locker, wait) = open("AsyncLock", url, options)?;
+        Ok(AsyncLock {
+            locker,
+            wait,
+            entered: Arc::default(),
+        })
+    }
+
+    /// The lock's URL.
+    #[getter]
+    fn url(&self) -> String {
+        self.locker.url().to_string()
+    }
+
+    /// Acquires the lock; resolves with the hold. Cancelling the wait gives up the
+    /// acquisition (and cleans up a write of ours that landed).
+    fn acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let locker = self.locker.clone();
+        let wait = self.wait;
+        runtime::awaitable(py, async move {
+            let held = locker.acquire(wait).await.map_err(to_py)?;
+            Ok(AsyncHeld::new(held))
+        })
+    }
+
+    fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (locker, wait) = (this.locker.clone(), this.wait);
+        let entered = this.entered.clone();
+        let who = crate::entered::task_id(py)?;
+        runtime::awaitable(py, async move {
+            let held = locker.acquire(wait).await.map_err(to_py)?;
+            Python::attach(|py| {
+                let held = Py::new(py, AsyncHeld::new(held))?;
+                entered.push_for(who, held.clone_ref(py).into_any());
+                Ok(held)
+            })
+        })
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let held = self.entered.pop(py, true)?;
+        let held = held.bind(py).cast::<AsyncHeld>()?.clone();
+        held.get().exit(py)
+    }
+
+    /// Requests sent to the store so far by this lock object.
+    fn requests(&self) -> u64 {
+        self.locker.requests()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<sets3lock.AsyncLock {}>", self.locker.url())
+    }
+}

@@ -1,0 +1,162 @@
+//! `Semaphore` and `AsyncSemaphore`: at most N holders of one name at once.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use sets3lock_s3::tokio::Semaphore as RustSemaphore;
+use sets3lock_s3::Wait;
+use std::sync::Arc;
+
+use crate::entered::Entered;
+use crate::errors::to_py;
+use crate::held::{AsyncHeld, Held};
+use crate::lock::cleaned_up;
+use crate::runtime;
+use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
+
+fn open(
+    what: &str,
+    url: &str,
+    slots: u32,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(Arc<RustSemaphore>, Wait)> {
+    let settings = Settings::read(what, options, &[STORE, LOCK, WAIT])?;
+    let parsed = lock_url(url)?;
+    let options = settings.lock(parsed.scheme())?;
+    let wait = settings.wait()?;
+    let _in_runtime = runtime::runtime()?.enter();
+    let semaphore = RustSemaphore::new(url, slots, options).map_err(to_py)?;
+    Ok((Arc::new(semaphore), wait))
+}
+
+/// At most `slots` holders of `url` at once (one lock object per slot, `url/0` ...).
+/// `with Semaphore(url, 2) as held:` takes a slot (`held.slot`).
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct Semaphore {
+    semaphore: Arc<RustSemaphore>,
+    wait: Wait,
+    entered: Entered,
+}
+
+#[pymethods]
+impl Semaphore {
+    #[new]
+    #[pyo3(signature = (url, slots, **options))]
+    fn new(url: &str, slots: u32, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (semaphore, wait) = open("Semaphore", url, slots, options)?;
+        Ok(Semaphore {
+            semaphore,
+            wait,
+            entered: Entered::default(),
+        })
+    }
+
+    /// The semaphore's URL.
+    #[getter]
+    fn url(&self) -> String {
+        self.semaphore.url().to_string()
+    }
+
+    /// How many holders it admits at once.
+    #[getter]
+    fn slots(&self) -> u32 {
+        self.semaphore.slots()
+    }
+
+    /// Takes a slot (waiting as the arguments said): the hold, with `slot` set.
+    fn acquire(&self, py: Python<'_>) -> PyResult<Held> {
+        let semaphore = self.semaphore.clone();
+        let wait = self.wait;
+        let before = sets3lock_s3::drivers_running();
+        let held = runtime::wait(
+            py,
+            async move { semaphore.acquire(wait).await },
+            cleaned_up(before),
+        )?
+        .map_err(to_py)?;
+        Ok(Held::new(held))
+    }
+
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
+        let held = Py::new(py, self.acquire(py)?)?;
+        self.entered
+            .push(py, false, held.clone_ref(py).into_any())?;
+        Ok(held)
+    }
+
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let held = self.entered.pop(py, false)?;
+        held.bind(py).call_method1("__exit__", exc)?;
+        Ok(())
+    }
+}
+
+/// At most `slots` holders at once, for asyncio: `async with AsyncSemaphore(url, 2) as held:`.
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct AsyncSemaphore {
+    semaphore: Arc<RustSemaphore>,
+    wait: Wait,
+    entered: Arc<Entered>,
+}
+
+#[pymethods]
+impl AsyncSemaphore {
+    #[new]
+    #[pyo3(signature = (url, slots, **options))]
+    fn new(url: &str, slots: u32, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (semaphore, wait) = open("AsyncSemaphore", url, slots, options)?;
+        Ok(AsyncSemaphore {
+            semaphore,
+            wait,
+            entered: Arc::default(),
+        })
+    }
+
+    /// The semaphore's URL.
+    #[getter]
+    fn url(&self) -> String {
+        self.semaphore.url().to_string()
+    }
+
+    /// How many holders it admits at once.
+    #[getter]
+    fn slots(&self) -> u32 {
+        self.semaphore.slots()
+    }
+
+    /// Takes a slot; resolves with the hold.
+    fn acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let semaphore = self.semaphore.clone();
+        let wait = self.wait;
+        runtime::awaitable(py, async move {
+            let held = semaphore.acquire(wait).await.map_err(to_py)?;
+            Ok(AsyncHeld::new(held))
+        })
+    }
+
+    fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (semaphore, wait) = (this.semaphore.clone(), this.wait);
+        let entered = this.entered.clone();
+        let who = crate::entered::task_id(py)?;
+        runtime::awaitable(py, async move {
+            let held = semaphore.acquire(wait).await.map_err(to_py)?;
+            Python::attach(|py| {
+                let held = Py::new(py, AsyncHeld::new(held))?;
+                entered.push_for(who, held.clone_ref(py).into_any());
+                Ok(held)
+            })
+        })
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let held = self.entered.pop(py, true)?;
+        let held = held.bind(py).cast::<AsyncHeld>()?.clone();
+        held.get().exit(py)
+    }
+}

@@ -1,0 +1,216 @@
+//! Keyword arguments into the library's settings: durations as the command reads them,
+//! store options as the command builds them, the lock's `Config`, and how long to wait.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use sets3lock::{LockUrl, Scheme};
+use sets3lock_s3::{S3Options, StoreCheck, Wait};
+use std::time::Duration;
+
+use crate::errors::{to_py, wrong_type};
+
+/// The options about where the store is and who we are there.
+pub(crate) const STORE: &[&str] = &[
+    "request_timeout",
+    "endpoint",
+    "region",
+    "profile",
+    "path_style",
+];
+
+/// The lock's own settings.
+pub(crate) const LOCK: &[&str] = &[
+    "lease",
+    "fenced",
+    "value",
+    "poll_max",
+    "foreign_lease",
+    "retry_limit",
+    "store_check",
+];
+
+/// How long an acquisition waits.
+pub(crate) const WAIT: &[&str] = &["timeout", "wait"];
+
+/// The keyword arguments of one call, checked against the names it takes.
+pub(crate) struct Settings<'py> {
+    given: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Settings<'py> {
+    /// `given`, refusing any name not in one of `takes` (a `TypeError`, as Python's own).
+    pub(crate) fn read(
+        what: &str,
+        given: Option<&Bound<'py, PyDict>>,
+        takes: &[&[&str]],
+    ) -> PyResult<Settings<'py>> {
+        if let Some(given) = given {
+            for key in given.keys() {
+                let key: String = key.extract()?;
+                if !takes.iter().any(|names| names.contains(&key.as_str())) {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what}() got an unexpected keyword argument '{key}'"
+                    )));
+                }
+            }
+        }
+        Ok(Settings {
+            given: given.cloned(),
+        })
+    }
+
+    fn get(&self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &self.given {
+            Some(d) => Ok(d.get_item(name)?.filter(|v| !v.is_none())),
+            None => Ok(None),
+        }
+    }
+
+    /// A duration argument, if given.
+    pub(crate) fn duration(&self, name: &str) -> PyResult<Option<Duration>> {
+        self.get(name)?.map(|v| duration(name, &v)).transpose()
+    }
+
+    fn flag(&self, name: &str) -> PyResult<bool> {
+        match self.get(name)? {
+            None => Ok(false),
+            Some(v) => v
+                .extract::<bool>()
+                .map_err(|_| wrong_type(name, "True or False")),
+        }
+    }
+
+    fn text(&self, name: &str) -> PyResult<Option<String>> {
+        self.get(name)?
+            .map(|v| {
+                v.extract::<String>()
+                    .map_err(|_| wrong_type(name, "a string"))
+            })
+            .transpose()
+    }
+
+    /// The store options for a lock in `scheme`'s store: the environment, then these
+    /// arguments, as the command's flags.
+    pub(crate) fn store(&self, scheme: Scheme) -> PyResult<S3Options> {
+        let endpoint = self.text("endpoint")?;
+        let region = self.text("region")?;
+        let profile = self.text("profile")?;
+        let mut options = sets3lock_cli::store_options(
+            scheme,
+            endpoint.as_deref(),
+            region.as_deref(),
+            profile.as_deref(),
+            self.flag("path_style")?,
+        )
+        .map_err(to_py)?;
+        if let Some(t) = self.duration("request_timeout")? {
+            if t.is_zero() {
+                return Err(PyValueError::new_err("request_timeout must be more than 0"));
+            }
+            options.request_timeout = t;
+        }
+        Ok(options)
+    }
+
+    /// The store options and the lock's settings, for a lock in `scheme`'s store.
+    pub(crate) fn lock(&self, scheme: Scheme) -> PyResult<S3Options> {
+        let mut options = self.store(scheme)?;
+        let config = &mut options.lock;
+        if let Some(lease) = self.duration("lease")? {
+            config.lease = lease;
+        }
+        config.fenced = self.flag("fenced")?;
+        config.value = self.text("value")?;
+        if let Some(cap) = self.duration("poll_max")? {
+            config.poll.cap = cap;
+        }
+        config.foreign_lease = self.duration("foreign_lease")?;
+        if let Some(limit) = self.get("retry_limit")? {
+            config.retry_limit = limit
+                .extract::<u32>()
+                .map_err(|_| wrong_type("retry_limit", "a whole number of 0 or more"))?;
+        }
+        config
+            .validate()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        options.store_check = match self.text("store_check")?.as_deref() {
+            None | Some("cached") => sets3lock_cli::store_check_cache(),
+            Some("once") => StoreCheck::Once,
+            Some("off") => StoreCheck::Off,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "store_check {other:?}: write \"cached\" (the default: the verdict kept a day), \"once\" (once per process) or \"off\""
+                )))
+            }
+        };
+        Ok(options)
+    }
+
+    /// How long to wait: `wait=False` tries once, `timeout=D` waits at most D, neither
+    /// waits as long as it takes.
+    pub(crate) fn wait(&self) -> PyResult<Wait> {
+        let waits = match self.get("wait")? {
+            None => true,
+            Some(v) => v
+                .extract::<bool>()
+                .map_err(|_| wrong_type("wait", "True or False"))?,
+        };
+        let timeout = self.duration("timeout")?;
+        Ok(match (waits, timeout) {
+            (false, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "wait=False tries once: it takes no timeout (give one or the other)",
+                ))
+            }
+            (false, None) => Wait::No,
+            (true, Some(t)) => Wait::Timeout(t),
+            (true, None) => Wait::Forever,
+        })
+    }
+}
+
+/// `url` parsed as the command does (`s3://bucket/key`, `az://container/key`,
+/// `gs://bucket/key`); a `ValueError` with the command's message if it is not one.
+pub(crate) fn lock_url(url: &str) -> PyResult<LockUrl> {
+    LockUrl::parse(url).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A duration: seconds (int or float), a string as the command's flags take (`30s`, `5m`,
+/// `1h30m`, `250ms`) or a `datetime.timedelta`.
+pub(crate) fn duration(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let takes = "seconds (an int or a float), a string like \"30s\", \"5m\" or \"250ms\", or a datetime.timedelta";
+    if value.is_instance_of::<PyString>() {
+        let text: String = value.extract()?;
+        return sets3lock_cli::parse_duration(&text).map_err(PyValueError::new_err);
+    }
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(wrong_type(name, takes));
+    }
+    let seconds: f64 = if let Ok(s) = value.extract::<f64>() {
+        s
+    } else if value.hasattr("total_seconds")? {
+        value
+            .call_method0("total_seconds")?
+            .extract()
+            .map_err(|_| wrong_type(name, takes))?
+    } else {
+        return Err(wrong_type(name, takes));
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name} = {seconds}: a duration is 0 or more seconds (and less than 2^64)"
+        ))
+    })
+}
+
+/// A duration given as a plain argument, if not `None`.
+pub(crate) fn optional_duration(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Duration>> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| duration(name, v))
+        .transpose()
+}

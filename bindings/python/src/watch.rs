@@ -1,0 +1,146 @@
+//! `watch()` and `watch_async()`: a lock's holder now, then one event per change, without
+//! taking part in the lock.
+
+use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sets3lock_s3::tokio::Watcher;
+use sets3lock_s3::{WatchConfig, WatchEvent as RustEvent};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+use crate::errors::to_py;
+use crate::holder::WatchEvent;
+use crate::runtime;
+use crate::settings::{lock_url, Settings, STORE};
+
+/// The watch's own settings.
+const CADENCE: &[&str] = &["interval", "foreign_lease"];
+
+/// The next event of `watcher`: `None` once it has ended (a permanent refusal is raised).
+async fn next(watcher: Arc<Mutex<Watcher>>) -> PyResult<Option<WatchEvent>> {
+    let mut watcher = watcher.lock().await;
+    Ok(match watcher.next().await {
+        None => None,
+        Some(RustEvent::Changed(sighting)) => Some(WatchEvent::sighting(&sighting)),
+        Some(RustEvent::Unreachable { setback }) => {
+            Some(WatchEvent::reach(Some(setback.to_string())))
+        }
+        Some(RustEvent::Reachable) => Some(WatchEvent::reach(None)),
+        Some(RustEvent::Failed { error }) => return Err(to_py(sets3lock_s3::Error::S3(error))),
+        Some(_) => None,
+    })
+}
+
+/// The cadence from `interval` and `foreign_lease`.
+pub(crate) fn cadence(settings: &Settings<'_>) -> PyResult<WatchConfig> {
+    let mut cfg = WatchConfig::default();
+    if let Some(interval) = settings.duration("interval")? {
+        if interval.is_zero() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "interval must be more than 0 (a read every interval)",
+            ));
+        }
+        cfg.interval = interval;
+    }
+    cfg.foreign_lease = settings.duration("foreign_lease")?;
+    Ok(cfg)
+}
+
+fn open(
+    what: &str,
+    url: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Arc<Mutex<Watcher>>> {
+    let settings = Settings::read(what, options, &[STORE, CADENCE])?;
+    let parsed = lock_url(url)?;
+    let store = settings.store(parsed.scheme())?;
+    let cfg = cadence(&settings)?;
+    let _in_runtime = runtime::runtime()?.enter();
+    let watcher = Watcher::new(url, store, cfg).map_err(to_py)?;
+    Ok(Arc::new(Mutex::new(watcher)))
+}
+
+/// Watches `url`: iterate for the holder now, then one event per change (a read every
+/// `interval`, 2 s by default). Ends only with an error the store keeps giving (no bucket,
+/// access denied); trouble reaching the store is an "unreachable" event.
+#[pyfunction]
+#[pyo3(signature = (url, **options))]
+pub(crate) fn watch(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Watch> {
+    Ok(Watch {
+        watcher: open("watch", url, options)?,
+    })
+}
+
+/// Watches `url` from asyncio: `async for event in watch_async(url):`.
+#[pyfunction]
+#[pyo3(signature = (url, **options))]
+pub(crate) fn watch_async(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<AsyncWatch> {
+    Ok(AsyncWatch {
+        watcher: open("watch_async", url, options)?,
+    })
+}
+
+/// The events of a watched lock (an iterator; each step blocks until the next change).
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct Watch {
+    watcher: Arc<Mutex<Watcher>>,
+}
+
+impl Watch {
+    /// The events of `watcher`.
+    pub(crate) fn of(watcher: Watcher) -> Watch {
+        Watch {
+            watcher: Arc::new(Mutex::new(watcher)),
+        }
+    }
+}
+
+#[pymethods]
+impl Watch {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<WatchEvent> {
+        let watcher = self.watcher.clone();
+        runtime::wait(py, next(watcher), async {})??.ok_or_else(|| PyStopIteration::new_err(()))
+    }
+
+    /// The latest sighting, without a request (`None` before the first).
+    fn current(&self) -> Option<WatchEvent> {
+        let watcher = self.watcher.try_lock().ok()?;
+        watcher.current().map(WatchEvent::sighting)
+    }
+}
+
+/// The events of a watched lock, for asyncio (an async iterator).
+#[pyclass(frozen, module = "sets3lock")]
+pub(crate) struct AsyncWatch {
+    watcher: Arc<Mutex<Watcher>>,
+}
+
+impl AsyncWatch {
+    /// The events of `watcher`.
+    pub(crate) fn of(watcher: Watcher) -> AsyncWatch {
+        AsyncWatch {
+            watcher: Arc::new(Mutex::new(watcher)),
+        }
+    }
+}
+
+#[pymethods]
+impl AsyncWatch {
+    fn __aiter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let watcher = self.watcher.clone();
+        runtime::awaitable(py, async move {
+            next(watcher)
+                .await?
+                .ok_or_else(|| PyStopAsyncIteration::new_err(()))
+        })
+    }
+}
