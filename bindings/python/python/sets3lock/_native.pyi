@@ -16,6 +16,8 @@ StoreCheck = Literal["cached", "once", "off"]
 __version__: str
 
 class Holder:
+    """Who holds a lock, as its record says (``status``, ``Busy.holder``, watch events)."""
+
     kind: Literal["sets3lock", "go-sets3lock", "unknown"]
     etag: Optional[str]
     owner: Optional[str]
@@ -27,27 +29,39 @@ class Holder:
     free: bool
     value: Optional[str]
     id: Optional[str]
-    def __str__(self) -> str: ...
+    def __str__(self) -> str:
+        """The holder as the command describes it."""
 
 class WatchEvent:
+    """One change a watch saw; the first event is the lock as it is now."""
+
     kind: Literal["held", "free", "released", "stale", "unreachable", "reachable"]
     holder: Optional[Holder]
     etag: Optional[str]
     error: Optional[str]
 
 class Held:
+    """A held lock, renewed in the background until released. A context manager: leaving
+    the block releases it, and raises ``LockLost`` if the lock was lost meanwhile."""
+
     url: str
     owner: str
     token: Optional[int]
     slot: Optional[int]
     @property
     def etag(self) -> str: ...
-    def health(self) -> Health: ...
-    def remaining(self) -> Optional[float]: ...
-    def is_held(self) -> bool: ...
-    def ensure(self) -> None: ...
-    def wait_lost(self, timeout: Optional[Duration] = None) -> Optional[Loss]: ...
-    def release(self) -> Outcome: ...
+    def health(self) -> Health:
+        """"renewing", "behind" (renewals failing: less than half the validity left) or "ended"; sends no request."""
+    def remaining(self) -> Optional[float]:
+        """Seconds of validity left (0 once ended); ``None`` for a lease of 0."""
+    def is_held(self) -> bool:
+        """Whether the lock is held and valid now."""
+    def ensure(self) -> None:
+        """Raises ``LockLost`` if the lock was lost: call it before an irreversible step."""
+    def wait_lost(self, timeout: Optional[Duration] = None) -> Optional[Loss]:
+        """Blocks until the lock is lost or expires (then why), or for at most ``timeout`` (then ``None``)."""
+    def release(self) -> Outcome:
+        """Releases the lock; says what the release found."""
     def __enter__(self) -> "Held": ...
     def __exit__(
         self,
@@ -57,18 +71,27 @@ class Held:
     ) -> None: ...
 
 class AsyncHeld:
+    """A held lock for asyncio: ``lost()`` and ``release()`` are awaitables; ``async with``
+    releases at the end of the block."""
+
     url: str
     owner: str
     token: Optional[int]
     slot: Optional[int]
     @property
     def etag(self) -> str: ...
-    def health(self) -> Health: ...
-    def remaining(self) -> Optional[float]: ...
-    def is_held(self) -> bool: ...
-    def ensure(self) -> None: ...
-    async def lost(self) -> Loss: ...
-    async def release(self) -> Outcome: ...
+    def health(self) -> Health:
+        """"renewing", "behind" (renewals failing: less than half the validity left) or "ended"; sends no request."""
+    def remaining(self) -> Optional[float]:
+        """Seconds of validity left (0 once ended); ``None`` for a lease of 0."""
+    def is_held(self) -> bool:
+        """Whether the lock is held and valid now."""
+    def ensure(self) -> None:
+        """Raises ``LockLost`` if the lock was lost: call it before an irreversible step."""
+    async def lost(self) -> Loss:
+        """Resolves when the lock is lost or expires, with why."""
+    async def release(self) -> Outcome:
+        """Releases the lock; resolves with what the release found."""
     async def __aenter__(self) -> "AsyncHeld": ...
     async def __aexit__(
         self,
@@ -78,6 +101,12 @@ class AsyncHeld:
     ) -> None: ...
 
 class Lock:
+    """A lock on one object: ``s3://bucket/key``, ``az://container/key`` or ``gs://bucket/key``.
+
+    ``with Lock(url) as held:`` acquires it (waiting as ``timeout`` and ``wait`` say), renews
+    it in the background and releases it at the end of the block. One ``Lock`` may be entered
+    by several threads at once; each ``with`` gets its own hold."""
+
     url: str
     def __init__(
         self,
@@ -98,7 +127,8 @@ class Lock:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    def acquire(self) -> Held: ...
+    def acquire(self) -> Held:
+        """Acquires (waiting as the arguments said; the GIL is released meanwhile): the hold."""
     def __enter__(self) -> Held: ...
     def __exit__(
         self,
@@ -106,8 +136,12 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None: ...
+    def requests(self) -> int:
+        """Requests sent to the store so far by this object."""
 
 class AsyncLock:
+    """A lock on one object, for asyncio: ``async with AsyncLock(url) as held:``."""
+
     url: str
     def __init__(
         self,
@@ -128,7 +162,8 @@ class AsyncLock:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    async def acquire(self) -> AsyncHeld: ...
+    async def acquire(self) -> AsyncHeld:
+        """Acquires; resolves with the hold. Cancelling gives the acquisition up."""
     async def __aenter__(self) -> AsyncHeld: ...
     async def __aexit__(
         self,
@@ -136,8 +171,13 @@ class AsyncLock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None: ...
+    def requests(self) -> int:
+        """Requests sent to the store so far by this object."""
 
 class Locks:
+    """Locks on many keys of one bucket (``Locks("s3://bucket")``), sharing one client and one
+    background task."""
+
     bucket: str
     def __init__(
         self,
@@ -158,10 +198,14 @@ class Locks:
     ) -> None: ...
     def acquire(
         self, key: str, *, timeout: Optional[Duration] = None, wait: bool = True
-    ) -> Held: ...
-    def requests(self) -> int: ...
+    ) -> Held:
+        """Acquires the lock on ``key`` (``wait=False`` tries once, ``timeout`` bounds the wait)."""
+    def requests(self) -> int:
+        """Requests sent to the store so far by this object."""
 
 class AsyncLocks:
+    """Locks on many keys of one bucket, for asyncio."""
+
     bucket: str
     def __init__(
         self,
@@ -182,10 +226,14 @@ class AsyncLocks:
     ) -> None: ...
     async def acquire(
         self, key: str, *, timeout: Optional[Duration] = None, wait: bool = True
-    ) -> AsyncHeld: ...
-    def requests(self) -> int: ...
+    ) -> AsyncHeld:
+        """Acquires the lock on ``key``; resolves with the hold."""
+    def requests(self) -> int:
+        """Requests sent to the store so far by this object."""
 
 class Semaphore:
+    """At most ``slots`` holders of ``url`` at once; ``held.slot`` says which slot a hold took."""
+
     url: str
     slots: int
     def __init__(
@@ -207,7 +255,8 @@ class Semaphore:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    def acquire(self) -> Held: ...
+    def acquire(self) -> Held:
+        """Acquires (waiting as the arguments said; the GIL is released meanwhile): the hold."""
     def __enter__(self) -> Held: ...
     def __exit__(
         self,
@@ -217,6 +266,8 @@ class Semaphore:
     ) -> None: ...
 
 class AsyncSemaphore:
+    """At most ``slots`` holders at once, for asyncio."""
+
     url: str
     slots: int
     def __init__(
@@ -238,7 +289,8 @@ class AsyncSemaphore:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    async def acquire(self) -> AsyncHeld: ...
+    async def acquire(self) -> AsyncHeld:
+        """Acquires; resolves with the hold. Cancelling gives the acquisition up."""
     async def __aenter__(self) -> AsyncHeld: ...
     async def __aexit__(
         self,
@@ -248,15 +300,22 @@ class AsyncSemaphore:
     ) -> None: ...
 
 class Watch(Iterator[WatchEvent]):
+    """A watched lock's events: the holder now, then one event per change (each step blocks)."""
+
     def __iter__(self) -> "Watch": ...
     def __next__(self) -> WatchEvent: ...
-    def current(self) -> Optional[WatchEvent]: ...
+    def current(self) -> Optional[WatchEvent]:
+        """The latest sighting, without a request (``None`` before the first)."""
 
 class AsyncWatch(AsyncIterator[WatchEvent]):
+    """A watched lock's events, for asyncio (an async iterator)."""
+
     def __aiter__(self) -> "AsyncWatch": ...
     async def __anext__(self) -> WatchEvent: ...
 
 class Election:
+    """Leader election: one leader at a time, its ``value`` published in the lock."""
+
     url: str
     def __init__(
         self,
@@ -273,11 +332,16 @@ class Election:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    def campaign(self) -> Held: ...
-    def leader(self) -> Optional[Holder]: ...
-    def observe(self, *, interval: Optional[Duration] = None) -> Watch: ...
+    def campaign(self) -> Held:
+        """Campaigns until elected (as long as it takes): the leadership; release it to resign."""
+    def leader(self) -> Optional[Holder]:
+        """The leader now (one read), ``None`` if nobody leads."""
+    def observe(self, *, interval: Optional[Duration] = None) -> Watch:
+        """Watches the leadership: the leader now, then every change."""
 
 class AsyncElection:
+    """Leader election, for asyncio."""
+
     url: str
     def __init__(
         self,
@@ -294,9 +358,12 @@ class AsyncElection:
         path_style: bool = False,
         store_check: StoreCheck = "cached",
     ) -> None: ...
-    async def campaign(self) -> AsyncHeld: ...
-    async def leader(self) -> Optional[Holder]: ...
-    def observe(self, *, interval: Optional[Duration] = None) -> AsyncWatch: ...
+    async def campaign(self) -> AsyncHeld:
+        """Campaigns until elected; resolves with the leadership."""
+    async def leader(self) -> Optional[Holder]:
+        """The leader now (one read), ``None`` if nobody leads."""
+    def observe(self, *, interval: Optional[Duration] = None) -> AsyncWatch:
+        """Watches the leadership (an async iterator)."""
 
 def watch(
     url: str,
@@ -308,7 +375,8 @@ def watch(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> Watch: ...
+) -> Watch:
+    """Watches ``url``: iterate for the holder now, then one event per change (a read every ``interval``, 2 s by default)."""
 def watch_async(
     url: str,
     *,
@@ -319,7 +387,8 @@ def watch_async(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> AsyncWatch: ...
+) -> AsyncWatch:
+    """Watches ``url`` from asyncio: ``async for event in watch_async(url):``."""
 def status(
     url: str,
     *,
@@ -328,7 +397,8 @@ def status(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> Optional[Holder]: ...
+) -> Optional[Holder]:
+    """Who holds the lock now (one read): a ``Holder`` with its ``etag``, or ``None`` if nobody does."""
 async def status_async(
     url: str,
     *,
@@ -337,7 +407,8 @@ async def status_async(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> Optional[Holder]: ...
+) -> Optional[Holder]:
+    """``status`` for asyncio."""
 def unlock(
     url: str,
     etag: str,
@@ -347,7 +418,8 @@ def unlock(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> Literal["deleted", "freed", "already_free"]: ...
+) -> Literal["deleted", "freed", "already_free"]:
+    """Force-unlocks only if the lock's ETag is still ``etag`` (what ``status`` showed); raises ``Error`` if another holder has it now."""
 async def unlock_async(
     url: str,
     etag: str,
@@ -357,6 +429,9 @@ async def unlock_async(
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
-) -> Literal["deleted", "freed", "already_free"]: ...
-def run_command(argv: list[str]) -> int: ...
-def settle(timeout: float) -> bool: ...
+) -> Literal["deleted", "freed", "already_free"]:
+    """``unlock`` for asyncio."""
+def run_command(argv: list[str]) -> int:
+    """The ``sets3lock`` command with these arguments (the program name first): its exit status."""
+def settle(timeout: float) -> bool:
+    """Releases every lock still held and waits up to ``timeout`` seconds for no driver to be left; whether it got there."""
