@@ -10,7 +10,7 @@ use crate::errors::to_py;
 use crate::held::{AsyncHeld, Held};
 use crate::holder::Holder;
 use crate::lock::cleaned_up;
-use crate::runtime;
+use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, STORE};
 use crate::watch::{cadence, AsyncWatch, Watch};
 
@@ -47,6 +47,7 @@ fn leader(sighting: &Sighting) -> Option<Holder> {
 pub(crate) struct Election {
     election: Arc<RustElection>,
     url: String,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -57,6 +58,7 @@ impl Election {
         Ok(Election {
             election: open("Election", url, value, options)?,
             url: url.to_owned(),
+            origin: Origin::here(),
         })
     }
 
@@ -68,6 +70,7 @@ impl Election {
 
     /// Campaigns until elected (as long as it takes): the leadership.
     fn campaign(&self, py: Python<'_>) -> PyResult<Held> {
+        self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         let before = sets3lock_s3::drivers_running();
         let held = runtime::wait(
@@ -81,6 +84,7 @@ impl Election {
 
     /// The leader now (one read), `None` if nobody leads.
     fn leader(&self, py: Python<'_>) -> PyResult<Option<Holder>> {
+        self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         let sighting =
             runtime::wait(py, async move { election.leader().await }, async {})?.map_err(to_py)?;
@@ -90,6 +94,7 @@ impl Election {
     /// Watches the leadership: the leader now, then every change.
     #[pyo3(signature = (**options))]
     fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<Watch> {
+        self.origin.check("the election", &self.url)?;
         let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
         let _in_runtime = runtime::runtime()?.enter();
         let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;
@@ -102,6 +107,7 @@ impl Election {
 pub(crate) struct AsyncElection {
     election: Arc<RustElection>,
     url: String,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -112,6 +118,7 @@ impl AsyncElection {
         Ok(AsyncElection {
             election: open("AsyncElection", url, value, options)?,
             url: url.to_owned(),
+            origin: Origin::here(),
         })
     }
 
@@ -123,6 +130,7 @@ impl AsyncElection {
 
     /// Campaigns until elected; resolves with the leadership.
     fn campaign<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         runtime::awaitable(py, async move {
             let held = election.campaign().await.map_err(to_py)?;
@@ -132,6 +140,7 @@ impl AsyncElection {
 
     /// The leader now (one read); resolves with `None` if nobody leads.
     fn leader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         runtime::awaitable(py, async move {
             let sighting = election.leader().await.map_err(to_py)?;
@@ -142,6 +151,7 @@ impl AsyncElection {
     /// Watches the leadership (an async iterator).
     #[pyo3(signature = (**options))]
     fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<AsyncWatch> {
+        self.origin.check("the election", &self.url)?;
         let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
         let _in_runtime = runtime::runtime()?.enter();
         let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;

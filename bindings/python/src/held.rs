@@ -8,7 +8,7 @@ use sets3lock_s3::{Health, Loss};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::errors::{to_py, Error};
-use crate::runtime;
+use crate::runtime::{self, Origin};
 
 /// Every hold of this process that Python may still reach: released at interpreter exit.
 static LIVE: Mutex<Vec<Weak<Cell>>> = Mutex::new(Vec::new());
@@ -22,7 +22,7 @@ pub(crate) fn release_all() {
         list.iter().filter_map(Weak::upgrade).collect()
     };
     for cell in live {
-        if cell.pid == std::process::id() {
+        if cell.origin.is_here() {
             drop(cell.take());
         }
     }
@@ -33,7 +33,7 @@ pub(crate) fn release_all() {
 struct Cell {
     held: Mutex<Option<RustHeld>>,
     /// The process the lock was acquired in (see `os.fork()` in the package's README).
-    pid: u32,
+    origin: Origin,
 }
 
 impl Cell {
@@ -56,7 +56,7 @@ impl Drop for Cell {
         else {
             return;
         };
-        if self.pid != std::process::id() {
+        if !self.origin.is_here() {
             // A forked child: the driver is the parent's; the parent keeps the lock.
             std::mem::forget(held);
             return;
@@ -103,7 +103,7 @@ impl Hold {
             last_etag: Mutex::new(held.etag().as_str().to_owned()),
             cell: Arc::new(Cell {
                 held: Mutex::new(Some(held)),
-                pid: std::process::id(),
+                origin: Origin::here(),
             }),
         };
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -114,13 +114,7 @@ impl Hold {
 
     /// Refuses use in a forked child of the process that acquired the lock.
     fn here(&self) -> PyResult<()> {
-        if self.cell.pid == std::process::id() {
-            return Ok(());
-        }
-        Err(Error::new_err(format!(
-            "the lock {} was acquired by process {} before os.fork(): a forked child cannot use or release it (the parent still holds it); acquire locks in the child after the fork",
-            self.url, self.cell.pid
-        )))
+        self.cell.origin.check("the hold of", &self.url)
     }
 
     fn etag(&self) -> PyResult<String> {
@@ -165,10 +159,7 @@ impl Hold {
 
     /// The loss so far, if any; "released" once released here.
     fn loss(&self) -> Option<&'static str> {
-        if self.cell.slot().is_none() {
-            return Some("released");
-        }
-        self.watch.loss().map(loss_name)
+        loss_of(Some(&self.cell), &self.watch)
     }
 
     fn ensure(&self) -> PyResult<()> {
@@ -193,14 +184,24 @@ impl Hold {
         *self.last_etag.lock().unwrap_or_else(|e| e.into_inner()) = held.etag().as_str().to_owned();
         Ok(held)
     }
+}
 
-    /// Leaving a `with` block: releases, and raises `LockLost` if the lock was lost by then.
-    fn exit_outcome(&self, outcome: PyResult<&'static str>) -> PyResult<()> {
-        match outcome? {
-            "taken_over" => Err(lost(&self.url, "taken_over")),
-            "already_gone" => Err(lost(&self.url, "deleted")),
-            _ => Ok(()),
-        }
+/// The loss of the hold in `cell` (gone: dropped, so released) that `watch` watches, if any;
+/// "released" once released here.
+fn loss_of(cell: Option<&Cell>, watch: &LossWatch) -> Option<&'static str> {
+    if cell.is_none_or(|c| c.slot().is_none()) {
+        return Some("released");
+    }
+    watch.loss().map(loss_name)
+}
+
+/// Leaving a `with` block on the lock at `url`: the release's outcome, or `LockLost` if the
+/// lock was lost by then.
+fn exit_outcome(url: &str, outcome: PyResult<&'static str>) -> PyResult<()> {
+    match outcome? {
+        "taken_over" => Err(lost(url, "taken_over")),
+        "already_gone" => Err(lost(url, "deleted")),
+        _ => Ok(()),
     }
 }
 
@@ -360,7 +361,7 @@ impl Held {
             return Ok(());
         }
         let outcome = self.release(py);
-        self.hold.exit_outcome(outcome)
+        exit_outcome(&self.hold.url, outcome)
     }
 
     fn __repr__(&self) -> String {
@@ -375,13 +376,13 @@ impl Held {
 #[pyclass(frozen, module = "sets3lock")]
 #[derive(Debug)]
 pub(crate) struct AsyncHeld {
-    hold: Arc<Hold>,
+    hold: Hold,
 }
 
 impl AsyncHeld {
     pub(crate) fn new(held: RustHeld) -> AsyncHeld {
         AsyncHeld {
-            hold: Arc::new(Hold::new(held)),
+            hold: Hold::new(held),
         }
     }
 }
@@ -441,13 +442,12 @@ impl AsyncHeld {
     /// Resolves when the lock is lost or expires, with why ("released" if released here).
     fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.hold.here()?;
-        let hold = self.hold.clone();
+        // The future holds no strong reference to the hold: the hold is dropped (and, if
+        // never released, released with its warning) with the Python object, under the GIL.
+        let (watch, cell) = (self.hold.watch.clone(), Arc::downgrade(&self.hold.cell));
         runtime::awaitable(py, async move {
-            if let Some(loss) = hold.loss() {
-                return Ok(loss);
-            }
-            let loss = hold.watch.lost().await;
-            Ok(hold.loss().unwrap_or(loss_name(loss)))
+            let loss = watch.lost().await;
+            Ok(loss_of(cell.upgrade().as_deref(), &watch).unwrap_or(loss_name(loss)))
         })
     }
 
@@ -487,11 +487,11 @@ impl AsyncHeld {
         } else {
             Some(self.hold.for_release()?)
         };
-        let hold = self.hold.clone();
+        let url = self.hold.url.clone();
         runtime::awaitable(py, async move {
             match held {
                 None => Ok(()),
-                Some(held) => hold.exit_outcome(release(held).await),
+                Some(held) => exit_outcome(&url, release(held).await),
             }
         })
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::entered::Entered;
 use crate::errors::to_py;
 use crate::held::{AsyncHeld, Held};
-use crate::runtime;
+use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 /// A locker for `url` with the keyword arguments of `what`, and how long it waits.
@@ -44,6 +44,7 @@ pub(crate) struct Lock {
     locker: Arc<Locker>,
     wait: Wait,
     entered: Entered,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -56,6 +57,7 @@ impl Lock {
             locker,
             wait,
             entered: Entered::default(),
+            origin: Origin::here(),
         })
     }
 
@@ -68,6 +70,8 @@ impl Lock {
     /// Acquires the lock (waiting as the arguments said; the GIL is released meanwhile) and
     /// returns the hold, renewed in the background until released.
     fn acquire(&self, py: Python<'_>) -> PyResult<Held> {
+        self.origin
+            .check("the Lock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
         let before = sets3lock_s3::drivers_running();
@@ -110,6 +114,7 @@ pub(crate) struct AsyncLock {
     locker: Arc<Locker>,
     wait: Wait,
     entered: Arc<Entered>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -122,6 +127,7 @@ impl AsyncLock {
             locker,
             wait,
             entered: Arc::default(),
+            origin: Origin::here(),
         })
     }
 
@@ -134,6 +140,8 @@ impl AsyncLock {
     /// Acquires the lock; resolves with the hold. Cancelling the wait gives up the
     /// acquisition (and cleans up a write of ours that landed).
     fn acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.origin
+            .check("the AsyncLock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
         runtime::awaitable(py, async move {
@@ -144,6 +152,8 @@ impl AsyncLock {
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get();
+        this.origin
+            .check("the AsyncLock", &this.locker.url().to_string())?;
         let (locker, wait) = (this.locker.clone(), this.wait);
         let entered = this.entered.clone();
         let who = crate::entered::task_id(py)?;

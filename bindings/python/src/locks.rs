@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::errors::to_py;
 use crate::held::{AsyncHeld, Held};
 use crate::lock::cleaned_up;
-use crate::runtime;
+use crate::runtime::{self, Origin};
 use crate::settings::{Settings, LOCK, STORE, WAIT};
 
 /// The store `url` names: a lock URL, or a bucket's (`s3://bucket`, `az://container`).
@@ -41,6 +41,7 @@ fn open(
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct Locks {
     locks: Arc<RustLocks>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -50,6 +51,7 @@ impl Locks {
     fn new(bucket_url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(Locks {
             locks: open("Locks", bucket_url, options)?,
+            origin: Origin::here(),
         })
     }
 
@@ -67,6 +69,8 @@ impl Locks {
         key: &str,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Held> {
+        self.origin
+            .check("the Locks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
         let before = sets3lock_s3::drivers_running();
@@ -89,6 +93,7 @@ impl Locks {
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct AsyncLocks {
     locks: Arc<RustLocks>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -98,6 +103,7 @@ impl AsyncLocks {
     fn new(bucket_url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(AsyncLocks {
             locks: open("AsyncLocks", bucket_url, options)?,
+            origin: Origin::here(),
         })
     }
 
@@ -115,6 +121,8 @@ impl AsyncLocks {
         key: &str,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.origin
+            .check("the AsyncLocks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
         runtime::awaitable(py, async move {

@@ -198,3 +198,36 @@ where
     runtime()?;
     pyo3_async_runtimes::generic::future_into_py::<Asyncio, F, T>(py, fut)
 }
+
+/// The process an object was made in. After `os.fork()` the child has none of the parent's
+/// threads and shares its connections, so an object made before the fork refuses any use
+/// there (the parent's locks stay the parent's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Origin(u32);
+
+impl Origin {
+    /// This process.
+    pub(crate) fn here() -> Origin {
+        Origin(std::process::id())
+    }
+
+    /// Whether this is the process the object was made in.
+    pub(crate) fn is_here(self) -> bool {
+        self.0 == std::process::id()
+    }
+
+    /// An error unless this is the process the object `what` (for `url`) was made in.
+    pub(crate) fn check(self, what: &str, url: &str) -> PyResult<()> {
+        if self.is_here() {
+            return Ok(());
+        }
+        let name = match url {
+            "" => what.to_owned(),
+            url => format!("{what} {url}"),
+        };
+        Err(crate::errors::Error::new_err(format!(
+            "{name} was made by process {} before os.fork(): a forked child cannot use it (the parent keeps its locks); make a new one in the child",
+            self.0
+        )))
+    }
+}

@@ -10,7 +10,7 @@ use crate::entered::Entered;
 use crate::errors::to_py;
 use crate::held::{AsyncHeld, Held};
 use crate::lock::cleaned_up;
-use crate::runtime;
+use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 fn open(
@@ -35,6 +35,7 @@ pub(crate) struct Semaphore {
     semaphore: Arc<RustSemaphore>,
     wait: Wait,
     entered: Entered,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -47,6 +48,7 @@ impl Semaphore {
             semaphore,
             wait,
             entered: Entered::default(),
+            origin: Origin::here(),
         })
     }
 
@@ -64,6 +66,8 @@ impl Semaphore {
 
     /// Takes a slot (waiting as the arguments said): the hold, with `slot` set.
     fn acquire(&self, py: Python<'_>) -> PyResult<Held> {
+        self.origin
+            .check("the Semaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
         let before = sets3lock_s3::drivers_running();
@@ -97,6 +101,7 @@ pub(crate) struct AsyncSemaphore {
     semaphore: Arc<RustSemaphore>,
     wait: Wait,
     entered: Arc<Entered>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -109,6 +114,7 @@ impl AsyncSemaphore {
             semaphore,
             wait,
             entered: Arc::default(),
+            origin: Origin::here(),
         })
     }
 
@@ -126,6 +132,8 @@ impl AsyncSemaphore {
 
     /// Takes a slot; resolves with the hold.
     fn acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.origin
+            .check("the AsyncSemaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
         runtime::awaitable(py, async move {
@@ -136,6 +144,8 @@ impl AsyncSemaphore {
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get();
+        this.origin
+            .check("the AsyncSemaphore", &this.semaphore.url().to_string())?;
         let (semaphore, wait) = (this.semaphore.clone(), this.wait);
         let entered = this.entered.clone();
         let who = crate::entered::task_id(py)?;

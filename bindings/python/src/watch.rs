@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 
 use crate::errors::to_py;
 use crate::holder::WatchEvent;
-use crate::runtime;
+use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, STORE};
 
 /// The watch's own settings.
@@ -69,6 +69,7 @@ fn open(
 pub(crate) fn watch(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Watch> {
     Ok(Watch {
         watcher: open("watch", url, options)?,
+        origin: Origin::here(),
     })
 }
 
@@ -78,6 +79,7 @@ pub(crate) fn watch(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<
 pub(crate) fn watch_async(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<AsyncWatch> {
     Ok(AsyncWatch {
         watcher: open("watch_async", url, options)?,
+        origin: Origin::here(),
     })
 }
 
@@ -85,6 +87,7 @@ pub(crate) fn watch_async(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyR
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct Watch {
     watcher: Arc<Mutex<Watcher>>,
+    origin: Origin,
 }
 
 impl Watch {
@@ -92,6 +95,7 @@ impl Watch {
     pub(crate) fn of(watcher: Watcher) -> Watch {
         Watch {
             watcher: Arc::new(Mutex::new(watcher)),
+            origin: Origin::here(),
         }
     }
 }
@@ -103,6 +107,7 @@ impl Watch {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<WatchEvent> {
+        self.origin.check("the watch", "")?;
         let watcher = self.watcher.clone();
         runtime::wait(py, next(watcher), async {})??.ok_or_else(|| PyStopIteration::new_err(()))
     }
@@ -118,6 +123,7 @@ impl Watch {
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct AsyncWatch {
     watcher: Arc<Mutex<Watcher>>,
+    origin: Origin,
 }
 
 impl AsyncWatch {
@@ -125,6 +131,7 @@ impl AsyncWatch {
     pub(crate) fn of(watcher: Watcher) -> AsyncWatch {
         AsyncWatch {
             watcher: Arc::new(Mutex::new(watcher)),
+            origin: Origin::here(),
         }
     }
 }
@@ -136,6 +143,7 @@ impl AsyncWatch {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.origin.check("the watch", "")?;
         let watcher = self.watcher.clone();
         runtime::awaitable(py, async move {
             next(watcher)
