@@ -26,7 +26,8 @@ fn open(
     let settings = Settings::read(what, options, &[STORE, CANDIDATE])?;
     let parsed = lock_url(url)?;
     let options = settings.lock(parsed.scheme())?;
-    let _in_runtime = runtime::runtime()?.enter();
+    let handle = runtime::runtime()?;
+    let _in_runtime = handle.enter();
     let election = RustElection::new(url, value, options).map_err(to_py)?;
     Ok(Arc::new(election))
 }
@@ -96,7 +97,8 @@ impl Election {
     fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<Watch> {
         self.origin.check("the election", &self.url)?;
         let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
-        let _in_runtime = runtime::runtime()?.enter();
+        let handle = runtime::runtime()?;
+        let _in_runtime = handle.enter();
         let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;
         Ok(Watch::of(watcher))
     }
@@ -153,7 +155,8 @@ impl AsyncElection {
     fn observe(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<AsyncWatch> {
         self.origin.check("the election", &self.url)?;
         let settings = Settings::read("observe", options, &[&["interval", "foreign_lease"]])?;
-        let _in_runtime = runtime::runtime()?.enter();
+        let handle = runtime::runtime()?;
+        let _in_runtime = handle.enter();
         let watcher = self.election.observe(cadence(&settings)?).map_err(to_py)?;
         Ok(AsyncWatch::of(watcher))
     }

@@ -44,6 +44,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::unlock, m)?)?;
     m.add_function(wrap_pyfunction!(client::unlock_async, m)?)?;
     m.add_function(wrap_pyfunction!(client::run_command, m)?)?;
-    m.add_function(wrap_pyfunction!(runtime::settle, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::shutdown, m)?)?;
     Ok(())
 }

@@ -31,7 +31,8 @@ fn open(
 ) -> PyResult<Arc<RustLocks>> {
     let settings = Settings::read(what, options, &[STORE, LOCK])?;
     let options = settings.lock(scheme_of(bucket_url)?)?;
-    let _in_runtime = runtime::runtime()?.enter();
+    let handle = runtime::runtime()?;
+    let _in_runtime = handle.enter();
     let locks = RustLocks::new(bucket_url, options).map_err(to_py)?;
     Ok(Arc::new(locks))
 }

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
-use tokio::runtime::Runtime;
+use tokio::runtime::{Handle, Runtime};
 
 /// How often a blocking wait wakes to let Python handle signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(20);
@@ -18,17 +18,33 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(20);
 /// How long an interrupted acquisition waits for its cleanup before raising.
 const CLEANUP_BOUND: Duration = Duration::from_secs(5);
 
-/// This process's runtime and the process it was built in.
-static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+/// Where this process's runtime stands.
+enum State {
+    /// Not built yet (or built by the parent of this forked process).
+    Unbuilt,
+    /// Running in process `pid`.
+    Running { pid: u32, runtime: Runtime },
+    /// Shut down at interpreter exit in process `pid`: nothing of ours may call into Python
+    /// once the interpreter finalizes.
+    Closed { pid: u32 },
+}
 
-/// The runtime of this process, built on first use (and again in a forked child).
-pub(crate) fn runtime() -> PyResult<&'static Runtime> {
+static RUNTIME: Mutex<State> = Mutex::new(State::Unbuilt);
+
+/// The runtime of this process, built on first use (and again in a forked child, whose
+/// copy of the parent's is dead: that one is leaked, never dropped, as dropping it would wait
+/// for threads the child does not have).
+pub(crate) fn runtime() -> PyResult<Handle> {
     let pid = std::process::id();
-    let mut current = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((built_in, runtime)) = *current {
-        if built_in == pid {
-            return Ok(runtime);
+    let mut state = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    match &*state {
+        State::Running { pid: p, runtime } if *p == pid => return Ok(runtime.handle().clone()),
+        State::Closed { pid: p } if *p == pid => {
+            return Err(crate::errors::Error::new_err(
+                "the interpreter is exiting: sets3lock has shut down".into(),
+            ))
         }
+        _ => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -38,9 +54,31 @@ pub(crate) fn runtime() -> PyResult<&'static Runtime> {
         .map_err(|e| {
             crate::errors::Error::new_err(format!("cannot start the lock's threads: {e}"))
         })?;
-    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
-    *current = Some((pid, runtime));
-    Ok(runtime)
+    let handle = runtime.handle().clone();
+    if let State::Running {
+        runtime: parents, ..
+    } = std::mem::replace(&mut *state, State::Running { pid, runtime })
+    {
+        std::mem::forget(parents);
+    }
+    Ok(handle)
+}
+
+/// Shuts this process's runtime down (at interpreter exit, after the releases): its tasks are
+/// dropped and its threads stopped, waiting at most `timeout` with the GIL released, so that
+/// none of them calls into Python while the interpreter finalizes.
+fn close(py: Python<'_>, timeout: Duration) {
+    let pid = std::process::id();
+    let mut state = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let closing = std::mem::replace(&mut *state, State::Closed { pid });
+    drop(state);
+    match closing {
+        State::Running { pid: p, runtime } if p == pid => {
+            py.detach(|| runtime.shutdown_timeout(timeout));
+        }
+        State::Running { runtime, .. } => std::mem::forget(runtime),
+        _ => {}
+    }
 }
 
 /// Runs `work` on the runtime and blocks this thread until it is done, with the GIL
@@ -86,14 +124,15 @@ where
     }
 }
 
-/// Releases every lock still held in this process and waits until no lock driver is left
-/// running (those releases, an interrupted acquisition's cleanup, a dropped handle's
-/// release), for at most `timeout` seconds; whether it got there. Called at interpreter exit.
+/// At interpreter exit: releases every lock still held in this process, waits until no lock
+/// driver is left running (those releases, an interrupted acquisition's cleanup, a dropped
+/// handle's release) for at most `timeout` seconds, then shuts the runtime down. Whether the
+/// drivers all finished in time.
 #[pyfunction]
-pub(crate) fn settle(py: Python<'_>, timeout: f64) -> bool {
+pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
     crate::held::release_all();
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.clamp(0.0, 3600.0));
-    py.detach(|| loop {
+    let settled = py.detach(|| loop {
         if sets3lock_s3::drivers_running() == 0 {
             return true;
         }
@@ -101,7 +140,9 @@ pub(crate) fn settle(py: Python<'_>, timeout: f64) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(5));
-    })
+    });
+    close(py, Duration::from_secs(2));
+    settled
 }
 
 /// The asyncio bridge: futures spawned on this process's runtime.
@@ -134,17 +175,18 @@ impl Future for Joined {
     }
 }
 
-/// The runtime for the bridge, which cannot fail there: a failure to build it was raised by
-/// the call that made the future (every async entry point calls [`runtime`] first).
-fn bridge_runtime() -> &'static Runtime {
-    static FALLBACK: OnceLock<Runtime> = OnceLock::new();
+/// The runtime for the bridge. Every async entry point calls [`runtime`] first, so it is
+/// there; once shut down (interpreter exit), a task spawned is dropped at once, unpolled.
+fn bridge_runtime() -> Handle {
+    static CLOSED: OnceLock<Runtime> = OnceLock::new();
     runtime().unwrap_or_else(|_| {
-        FALLBACK.get_or_init(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
+        let closed = CLOSED.get_or_init(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
                 .build()
-                .unwrap_or_else(|e| panic!("sets3lock: no tokio runtime: {e}"))
-        })
+                .unwrap_or_else(|e| panic!("sets3lock: no tokio runtime: {e}"));
+            runtime
+        });
+        closed.handle().clone()
     })
 }
 

@@ -23,7 +23,8 @@ fn open(
     let parsed = lock_url(url)?;
     let options = settings.lock(parsed.scheme())?;
     let wait = settings.wait()?;
-    let _in_runtime = runtime::runtime()?.enter();
+    let handle = runtime::runtime()?;
+    let _in_runtime = handle.enter();
     let semaphore = RustSemaphore::new(url, slots, options).map_err(to_py)?;
     Ok((Arc::new(semaphore), wait))
 }

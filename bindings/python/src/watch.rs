@@ -56,7 +56,8 @@ fn open(
     let parsed = lock_url(url)?;
     let store = settings.store(parsed.scheme())?;
     let cfg = cadence(&settings)?;
-    let _in_runtime = runtime::runtime()?.enter();
+    let handle = runtime::runtime()?;
+    let _in_runtime = handle.enter();
     let watcher = Watcher::new(url, store, cfg).map_err(to_py)?;
     Ok(Arc::new(Mutex::new(watcher)))
 }

@@ -38,7 +38,7 @@ from ._native import (
     Watch,
     WatchEvent,
     __version__,
-    settle,
+    shutdown,
     status,
     status_async,
     unlock,
@@ -80,10 +80,11 @@ __all__ = [
 ]
 
 
-def _settle_at_exit() -> None:
-    # Locks dropped without a release are released in the background: give those requests
-    # (and the cleanup of an interrupted acquisition) a few seconds before the process ends.
-    settle(5.0)
+def _shutdown_at_exit() -> None:
+    # Locks still held are released, and those dropped without a release are being released
+    # in the background: give those requests (and the cleanup of an interrupted acquisition)
+    # a few seconds, then stop the lock's threads before the interpreter finalizes.
+    shutdown(5.0)
 
 
-atexit.register(_settle_at_exit)
+atexit.register(_shutdown_at_exit)

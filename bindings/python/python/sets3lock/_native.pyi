@@ -433,5 +433,6 @@ async def unlock_async(
     """``unlock`` for asyncio."""
 def run_command(argv: list[str]) -> int:
     """The ``sets3lock`` command with these arguments (the program name first): its exit status."""
-def settle(timeout: float) -> bool:
-    """Releases every lock still held and waits up to ``timeout`` seconds for no driver to be left; whether it got there."""
+def shutdown(timeout: float) -> bool:
+    """At interpreter exit: releases every lock still held, waits up to ``timeout`` seconds
+    for the releases, then stops the lock's threads; whether the releases all finished."""
