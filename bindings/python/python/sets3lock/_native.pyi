@@ -49,7 +49,8 @@ class Held:
     token: Optional[int]
     slot: Optional[int]
     @property
-    def etag(self) -> str: ...
+    def etag(self) -> str:
+        """The lock object's version now (it changes at each renewal)."""
     def health(self) -> Health:
         """"renewing", "behind" (renewals failing: less than half the validity left) or "ended"; sends no request."""
     def remaining(self) -> Optional[float]:
@@ -79,7 +80,8 @@ class AsyncHeld:
     token: Optional[int]
     slot: Optional[int]
     @property
-    def etag(self) -> str: ...
+    def etag(self) -> str:
+        """The lock object's version now (it changes at each renewal)."""
     def health(self) -> Health:
         """"renewing", "behind" (renewals failing: less than half the validity left) or "ended"; sends no request."""
     def remaining(self) -> Optional[float]:
