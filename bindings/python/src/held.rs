@@ -195,6 +195,24 @@ fn loss_of(cell: Option<&Cell>, watch: &LossWatch) -> Option<&'static str> {
     watch.loss().map(loss_name)
 }
 
+/// The exception a `with` block is leaving by, from `__exit__`'s arguments (`None` if the
+/// block ended normally).
+fn leaving_by(exc: &Bound<'_, pyo3::types::PyTuple>) -> Option<Py<PyAny>> {
+    exc.get_item(1)
+        .ok()
+        .filter(|e| !e.is_none())
+        .map(Bound::unbind)
+}
+
+/// `error` with the block's exception `by` as its `__context__`, as Python chains an exception
+/// raised by an `__exit__` written in Python.
+fn chained(error: PyErr, by: Option<Py<PyAny>>) -> PyErr {
+    if let Some(by) = by {
+        Python::attach(|py| error.set_context(py, Some(PyErr::from_value(by.into_bound(py)))));
+    }
+    error
+}
+
 /// Leaving a `with` block on the lock at `url`: the release's outcome, or `LockLost` if the
 /// lock was lost by then.
 fn exit_outcome(url: &str, outcome: PyResult<&'static str>) -> PyResult<()> {
@@ -355,13 +373,13 @@ impl Held {
         slf
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
         if self.hold.here().is_ok() && self.hold.cell.slot().is_none() {
             return Ok(());
         }
         let outcome = self.release(py);
-        exit_outcome(&self.hold.url, outcome)
+        exit_outcome(&self.hold.url, outcome).map_err(|e| chained(e, leaving_by(exc)))
     }
 
     fn __repr__(&self) -> String {
@@ -461,13 +479,13 @@ impl AsyncHeld {
         runtime::awaitable(py, async move { Ok(slf) })
     }
 
-    #[pyo3(signature = (*_exc))]
+    #[pyo3(signature = (*exc))]
     fn __aexit__<'py>(
         &self,
         py: Python<'py>,
-        _exc: &Bound<'py, pyo3::types::PyTuple>,
+        exc: &Bound<'py, pyo3::types::PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.exit(py)
+        self.exit(py, exc)
     }
 
     fn __repr__(&self) -> String {
@@ -481,7 +499,12 @@ impl AsyncHeld {
 impl AsyncHeld {
     /// Leaving an `async with` block: releases (unless released already), raising
     /// `LockLost` if the lock was lost.
-    pub(crate) fn exit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn exit<'py>(
+        &self,
+        py: Python<'py>,
+        exc: &Bound<'py, pyo3::types::PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let by = leaving_by(exc);
         let held = if self.hold.here().is_ok() && self.hold.cell.slot().is_none() {
             None
         } else {
@@ -491,7 +514,7 @@ impl AsyncHeld {
         runtime::awaitable(py, async move {
             match held {
                 None => Ok(()),
-                Some(held) => exit_outcome(&url, release(held).await),
+                Some(held) => exit_outcome(&url, release(held).await).map_err(|e| chained(e, by)),
             }
         })
     }

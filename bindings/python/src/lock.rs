@@ -168,15 +168,15 @@ impl AsyncLock {
         })
     }
 
-    #[pyo3(signature = (*_exc))]
+    #[pyo3(signature = (*exc))]
     fn __aexit__<'py>(
         &self,
         py: Python<'py>,
-        _exc: &Bound<'py, PyTuple>,
+        exc: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let held = self.entered.pop(py, true)?;
         let held = held.bind(py).cast::<AsyncHeld>()?.clone();
-        held.get().exit(py)
+        held.get().exit(py, exc)
     }
 
     /// Requests sent to the store so far by this lock object.

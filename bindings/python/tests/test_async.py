@@ -48,6 +48,21 @@ def test_async_with_holds_then_releases(url: str) -> None:
     asyncio.run(main())
 
 
+def test_an_exception_leaving_the_async_with_block_releases_the_lock(url: str) -> None:
+    class Boom(Exception):
+        pass
+
+    async def main() -> None:
+        with pytest.raises(Boom):
+            async with sets3lock.AsyncLock(url) as held:
+                assert await sets3lock.status_async(url) is not None
+                raise Boom("the body failed")
+        assert not held.is_held()
+        assert await sets3lock.status_async(url) is None, "the lock is still held"
+
+    asyncio.run(main())
+
+
 def test_async_tasks_contend(url: str) -> None:
     inside = 0
     most = 0

@@ -57,6 +57,37 @@ def test_with_holds_then_releases(url: str) -> None:
     assert sets3lock.status(url) is None, "the object is still there after the with block"
 
 
+class _Boom(Exception):
+    pass
+
+
+def test_an_exception_leaving_the_with_block_releases_the_lock(url: str) -> None:
+    with pytest.raises(_Boom):
+        with sets3lock.Lock(url) as held:
+            assert sets3lock.status(url) is not None
+            raise _Boom("the body failed")
+    # The body's exception came through unchanged, and the lock is gone.
+    assert not held.is_held()
+    assert sets3lock.status(url) is None, "an exception in the body left the lock held"
+    # The same through a Held used as a context manager, in fenced mode (freed, not deleted).
+    with pytest.raises(_Boom):
+        with sets3lock.Lock(url, fenced=True).acquire():
+            raise _Boom("again")
+    assert sets3lock.status(url) is None
+
+
+def test_a_loss_and_an_exception_raise_lock_lost_with_the_body_s_exception_as_context(
+    url: str,
+) -> None:
+    with pytest.raises(sets3lock.LockLost) as info:
+        with sets3lock.Lock(url, lease=3) as held:
+            assert sets3lock.unlock(url, held.etag) == "deleted"
+            assert held.wait_lost(timeout=8) == "deleted"
+            raise _Boom("the body noticed")
+    assert isinstance(info.value.__context__, _Boom), repr(info.value.__context__)
+    assert sets3lock.status(url) is None
+
+
 def test_acquire_release_outcomes(url: str) -> None:
     held = sets3lock.Lock(url).acquire()
     assert held.release() == "deleted"
