@@ -180,8 +180,6 @@ impl<M: Mode> Held<M> {
     }
 }
 
-/// The user's side of one driver: the acquisition's, then the handle's. Dropped, it asks the
-/// driver to release (or to cancel the acquisition), then does what the mode does on drop.
 /// Waits until the hold in `shared` is lost or expires (then the loss), or until `deadline`
 /// (then `None`). Wakes when the validity ends or moves (a renewal), and on every change.
 async fn wait_loss<M: Mode>(shared: &Shared, deadline: Option<Stamp>) -> Option<Loss> {
@@ -235,6 +233,8 @@ impl<M: Mode> LossWatch<M> {
     }
 }
 
+/// The user's side of one driver: the acquisition's, then the handle's. Dropped, it asks the
+/// driver to release (or to cancel the acquisition), then does what the mode does on drop.
 #[derive(Debug)]
 pub(crate) struct Claim<M: Mode> {
     shared: Arc<Shared>,
