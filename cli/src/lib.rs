@@ -37,7 +37,11 @@ pub use unlock::{force_unlock, Unlocked};
 /// them). It writes to this process's stdout and stderr and, in run mode, handles SIGINT,
 /// SIGTERM, SIGHUP and SIGQUIT until it returns.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
-    let args: Vec<OsString> = args.into_iter().collect();
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    if args.is_empty() {
+        // Not even the program's name (an exec with an empty argv): as if run bare.
+        args.push("sets3lock".into());
+    }
     let args = cli::command_first(&args).unwrap_or(args);
     let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
     match first.as_deref() {

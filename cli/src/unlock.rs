@@ -11,7 +11,7 @@ use sets3lock::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Respon
 use sets3lock_s3::{Client, S3Options};
 
 /// What a force-unlock came to: the one line `sets3lock unlock` says and its exit status.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub struct Unlocked {
     /// `"deleted"`, `"freed"` (a fenced lock, its token kept) or `"already_free"` when the
@@ -22,6 +22,9 @@ pub struct Unlocked {
     pub code: u8,
     /// The line (on stdout when done, on stderr otherwise).
     pub line: String,
+    /// The library's error, when the store could not be asked or refused (no bucket, access
+    /// denied, unreachable).
+    pub error: Option<sets3lock_s3::Error>,
 }
 
 fn done(outcome: &'static str, line: String) -> Unlocked {
@@ -29,6 +32,7 @@ fn done(outcome: &'static str, line: String) -> Unlocked {
         outcome: Some(outcome),
         code: OK,
         line,
+        error: None,
     }
 }
 
@@ -37,6 +41,15 @@ fn left(code: u8, line: String) -> Unlocked {
         outcome: None,
         code,
         line,
+        error: None,
+    }
+}
+
+/// Left as it was because of `error`.
+fn failed(line: String, error: impl Into<sets3lock_s3::Error>) -> Unlocked {
+    Unlocked {
+        error: Some(error.into()),
+        ..left(CANNOT_LOCK, line)
     }
 }
 
@@ -64,7 +77,7 @@ pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked
     }
     let client = match Client::in_store(url.scheme(), url.bucket(), options) {
         Ok(c) => c,
-        Err(e) => return left(CANNOT_LOCK, format!("{url}: {e}")),
+        Err(e) => return failed(format!("{url}: {e}"), e),
     };
     // Look first: a fenced lock is never deleted, whichever ETag was given (a store whose
     // DELETE ignores its condition, such as fake-gcs-server, would delete it anyway), and a
@@ -98,9 +111,9 @@ pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked
             );
         }
         Err(e) => {
-            return left(
-                CANNOT_LOCK,
+            return failed(
                 format!("{url}: not unlocked: reading the lock first failed: {e}"),
+                e,
             );
         }
     }
@@ -127,9 +140,7 @@ pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked
                 left(NO, format!("{url}: not deleted (ETag mismatch), and reading it failed: {e}"))
             }
         },
-        Response::Refused(e) => {
-            left(CANNOT_LOCK, format!("{url}: {e}"))
-        }
+        Response::Refused(e) => failed(format!("{url}: {e}"), e),
         other => {
             left(CANNOT_LOCK, format!("{url}: the delete's outcome is unknown ({other:?}); run sets3lock status"))
         }
@@ -203,9 +214,7 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> Unlocked {
                 left(NO, format!("{url}: not freed (ETag mismatch), and reading it failed: {e}"))
             }
         },
-        Response::Refused(e) => {
-            left(CANNOT_LOCK, format!("{url}: {e}"))
-        }
+        Response::Refused(e) => failed(format!("{url}: {e}"), e),
         other => {
             left(CANNOT_LOCK, format!("{url}: the write's outcome is unknown ({other:?}); run sets3lock status"))
         }
