@@ -6,7 +6,7 @@ use pyo3::types::PyDict;
 use sets3lock::{ETag, LockUrl};
 use sets3lock_s3::{Client, S3Options};
 
-use crate::errors::{to_py, Error};
+use crate::errors::{to_py, to_py_said, Error};
 use crate::holder::Holder;
 use crate::runtime;
 use crate::settings::{lock_url, Settings, STORE};
@@ -37,10 +37,11 @@ fn read(url: LockUrl, options: S3Options) -> PyResult<Option<Holder>> {
 fn force(url: LockUrl, options: S3Options, etag: String) -> PyResult<&'static str> {
     let etag = ETag::parse(&etag).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let unlocked = sets3lock_cli::force_unlock(&url, &options, &etag);
-    match unlocked.outcome {
-        Some(outcome) => Ok(outcome),
-        None if unlocked.code == 100 => Err(PyValueError::new_err(unlocked.line)),
-        None => Err(Error::new_err(unlocked.line)),
+    match (unlocked.outcome, unlocked.error) {
+        (Some(outcome), _) => Ok(outcome),
+        (None, Some(error)) => Err(to_py_said(error, unlocked.line)),
+        (None, None) if unlocked.code == 100 => Err(PyValueError::new_err(unlocked.line)),
+        (None, None) => Err(Error::new_err(unlocked.line)),
     }
 }
 
@@ -63,7 +64,7 @@ pub(crate) fn status(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Option<Holder>> {
     let (url, store) = target("status", url, options)?;
-    runtime::wait(py, blocking(move || read(url, store)), async {})?
+    runtime::wait(py, blocking(move || read(url, store)))?
 }
 
 /// `status` for asyncio.
@@ -90,7 +91,7 @@ pub(crate) fn unlock(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<&'static str> {
     let (url, store) = target("unlock", url, options)?;
-    runtime::wait(py, blocking(move || force(url, store, etag)), async {})?
+    runtime::wait(py, blocking(move || force(url, store, etag)))?
 }
 
 /// `unlock` for asyncio.

@@ -6,10 +6,9 @@ use sets3lock::Sighting;
 use sets3lock_s3::tokio::Election as RustElection;
 use std::sync::Arc;
 
-use crate::errors::to_py;
+use crate::errors::{in_python, to_py};
 use crate::held::{AsyncHeld, Held};
 use crate::holder::Holder;
-use crate::lock::cleaned_up;
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, STORE};
 use crate::watch::{cadence, AsyncWatch, Watch};
@@ -73,22 +72,15 @@ impl Election {
     fn campaign(&self, py: Python<'_>) -> PyResult<Held> {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
-        let before = sets3lock_s3::drivers_running();
-        let held = runtime::wait(
-            py,
-            async move { election.campaign().await },
-            cleaned_up(before),
-        )?
-        .map_err(to_py)?;
-        Ok(Held::new(held))
+        let held = runtime::wait(py, async move { election.campaign().await })?.map_err(to_py)?;
+        Held::new(held)
     }
 
     /// The leader now (one read), `None` if nobody leads.
     fn leader(&self, py: Python<'_>) -> PyResult<Option<Holder>> {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
-        let sighting =
-            runtime::wait(py, async move { election.leader().await }, async {})?.map_err(to_py)?;
+        let sighting = runtime::wait(py, async move { election.leader().await })?.map_err(to_py)?;
         Ok(leader(&sighting))
     }
 
@@ -135,8 +127,8 @@ impl AsyncElection {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         runtime::awaitable(py, async move {
-            let held = election.campaign().await.map_err(to_py)?;
-            Ok(AsyncHeld::new(held))
+            let held = in_python(election.campaign().await).await?;
+            AsyncHeld::deliver(held)
         })
     }
 
@@ -145,7 +137,7 @@ impl AsyncElection {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
         runtime::awaitable(py, async move {
-            let sighting = election.leader().await.map_err(to_py)?;
+            let sighting = in_python(election.leader().await).await?;
             Ok(leader(&sighting))
         })
     }

@@ -3,18 +3,19 @@
 //! can be entered by several threads or tasks at once.
 
 use pyo3::prelude::*;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Entered holds by who entered them (a thread's or a task's id), innermost last.
-#[derive(Debug, Default)]
-pub(crate) struct Entered(Mutex<HashMap<u64, Vec<Py<PyAny>>>>);
-
-/// The running asyncio task's id (the thread's outside one), read where `__aenter__` is
-/// called, for a hold entered later, when the acquisition is done.
-pub(crate) fn task_id(py: Python<'_>) -> PyResult<u64> {
-    whose(py, true)
+/// One entered hold: who entered it (a thread's or a task's id) and when (an order number).
+#[derive(Debug)]
+struct Entry {
+    who: u64,
+    order: u64,
+    held: Py<PyAny>,
 }
+
+/// Entered holds, in the order they were entered.
+#[derive(Debug, Default)]
+pub(crate) struct Entered(Mutex<(u64, Vec<Entry>)>);
 
 /// The caller's id: its asyncio task's in async code, its thread's otherwise.
 fn whose(py: Python<'_>, in_task: bool) -> PyResult<u64> {
@@ -30,28 +31,38 @@ fn whose(py: Python<'_>, in_task: bool) -> PyResult<u64> {
 impl Entered {
     /// Notes that the caller entered `held`.
     pub(crate) fn push(&self, py: Python<'_>, in_task: bool, held: Py<PyAny>) -> PyResult<()> {
-        self.push_for(whose(py, in_task)?, held);
+        let who = whose(py, in_task)?;
+        let mut entered = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        entered.0 += 1;
+        let order = entered.0;
+        entered.1.push(Entry { who, order, held });
         Ok(())
     }
 
-    /// Notes that the task (or thread) `who` entered `held`.
-    pub(crate) fn push_for(&self, who: u64, held: Py<PyAny>) {
-        let mut entered = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        entered.entry(who).or_default().push(held);
-    }
-
-    /// The hold the caller entered last, now left.
+    /// The hold the caller entered last, now left. A caller that entered none (a block
+    /// entered in one task and left in another: async generators, fixtures) leaves the hold
+    /// entered last by anyone, so that no hold is left entered for ever.
     pub(crate) fn pop(&self, py: Python<'_>, in_task: bool) -> PyResult<Py<PyAny>> {
         let who = whose(py, in_task)?;
         let mut entered = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let held = entered.get_mut(&who).and_then(Vec::pop);
-        if entered.get(&who).is_some_and(Vec::is_empty) {
-            entered.remove(&who);
+        let list = &mut entered.1;
+        let mine = list
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.who == who)
+            .max_by_key(|(_, e)| e.order)
+            .map(|(i, _)| i);
+        let last = list
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, e)| e.order)
+            .map(|(i, _)| i);
+        match mine.or(last) {
+            Some(i) => Ok(list.remove(i).held),
+            None => Err(crate::errors::Error::new_err(
+                "__exit__ without __enter__: this lock object holds nothing entered by `with`"
+                    .into(),
+            )),
         }
-        held.ok_or_else(|| {
-            crate::errors::Error::new_err(
-                "__exit__ without __enter__ in this thread or task: use the lock object with `with`".into(),
-            )
-        })
     }
 }

@@ -34,15 +34,38 @@ where
 /// The exception for `error`: `ValueError` for what the caller wrote wrong, one of
 /// `sets3lock._errors`' classes otherwise; the message is the library's one line.
 pub(crate) fn to_py(error: LockError) -> PyErr {
-    Python::attach(|py| to_py_in(py, error))
+    let message = error.to_string();
+    Python::attach(|py| to_py_in(py, error, message))
 }
 
-fn to_py_in(py: Python<'_>, error: LockError) -> PyErr {
-    let message = error.to_string();
+/// The exception for `error`, saying `message` instead of the library's line.
+pub(crate) fn to_py_said(error: LockError, message: String) -> PyErr {
+    Python::attach(|py| to_py_in(py, error, message))
+}
+
+/// `result`, its error made a Python exception on a blocking thread: the runtime's two
+/// workers (which renew every lock) never wait for the GIL.
+pub(crate) async fn in_python<T>(result: Result<T, LockError>) -> PyResult<T> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(error) => Err(made_in_python(move || to_py(error)).await),
+    }
+}
+
+/// The exception `make` makes (with the GIL), made on a blocking thread of the runtime.
+pub(crate) async fn made_in_python(make: impl FnOnce() -> PyErr + Send + 'static) -> PyErr {
+    match tokio::task::spawn_blocking(make).await {
+        Ok(e) => e,
+        Err(_) => crate::runtime::exiting(),
+    }
+}
+
+fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {
     match error {
         LockError::Url(_)
         | LockError::Config(_)
         | LockError::InvalidEndpoint { .. }
+        | LockError::Profile { .. }
         | LockError::Slots { .. } => PyValueError::new_err(message),
         LockError::Busy { holder, etag } => {
             let holder = Holder::from_record(&holder, Some(etag.as_str()));

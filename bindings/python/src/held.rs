@@ -4,10 +4,10 @@
 use pyo3::prelude::*;
 use sets3lock::ReleaseOutcome;
 use sets3lock_s3::tokio::{Held as RustHeld, LossWatch};
-use sets3lock_s3::{Health, Loss};
+use sets3lock_s3::{Error as LockError, Health, Loss};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::errors::{to_py, Error};
+use crate::errors::{in_python, to_py, Error};
 use crate::runtime::{self, Origin};
 
 /// Every hold of this process that Python may still reach: released at interpreter exit.
@@ -34,6 +34,9 @@ struct Cell {
     held: Mutex<Option<RustHeld>>,
     /// The process the lock was acquired in (see `os.fork()` in the package's README).
     origin: Origin,
+    /// Whether Python was given the hold: one never delivered (an asyncio acquisition
+    /// cancelled as it succeeded) is released without a warning.
+    delivered: std::sync::atomic::AtomicBool,
 }
 
 impl Cell {
@@ -64,7 +67,13 @@ impl Drop for Cell {
         let url = held.url().to_string();
         // Released in the background; the interpreter's exit waits for it.
         drop(held);
+        if !self.delivered.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         Python::attach(|py| {
+            // An exception may be propagating (the hold dropped as a frame unwinds): the
+            // warning must not replace it.
+            let propagating = PyErr::take(py);
             let message = format!(
                 "sets3lock: the lock {url} was garbage-collected while held (released now): release it, or use `with`"
             );
@@ -74,6 +83,9 @@ impl Drop for Cell {
             });
             if let Some(Err(e)) = warned {
                 e.write_unraisable(py, None);
+            }
+            if let Some(e) = propagating {
+                e.restore(py);
             }
         });
     }
@@ -93,7 +105,13 @@ struct Hold {
 }
 
 impl Hold {
-    fn new(held: RustHeld) -> Hold {
+    /// The hold of `held`, `delivered` to Python already or not yet; refused (and released
+    /// at once) once the interpreter is exiting.
+    fn new(held: RustHeld, delivered: bool) -> PyResult<Hold> {
+        if runtime::closing() {
+            drop(held);
+            return Err(runtime::exiting());
+        }
         let hold = Hold {
             watch: held.loss_watch(),
             url: held.url().to_string(),
@@ -104,12 +122,13 @@ impl Hold {
             cell: Arc::new(Cell {
                 held: Mutex::new(Some(held)),
                 origin: Origin::here(),
+                delivered: std::sync::atomic::AtomicBool::new(delivered),
             }),
         };
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&hold.cell));
-        hold
+        Ok(hold)
     }
 
     /// Refuses use in a forked child of the process that acquired the lock.
@@ -213,14 +232,26 @@ fn chained(error: PyErr, by: Option<Py<PyAny>>) -> PyErr {
     error
 }
 
-/// Leaving a `with` block on the lock at `url`: the release's outcome, or `LockLost` if the
-/// lock was lost by then.
-fn exit_outcome(url: &str, outcome: PyResult<&'static str>) -> PyResult<()> {
-    match outcome? {
-        "taken_over" => Err(lost(url, "taken_over")),
-        "already_gone" => Err(lost(url, "deleted")),
-        _ => Ok(()),
-    }
+/// Leaving a `with` block on the lock at `url` by the exception `by` (if any): nothing if
+/// the release found the lock still ours, `LockLost` (or the release's error) otherwise, with
+/// `by` as its context.
+fn exit_outcome(
+    url: &str,
+    outcome: Result<&'static str, LockError>,
+    by: Option<Py<PyAny>>,
+) -> PyResult<()> {
+    let error = match outcome {
+        Ok("taken_over") => lost(url, "taken_over"),
+        Ok("already_gone") => lost(url, "deleted"),
+        Ok(_) => return Ok(()),
+        Err(e) => to_py(e),
+    };
+    Err(chained(error, by))
+}
+
+/// Whether a release's outcome leaves a `with` block quietly (no Python object to make).
+fn quiet(outcome: &Result<&'static str, LockError>) -> bool {
+    matches!(outcome, Ok("deleted" | "freed"))
 }
 
 fn loss_name(loss: Loss) -> &'static str {
@@ -261,8 +292,8 @@ fn lost(url: &str, reason: &str) -> PyErr {
     })
 }
 
-async fn release(held: RustHeld) -> PyResult<&'static str> {
-    held.release().await.map(outcome_name).map_err(to_py)
+async fn release(held: RustHeld) -> Result<&'static str, LockError> {
+    held.release().await.map(outcome_name)
 }
 
 /// A held lock (blocking methods). Renewed in the background until released; leaving a
@@ -274,10 +305,17 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    pub(crate) fn new(held: RustHeld) -> Held {
-        Held {
-            hold: Hold::new(held),
-        }
+    /// The Python face of `held` (refused once the interpreter is exiting).
+    pub(crate) fn new(held: RustHeld) -> PyResult<Held> {
+        Ok(Held {
+            hold: Hold::new(held, true)?,
+        })
+    }
+
+    /// Releases: what the release found, or the library's error.
+    fn end(&self, py: Python<'_>) -> PyResult<Result<&'static str, LockError>> {
+        let held = self.hold.for_release()?;
+        runtime::wait(py, release(held))
     }
 }
 
@@ -349,24 +387,19 @@ impl Held {
             return Ok(Some(loss));
         }
         let watch = self.hold.watch.clone();
-        let waited = runtime::wait(
-            py,
-            async move {
-                match timeout {
-                    Some(t) => tokio::time::timeout(t, watch.lost()).await.ok(),
-                    None => Some(watch.lost().await),
-                }
-            },
-            async {},
-        )?;
+        let waited = runtime::wait(py, async move {
+            match timeout {
+                Some(t) => tokio::time::timeout(t, watch.lost()).await.ok(),
+                None => Some(watch.lost().await),
+            }
+        })?;
         Ok(waited.map(|loss| self.hold.loss().unwrap_or(loss_name(loss))))
     }
 
     /// Releases the lock and says what the release found: "deleted" (presence mode),
     /// "freed" (fenced mode), or "taken_over" / "already_gone" if it had been lost.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let held = self.hold.for_release()?;
-        runtime::wait(py, release(held), async {})?
+        self.end(py)?.map_err(to_py)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -378,8 +411,8 @@ impl Held {
         if self.hold.here().is_ok() && self.hold.cell.slot().is_none() {
             return Ok(());
         }
-        let outcome = self.release(py);
-        exit_outcome(&self.hold.url, outcome).map_err(|e| chained(e, leaving_by(exc)))
+        let outcome = self.end(py)?;
+        exit_outcome(&self.hold.url, outcome, leaving_by(exc))
     }
 
     fn __repr__(&self) -> String {
@@ -398,10 +431,29 @@ pub(crate) struct AsyncHeld {
 }
 
 impl AsyncHeld {
-    pub(crate) fn new(held: RustHeld) -> AsyncHeld {
-        AsyncHeld {
-            hold: Hold::new(held),
-        }
+    /// The Python face of `held`, for an awaitable to deliver (refused once the interpreter
+    /// is exiting).
+    pub(crate) fn deliver(held: RustHeld) -> PyResult<Delivered> {
+        Ok(Delivered(AsyncHeld {
+            hold: Hold::new(held, false)?,
+        }))
+    }
+}
+
+/// An `AsyncHeld` on its way to Python: marked delivered as the awaitable's result is made.
+/// (If the awaiting task was cancelled first, it never is, and the hold is released quietly.)
+pub(crate) struct Delivered(AsyncHeld);
+
+impl<'py> IntoPyObject<'py> for Delivered {
+    type Target = AsyncHeld;
+    type Output = Bound<'py, AsyncHeld>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        let cell = &self.0.hold.cell;
+        cell.delivered
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Bound::new(py, self.0)
     }
 }
 
@@ -472,7 +524,7 @@ impl AsyncHeld {
     /// Releases the lock; resolves with what the release found (as `Held.release`).
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let held = self.hold.for_release()?;
-        runtime::awaitable(py, release(held))
+        runtime::awaitable(py, async move { in_python(release(held).await).await })
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -512,10 +564,15 @@ impl AsyncHeld {
         };
         let url = self.hold.url.clone();
         runtime::awaitable(py, async move {
-            match held {
-                None => Ok(()),
-                Some(held) => exit_outcome(&url, release(held).await).map_err(|e| chained(e, by)),
+            let Some(held) = held else { return Ok(()) };
+            let outcome = release(held).await;
+            if quiet(&outcome) {
+                return Ok(());
             }
+            // The exception is made on a blocking thread: the workers never wait for the GIL.
+            tokio::task::spawn_blocking(move || exit_outcome(&url, outcome, by))
+                .await
+                .unwrap_or_else(|_| Err(runtime::exiting()))
         })
     }
 }

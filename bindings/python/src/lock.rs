@@ -7,7 +7,7 @@ use sets3lock_s3::Wait;
 use std::sync::Arc;
 
 use crate::entered::Entered;
-use crate::errors::to_py;
+use crate::errors::{in_python, to_py};
 use crate::held::{AsyncHeld, Held};
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
@@ -26,15 +26,6 @@ fn open(
     let _in_runtime = handle.enter();
     let locker = Locker::new(url, options).map_err(to_py)?;
     Ok((Arc::new(locker), wait))
-}
-
-/// Waits for the drivers started since `before` was read to end (an interrupted
-/// acquisition's cleanup), for at most two seconds.
-pub(crate) async fn cleaned_up(before: usize) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-    while sets3lock_s3::drivers_running() > before && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
 }
 
 /// A lock on one object (`s3://bucket/key`, `az://container/key`, `gs://bucket/key`).
@@ -75,14 +66,8 @@ impl Lock {
             .check("the Lock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
-        let before = sets3lock_s3::drivers_running();
-        let held = runtime::wait(
-            py,
-            async move { locker.acquire(wait).await },
-            cleaned_up(before),
-        )?
-        .map_err(to_py)?;
-        Ok(Held::new(held))
+        let held = runtime::wait(py, async move { locker.acquire(wait).await })?.map_err(to_py)?;
+        Held::new(held)
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
@@ -146,26 +131,22 @@ impl AsyncLock {
         let locker = self.locker.clone();
         let wait = self.wait;
         runtime::awaitable(py, async move {
-            let held = locker.acquire(wait).await.map_err(to_py)?;
-            Ok(AsyncHeld::new(held))
+            let held = in_python(locker.acquire(wait).await).await?;
+            AsyncHeld::deliver(held)
         })
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
-        this.origin
-            .check("the AsyncLock", &this.locker.url().to_string())?;
-        let (locker, wait) = (this.locker.clone(), this.wait);
-        let entered = this.entered.clone();
-        let who = crate::entered::task_id(py)?;
-        runtime::awaitable(py, async move {
-            let held = locker.acquire(wait).await.map_err(to_py)?;
-            Python::attach(|py| {
-                let held = Py::new(py, AsyncHeld::new(held))?;
-                entered.push_for(who, held.clone_ref(py).into_any());
-                Ok(held)
-            })
-        })
+        // A coroutine of the package's (`_enter.enter`): it awaits `acquire()` and notes the
+        // hold in the task itself, so an entry cancelled before delivery notes nothing.
+        py.import("sets3lock._enter")?
+            .getattr("enter")?
+            .call1((slf,))
+    }
+
+    /// Notes `held` as entered by the running task (called by `_enter.enter`).
+    fn _entered(&self, py: Python<'_>, held: Py<PyAny>) -> PyResult<()> {
+        self.entered.push(py, true, held)
     }
 
     #[pyo3(signature = (*exc))]

@@ -7,9 +7,8 @@ use sets3lock::{LockUrl, Scheme};
 use sets3lock_s3::tokio::Locks as RustLocks;
 use std::sync::Arc;
 
-use crate::errors::to_py;
+use crate::errors::{in_python, to_py};
 use crate::held::{AsyncHeld, Held};
-use crate::lock::cleaned_up;
 use crate::runtime::{self, Origin};
 use crate::settings::{Settings, LOCK, STORE, WAIT};
 
@@ -74,14 +73,9 @@ impl Locks {
             .check("the Locks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
-        let before = sets3lock_s3::drivers_running();
-        let held = runtime::wait(
-            py,
-            async move { locks.acquire(&key, wait).await },
-            cleaned_up(before),
-        )?
-        .map_err(to_py)?;
-        Ok(Held::new(held))
+        let held =
+            runtime::wait(py, async move { locks.acquire(&key, wait).await })?.map_err(to_py)?;
+        Held::new(held)
     }
 
     /// Requests sent to the store so far by these locks.
@@ -127,8 +121,8 @@ impl AsyncLocks {
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
         runtime::awaitable(py, async move {
-            let held = locks.acquire(&key, wait).await.map_err(to_py)?;
-            Ok(AsyncHeld::new(held))
+            let held = in_python(locks.acquire(&key, wait).await).await?;
+            AsyncHeld::deliver(held)
         })
     }
 

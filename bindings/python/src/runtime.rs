@@ -8,22 +8,26 @@
 use pyo3::prelude::*;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
+use tokio::task::AbortHandle;
 
 /// How often a blocking wait wakes to let Python handle signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(20);
-
-/// How long an interrupted acquisition waits for its cleanup before raising.
-const CLEANUP_BOUND: Duration = Duration::from_secs(5);
 
 /// Where this process's runtime stands.
 enum State {
     /// Not built yet (or built by the parent of this forked process).
     Unbuilt,
-    /// Running in process `pid`.
-    Running { pid: u32, runtime: Runtime },
+    /// Running in process `pid`; `baseline` drivers were counted when it was built (in a
+    /// forked child: the parent's, which never finish here).
+    Running {
+        pid: u32,
+        runtime: Runtime,
+        baseline: usize,
+    },
     /// Shut down at interpreter exit in process `pid`: nothing of ours may call into Python
     /// once the interpreter finalizes.
     Closed { pid: u32 },
@@ -31,19 +35,46 @@ enum State {
 
 static RUNTIME: Mutex<State> = Mutex::new(State::Unbuilt);
 
+/// Set at interpreter exit: acquisitions still under way are given up, and a hold that
+/// arrives after it is released at once.
+static CLOSING: AtomicBool = AtomicBool::new(false);
+
+/// Tasks of ours that may hold an acquisition (blocking waits, asyncio awaitables): aborted
+/// at interpreter exit, so that their drivers clean up before the runtime stops.
+static TASKS: Mutex<Vec<AbortHandle>> = Mutex::new(Vec::new());
+
+/// Why there is no runtime.
+enum NoRuntime {
+    /// The interpreter is exiting (or has shut sets3lock down).
+    Exiting,
+    /// The threads could not be started.
+    Start(std::io::Error),
+}
+
+/// The error for an operation refused because the interpreter is exiting. (Made without the
+/// GIL: it may be made on one of the runtime's threads.)
+pub(crate) fn exiting() -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err(
+        "sets3lock: the interpreter is exiting: locks can no longer be acquired",
+    )
+}
+
+/// Whether the interpreter is exiting (see [`shutdown`]).
+pub(crate) fn closing() -> bool {
+    CLOSING.load(Ordering::SeqCst)
+}
+
 /// The runtime of this process, built on first use (and again in a forked child, whose
 /// copy of the parent's is dead: that one is leaked, never dropped, as dropping it would wait
-/// for threads the child does not have).
-pub(crate) fn runtime() -> PyResult<Handle> {
+/// for threads the child does not have). Takes no GIL.
+fn handle() -> Result<Handle, NoRuntime> {
     let pid = std::process::id();
     let mut state = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     match &*state {
-        State::Running { pid: p, runtime } if *p == pid => return Ok(runtime.handle().clone()),
-        State::Closed { pid: p } if *p == pid => {
-            return Err(crate::errors::Error::new_err(
-                "the interpreter is exiting: sets3lock has shut down".into(),
-            ))
-        }
+        State::Running {
+            pid: p, runtime, ..
+        } if *p == pid => return Ok(runtime.handle().clone()),
+        State::Closed { pid: p } if *p == pid => return Err(NoRuntime::Exiting),
         _ => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -51,17 +82,71 @@ pub(crate) fn runtime() -> PyResult<Handle> {
         .thread_name("sets3lock")
         .enable_all()
         .build()
-        .map_err(|e| {
-            crate::errors::Error::new_err(format!("cannot start the lock's threads: {e}"))
-        })?;
+        .map_err(NoRuntime::Start)?;
     let handle = runtime.handle().clone();
+    let running = State::Running {
+        pid,
+        runtime,
+        baseline: sets3lock_s3::drivers_running(),
+    };
     if let State::Running {
         runtime: parents, ..
-    } = std::mem::replace(&mut *state, State::Running { pid, runtime })
+    } = std::mem::replace(&mut *state, running)
     {
         std::mem::forget(parents);
     }
     Ok(handle)
+}
+
+/// The runtime of this process, or the exception saying why not.
+pub(crate) fn runtime() -> PyResult<Handle> {
+    handle().map_err(|why| match why {
+        NoRuntime::Exiting => exiting(),
+        NoRuntime::Start(e) => {
+            crate::errors::Error::new_err(format!("cannot start the lock's threads: {e}"))
+        }
+    })
+}
+
+/// Notes a task that may hold an acquisition, to abort it at exit.
+fn track(task: AbortHandle) {
+    let mut tasks = TASKS.lock().unwrap_or_else(|e| e.into_inner());
+    tasks.retain(|t| !t.is_finished());
+    tasks.push(task);
+}
+
+/// Runs `work` on the runtime and blocks this thread until it is done, with the GIL
+/// released; every [`SIGNAL_CHECK`] it takes the GIL back to run Python's signal handlers.
+/// If one raises (Ctrl-C: `KeyboardInterrupt`), `work` is dropped and the exception raised at
+/// once: an acquisition's driver then cleans up a write of ours that landed, in the
+/// background, and the interpreter's exit waits for it.
+pub(crate) fn wait<T>(py: Python<'_>, work: impl Future<Output = T> + Send + 'static) -> PyResult<T>
+where
+    T: Send + 'static,
+{
+    let runtime = runtime()?;
+    let mut task = runtime.spawn(work);
+    track(task.abort_handle());
+    loop {
+        let polled = py.detach(|| {
+            runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, &mut task).await })
+        });
+        match polled {
+            Ok(Ok(done)) => return Ok(done),
+            Ok(Err(e)) if e.is_cancelled() => return Err(exiting()),
+            Ok(Err(e)) => {
+                return Err(crate::errors::Error::new_err(format!(
+                    "the lock's task failed: {e}"
+                )))
+            }
+            Err(_elapsed) => {
+                if let Err(interrupted) = py.check_signals() {
+                    task.abort();
+                    return Err(interrupted);
+                }
+            }
+        }
+    }
 }
 
 /// Shuts this process's runtime down (at interpreter exit, after the releases): its tasks are
@@ -73,7 +158,9 @@ fn close(py: Python<'_>, timeout: Duration) {
     let closing = std::mem::replace(&mut *state, State::Closed { pid });
     drop(state);
     match closing {
-        State::Running { pid: p, runtime } if p == pid => {
+        State::Running {
+            pid: p, runtime, ..
+        } if p == pid => {
             py.detach(|| runtime.shutdown_timeout(timeout));
         }
         State::Running { runtime, .. } => std::mem::forget(runtime),
@@ -81,59 +168,34 @@ fn close(py: Python<'_>, timeout: Duration) {
     }
 }
 
-/// Runs `work` on the runtime and blocks this thread until it is done, with the GIL
-/// released; every [`SIGNAL_CHECK`] it takes the GIL back to run Python's signal handlers.
-/// If one raises (Ctrl-C: `KeyboardInterrupt`), `work` is dropped (an acquisition asks its
-/// driver to clean up), `cleanup` is awaited for at most [`CLEANUP_BOUND`], and the
-/// exception is raised.
-pub(crate) fn wait<T, C>(
-    py: Python<'_>,
-    work: impl Future<Output = T> + Send + 'static,
-    cleanup: C,
-) -> PyResult<T>
-where
-    T: Send + 'static,
-    C: Future<Output = ()> + Send + 'static,
-{
-    let runtime = runtime()?;
-    let mut task = runtime.spawn(work);
-    loop {
-        let polled = py.detach(|| {
-            runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, &mut task).await })
-        });
-        match polled {
-            Ok(Ok(done)) => return Ok(done),
-            Ok(Err(e)) => {
-                return Err(crate::errors::Error::new_err(format!(
-                    "the lock's task failed: {e}"
-                )))
-            }
-            Err(_elapsed) => {
-                if let Err(interrupted) = py.check_signals() {
-                    task.abort();
-                    py.detach(|| {
-                        runtime.block_on(async {
-                            let _ = (&mut task).await;
-                            let _ = tokio::time::timeout(CLEANUP_BOUND, cleanup).await;
-                        })
-                    });
-                    return Err(interrupted);
-                }
-            }
-        }
-    }
-}
-
-/// At interpreter exit: releases every lock still held in this process, waits until no lock
-/// driver is left running (those releases, an interrupted acquisition's cleanup, a dropped
-/// handle's release) for at most `timeout` seconds, then shuts the runtime down. Whether the
-/// drivers all finished in time.
+/// At interpreter exit: gives up the acquisitions under way, releases every lock still held
+/// in this process (again as long as new holds arrive), and waits until none of this process's
+/// lock drivers is left running (those releases, the cleanups of writes that landed) for at
+/// most `timeout` seconds; then shuts the runtime down. Whether the drivers all finished.
 #[pyfunction]
 pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
-    crate::held::release_all();
-    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.clamp(0.0, 3600.0));
+    CLOSING.store(true, Ordering::SeqCst);
+    let baseline = match &*RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) {
+        State::Running { pid, baseline, .. } if *pid == std::process::id() => Some(*baseline),
+        _ => None,
+    };
+    let Some(baseline) = baseline else {
+        // No runtime in this process: none of its drivers can be ours.
+        close(py, Duration::ZERO);
+        return true;
+    };
+    let timeout = if timeout.is_finite() {
+        timeout.clamp(0.0, 3600.0)
+    } else {
+        0.0
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout);
     let settled = py.detach(|| loop {
-        if sets3lock_s3::drivers_running() == 0 {
+        for task in TASKS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            task.abort();
+        }
+        crate::held::release_all();
+        if sets3lock_s3::drivers_running() <= baseline {
             return true;
         }
         if std::time::Instant::now() >= deadline {
@@ -175,19 +237,22 @@ impl Future for Joined {
     }
 }
 
-/// The runtime for the bridge. Every async entry point calls [`runtime`] first, so it is
-/// there; once shut down (interpreter exit), a task spawned is dropped at once, unpolled.
+/// The runtime for the bridge (taking no GIL: pyo3-async-runtimes spawns from the runtime's
+/// threads too). Every async entry point calls [`runtime`] first, so it is there; once shut
+/// down (interpreter exit), a task spawned is never polled.
 fn bridge_runtime() -> Handle {
-    static CLOSED: OnceLock<Runtime> = OnceLock::new();
-    runtime().unwrap_or_else(|_| {
-        let closed = CLOSED.get_or_init(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap_or_else(|e| panic!("sets3lock: no tokio runtime: {e}"));
-            runtime
-        });
-        closed.handle().clone()
-    })
+    static CLOSED: OnceLock<Option<Runtime>> = OnceLock::new();
+    match handle() {
+        Ok(h) => h,
+        Err(_) => match CLOSED
+            .get_or_init(|| tokio::runtime::Builder::new_current_thread().build().ok())
+        {
+            Some(closed) => closed.handle().clone(),
+            // Without its I/O and time drivers a current-thread runtime starts no thread and
+            // opens nothing: it does not fail.
+            None => std::process::abort(),
+        },
+    }
 }
 
 impl pyo3_async_runtimes::generic::Runtime for Asyncio {
@@ -198,7 +263,9 @@ impl pyo3_async_runtimes::generic::Runtime for Asyncio {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        Joined(bridge_runtime().spawn(fut))
+        let task = bridge_runtime().spawn(fut);
+        track(task.abort_handle());
+        Joined(task)
     }
 
     fn spawn_blocking<F>(f: F) -> Self::JoinHandle

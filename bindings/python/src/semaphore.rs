@@ -7,11 +7,21 @@ use sets3lock_s3::Wait;
 use std::sync::Arc;
 
 use crate::entered::Entered;
-use crate::errors::to_py;
+use crate::errors::{in_python, to_py};
 use crate::held::{AsyncHeld, Held};
-use crate::lock::cleaned_up;
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
+
+/// `slots` as the library takes it; a `ValueError` with the library's message if it is out of
+/// range.
+fn slot_count(slots: i64) -> PyResult<u32> {
+    u32::try_from(slots).map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "a semaphore of {slots} slots: give 1 to {} slots",
+            sets3lock_s3::MAX_SLOTS
+        ))
+    })
+}
 
 fn open(
     what: &str,
@@ -43,7 +53,8 @@ pub(crate) struct Semaphore {
 impl Semaphore {
     #[new]
     #[pyo3(signature = (url, slots, **options))]
-    fn new(url: &str, slots: u32, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(url: &str, slots: i64, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let slots = slot_count(slots)?;
         let (semaphore, wait) = open("Semaphore", url, slots, options)?;
         Ok(Semaphore {
             semaphore,
@@ -71,14 +82,9 @@ impl Semaphore {
             .check("the Semaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
-        let before = sets3lock_s3::drivers_running();
-        let held = runtime::wait(
-            py,
-            async move { semaphore.acquire(wait).await },
-            cleaned_up(before),
-        )?
-        .map_err(to_py)?;
-        Ok(Held::new(held))
+        let held =
+            runtime::wait(py, async move { semaphore.acquire(wait).await })?.map_err(to_py)?;
+        Held::new(held)
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
@@ -109,7 +115,8 @@ pub(crate) struct AsyncSemaphore {
 impl AsyncSemaphore {
     #[new]
     #[pyo3(signature = (url, slots, **options))]
-    fn new(url: &str, slots: u32, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(url: &str, slots: i64, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let slots = slot_count(slots)?;
         let (semaphore, wait) = open("AsyncSemaphore", url, slots, options)?;
         Ok(AsyncSemaphore {
             semaphore,
@@ -138,26 +145,22 @@ impl AsyncSemaphore {
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
         runtime::awaitable(py, async move {
-            let held = semaphore.acquire(wait).await.map_err(to_py)?;
-            Ok(AsyncHeld::new(held))
+            let held = in_python(semaphore.acquire(wait).await).await?;
+            AsyncHeld::deliver(held)
         })
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let this = slf.get();
-        this.origin
-            .check("the AsyncSemaphore", &this.semaphore.url().to_string())?;
-        let (semaphore, wait) = (this.semaphore.clone(), this.wait);
-        let entered = this.entered.clone();
-        let who = crate::entered::task_id(py)?;
-        runtime::awaitable(py, async move {
-            let held = semaphore.acquire(wait).await.map_err(to_py)?;
-            Python::attach(|py| {
-                let held = Py::new(py, AsyncHeld::new(held))?;
-                entered.push_for(who, held.clone_ref(py).into_any());
-                Ok(held)
-            })
-        })
+        // A coroutine of the package's (`_enter.enter`): it awaits `acquire()` and notes the
+        // hold in the task itself, so an entry cancelled before delivery notes nothing.
+        py.import("sets3lock._enter")?
+            .getattr("enter")?
+            .call1((slf,))
+    }
+
+    /// Notes `held` as entered by the running task (called by `_enter.enter`).
+    fn _entered(&self, py: Python<'_>, held: Py<PyAny>) -> PyResult<()> {
+        self.entered.push(py, true, held)
     }
 
     #[pyo3(signature = (*exc))]

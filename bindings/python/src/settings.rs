@@ -123,13 +123,25 @@ impl<'py> Settings<'py> {
         config.fenced = self.flag("fenced")?;
         config.value = self.text("value")?;
         if let Some(cap) = self.duration("poll_max")? {
+            if cap.is_zero() {
+                return Err(PyValueError::new_err(
+                    "poll_max must be more than 0 (the longest pause between a waiter's reads)",
+                ));
+            }
             config.poll.cap = cap;
+            config.poll.floor = config.poll.floor.min(cap);
         }
         config.foreign_lease = self.duration("foreign_lease")?;
         if let Some(limit) = self.get("retry_limit")? {
-            config.retry_limit = limit
-                .extract::<u32>()
-                .map_err(|_| wrong_type("retry_limit", "a whole number of 0 or more"))?;
+            let limit = limit
+                .extract::<i64>()
+                .map_err(|_| wrong_type("retry_limit", "a whole number"))?;
+            config.retry_limit = u32::try_from(limit).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "retry_limit = {limit}: give a number of retries from 0 to {}",
+                    u32::MAX
+                ))
+            })?;
         }
         config
             .validate()

@@ -9,7 +9,7 @@ use sets3lock_s3::{WatchConfig, WatchEvent as RustEvent};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
-use crate::errors::to_py;
+use crate::errors::{in_python, to_py};
 use crate::holder::WatchEvent;
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, STORE};
@@ -17,17 +17,44 @@ use crate::settings::{lock_url, Settings, STORE};
 /// The watch's own settings.
 const CADENCE: &[&str] = &["interval", "foreign_lease"];
 
-/// The next event of `watcher`: `None` once it has ended (a permanent refusal is raised).
-async fn next(watcher: Arc<Mutex<Watcher>>) -> PyResult<Option<WatchEvent>> {
-    let mut watcher = watcher.lock().await;
+/// A watcher, and the latest sighting it made (readable while a wait for the next is on).
+struct Watching {
+    watcher: Mutex<Watcher>,
+    latest: std::sync::Mutex<Option<WatchEvent>>,
+}
+
+impl Watching {
+    fn new(watcher: Watcher) -> Arc<Watching> {
+        Arc::new(Watching {
+            watcher: Mutex::new(watcher),
+            latest: std::sync::Mutex::new(None),
+        })
+    }
+
+    fn latest(&self) -> Option<WatchEvent> {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// The next event of `watching`: `None` once it has ended; a permanent refusal (no bucket,
+/// access denied) as the library's error. Takes no GIL.
+async fn next(watching: Arc<Watching>) -> Result<Option<WatchEvent>, sets3lock_s3::Error> {
+    let mut watcher = watching.watcher.lock().await;
     Ok(match watcher.next().await {
         None => None,
-        Some(RustEvent::Changed(sighting)) => Some(WatchEvent::sighting(&sighting)),
+        Some(RustEvent::Changed(sighting)) => {
+            let event = WatchEvent::sighting(&sighting);
+            *watching.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(event.clone());
+            Some(event)
+        }
         Some(RustEvent::Unreachable { setback }) => {
             Some(WatchEvent::reach(Some(setback.to_string())))
         }
         Some(RustEvent::Reachable) => Some(WatchEvent::reach(None)),
-        Some(RustEvent::Failed { error }) => return Err(to_py(sets3lock_s3::Error::S3(error))),
+        Some(RustEvent::Failed { error }) => return Err(sets3lock_s3::Error::S3(error)),
         Some(_) => None,
     })
 }
@@ -47,11 +74,7 @@ pub(crate) fn cadence(settings: &Settings<'_>) -> PyResult<WatchConfig> {
     Ok(cfg)
 }
 
-fn open(
-    what: &str,
-    url: &str,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Arc<Mutex<Watcher>>> {
+fn open(what: &str, url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Arc<Watching>> {
     let settings = Settings::read(what, options, &[STORE, CADENCE])?;
     let parsed = lock_url(url)?;
     let store = settings.store(parsed.scheme())?;
@@ -59,7 +82,7 @@ fn open(
     let handle = runtime::runtime()?;
     let _in_runtime = handle.enter();
     let watcher = Watcher::new(url, store, cfg).map_err(to_py)?;
-    Ok(Arc::new(Mutex::new(watcher)))
+    Ok(Watching::new(watcher))
 }
 
 /// Watches `url`: iterate for the holder now, then one event per change (a read every
@@ -87,7 +110,7 @@ pub(crate) fn watch_async(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyR
 /// The events of a watched lock (an iterator; each step blocks until the next change).
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct Watch {
-    watcher: Arc<Mutex<Watcher>>,
+    watcher: Arc<Watching>,
     origin: Origin,
 }
 
@@ -95,7 +118,7 @@ impl Watch {
     /// The events of `watcher`.
     pub(crate) fn of(watcher: Watcher) -> Watch {
         Watch {
-            watcher: Arc::new(Mutex::new(watcher)),
+            watcher: Watching::new(watcher),
             origin: Origin::here(),
         }
     }
@@ -110,20 +133,21 @@ impl Watch {
     fn __next__(&self, py: Python<'_>) -> PyResult<WatchEvent> {
         self.origin.check("the watch", "")?;
         let watcher = self.watcher.clone();
-        runtime::wait(py, next(watcher), async {})??.ok_or_else(|| PyStopIteration::new_err(()))
+        runtime::wait(py, next(watcher))?
+            .map_err(to_py)?
+            .ok_or_else(|| PyStopIteration::new_err(()))
     }
 
     /// The latest sighting, without a request (`None` before the first).
     fn current(&self) -> Option<WatchEvent> {
-        let watcher = self.watcher.try_lock().ok()?;
-        watcher.current().map(WatchEvent::sighting)
+        self.watcher.latest()
     }
 }
 
 /// The events of a watched lock, for asyncio (an async iterator).
 #[pyclass(frozen, module = "sets3lock")]
 pub(crate) struct AsyncWatch {
-    watcher: Arc<Mutex<Watcher>>,
+    watcher: Arc<Watching>,
     origin: Origin,
 }
 
@@ -131,7 +155,7 @@ impl AsyncWatch {
     /// The events of `watcher`.
     pub(crate) fn of(watcher: Watcher) -> AsyncWatch {
         AsyncWatch {
-            watcher: Arc::new(Mutex::new(watcher)),
+            watcher: Watching::new(watcher),
             origin: Origin::here(),
         }
     }
@@ -147,7 +171,7 @@ impl AsyncWatch {
         self.origin.check("the watch", "")?;
         let watcher = self.watcher.clone();
         runtime::awaitable(py, async move {
-            next(watcher)
+            in_python(next(watcher).await)
                 .await?
                 .ok_or_else(|| PyStopAsyncIteration::new_err(()))
         })

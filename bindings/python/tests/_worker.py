@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -126,6 +127,7 @@ def semaphore(url: str, directory: str, slots: int, sections: int, hold: float) 
     overlaps: list[str] = []
     most = 0
     used: list[int] = []
+    done = 0
     for i in range(sections):
         with sets3lock.Semaphore(url, slots, timeout=WAIT, poll_max=POLL) as held:
             slot = held.slot
@@ -151,7 +153,8 @@ def semaphore(url: str, directory: str, slots: int, sections: int, hold: float) 
                 overlaps.append(f"section {i}: {count} processes inside a semaphore of {slots}")
             leave_witness(slot_file)
             leave_witness(mine)
-    return {"pid": os.getpid(), "sections": sections, "overlaps": overlaps, "most": most, "slots": used}
+            done += 1
+    return {"pid": os.getpid(), "sections": done, "overlaps": overlaps, "most": most, "slots": used}
 
 
 def sigint(url: str) -> dict[str, Any]:
@@ -178,6 +181,41 @@ def try_once(url: str) -> dict[str, Any]:
     return {"outcome": "acquired", "release": held.release()}
 
 
+def exit_pending(url: str) -> dict[str, Any]:
+    """Holds `url`, starts a daemon thread waiting for it, and returns without releasing: the
+    interpreter's exit must release the lock and give up the waiting acquisition."""
+    global _kept
+    _kept = sets3lock.Lock(url, lease=60).acquire()
+
+    def waiter() -> None:
+        try:
+            with sets3lock.Lock(url, timeout=None, poll_max="100ms"):
+                time.sleep(3600)
+        except BaseException:  # the exit gives the acquisition up
+            pass
+
+    threading.Thread(target=waiter, daemon=True).start()
+    time.sleep(0.3)
+    return {"pid": os.getpid(), "owner": _kept.owner}
+
+
+_kept: Any = None
+
+
+def fork_exit(url: str) -> dict[str, Any]:
+    """Holds `url`, forks, and times the child's normal exit (atexit hooks and all)."""
+    held = sets3lock.Lock(url).acquire()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)
+    _, status = os.waitpid(pid, 0)
+    took = time.monotonic() - started
+    health = held.health()
+    held.release()
+    return {"status": status, "took": took, "parent": health}
+
+
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     result: dict[str, Any]
@@ -193,6 +231,10 @@ def main() -> None:
         result = sigint(args[0])
     elif mode == "try":
         result = try_once(args[0])
+    elif mode == "exitpending":
+        result = exit_pending(args[0])
+    elif mode == "forkexit":
+        result = fork_exit(args[0])
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(json.dumps(result), flush=True)

@@ -161,3 +161,25 @@ def test_sigint_while_waiting(s3: S3, rust: Path, script: Path) -> None:
         holder = sets3lock.status(url)
         assert holder is not None and holder.owner == held.owner and holder.etag == held.etag
     assert sets3lock.status(url) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["http://bucket/key", "s3://b/key", "s3://bucket-name", "s3://Bucket_Name/key", "ftp:/x"],
+)
+def test_a_bad_url_says_what_the_command_says(script: Path, bad: str) -> None:
+    with pytest.raises(ValueError) as info:
+        sets3lock.Lock(bad)
+    said = str(info.value)
+    done = run(script, ["status", bad])
+    assert done.returncode == 100, done
+    # The command's one line quotes the library's message about the URL, word for word.
+    assert said and said in done.stderr, f"Python: {said!r}\ncommand: {done.stderr!r}"
+
+
+def test_a_bad_duration_says_what_the_command_says(script: Path) -> None:
+    with pytest.raises(ValueError) as info:
+        sets3lock.Lock("s3://bucket-name/key", lease="soon")
+    done = run(script, ["--lease", "soon", "s3://bucket-name/key", "true"])
+    assert done.returncode == 100, done
+    assert str(info.value) in done.stderr, f"Python: {info.value}\ncommand: {done.stderr!r}"

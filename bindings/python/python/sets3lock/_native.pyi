@@ -307,7 +307,8 @@ class Watch(Iterator[WatchEvent]):
     def __iter__(self) -> "Watch": ...
     def __next__(self) -> WatchEvent: ...
     def current(self) -> Optional[WatchEvent]:
-        """The latest sighting, without a request (``None`` before the first)."""
+        """The latest sighting, without a request (``None`` before the first); readable while
+        another thread waits for the next."""
 
 class AsyncWatch(AsyncIterator[WatchEvent]):
     """A watched lock's events, for asyncio (an async iterator)."""
@@ -338,7 +339,9 @@ class Election:
         """Campaigns until elected (as long as it takes): the leadership; release it to resign."""
     def leader(self) -> Optional[Holder]:
         """The leader now (one read), ``None`` if nobody leads."""
-    def observe(self, *, interval: Optional[Duration] = None) -> Watch:
+    def observe(
+        self, *, interval: Optional[Duration] = None, foreign_lease: Optional[Duration] = None
+    ) -> Watch:
         """Watches the leadership: the leader now, then every change."""
 
 class AsyncElection:
@@ -364,7 +367,9 @@ class AsyncElection:
         """Campaigns until elected; resolves with the leadership."""
     async def leader(self) -> Optional[Holder]:
         """The leader now (one read), ``None`` if nobody leads."""
-    def observe(self, *, interval: Optional[Duration] = None) -> AsyncWatch:
+    def observe(
+        self, *, interval: Optional[Duration] = None, foreign_lease: Optional[Duration] = None
+    ) -> AsyncWatch:
         """Watches the leadership (an async iterator)."""
 
 def watch(
