@@ -11,7 +11,7 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 
 import pytest
 import sets3lock
@@ -111,13 +111,17 @@ def test_an_async_with_entry_cancelled_as_it_succeeds_leaves_nothing_held(url: s
 
 
 def test_async_with_entered_in_one_task_and_left_in_another_releases(url: str) -> None:
-    async def holding() -> AsyncIterator[sets3lock.AsyncHeld]:
+    async def holding() -> AsyncGenerator[sets3lock.AsyncHeld, None]:
         async with sets3lock.AsyncLock(url) as held:
             yield held
 
     async def main() -> None:
         gen = holding()
-        held = await asyncio.create_task(gen.__anext__())  # entered in this task
+
+        async def enter() -> sets3lock.AsyncHeld:
+            return await gen.__anext__()
+
+        held = await asyncio.create_task(enter())  # entered in this task
         assert held.is_held()
 
         async def close() -> None:
