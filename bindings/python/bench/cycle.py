@@ -32,8 +32,10 @@ def python_cycles(url: str, cycles: int) -> float:
     return (time.perf_counter() - start) * 1e6 / cycles
 
 
-def rust_cycles(binary: str, url: str, cycles: int) -> float:
-    out = subprocess.run([binary, url, str(cycles)], check=True, capture_output=True, text=True)
+def rust_cycles(binary: str, url: str, cycles: int, driver: str) -> float:
+    out = subprocess.run(
+        [binary, url, str(cycles), driver], check=True, capture_output=True, text=True
+    )
     return float(out.stdout.split()[3])
 
 
@@ -64,15 +66,23 @@ def main() -> None:
     rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
     url = f"{bucket}/bench/py-cycle-{uuid.uuid4().hex}"
     rust: list[float] = []
+    tokio: list[float] = []
     python: list[float] = []
     for _ in range(rounds):
-        rust.append(rust_cycles(binary, url, cycles))
+        rust.append(rust_cycles(binary, url, cycles, "blocking"))
+        tokio.append(rust_cycles(binary, url, cycles, "tokio"))
         python.append(python_cycles(url, cycles))
-    r, p = statistics.median(rust), statistics.median(python)
+    r, t, p = statistics.median(rust), statistics.median(tokio), statistics.median(python)
+
+    def rounds_of(xs: list[float]) -> str:
+        return ", ".join(f"{x:.0f}" for x in xs)
+
     print(f"acquire + release, uncontended, {cycles} cycles x {rounds} rounds (median of rounds)")
-    print(f"  Rust blocking driver   {r:8.0f} us/cycle   (rounds: {', '.join(f'{x:.0f}' for x in rust)})")
-    print(f"  Python (sets3lock)     {p:8.0f} us/cycle   (rounds: {', '.join(f'{x:.0f}' for x in python)})")
-    print(f"  ratio Python / Rust    {p / r:8.3f}   (goal: within 1.15)")
+    print(f"  Rust blocking driver   {r:8.0f} us/cycle   (rounds: {rounds_of(rust)})")
+    print(f"  Rust tokio driver      {t:8.0f} us/cycle   (rounds: {rounds_of(tokio)})")
+    print(f"  Python (sets3lock)     {p:8.0f} us/cycle   (rounds: {rounds_of(python)})")
+    print(f"  ratio Python / Rust blocking  {p / r:6.3f}   (goal: within 1.15)")
+    print(f"  ratio Python / Rust tokio     {p / t:6.3f}   (the binding's own cost)")
     count = int(os.environ.get("BENCH_HELD", "300"))
     per_key, per_lock = held_memory(bucket, count)
     print(f"memory per held lock ({count} held, resident set growth)")
