@@ -4,7 +4,8 @@
 # build or packaging step fails here, not on a user's machine); checks that
 # `pip install ./bindings/python` works too (.local/py-venv-pip); type-checks the examples, the
 # tests and the package's own Python and stubs with mypy --strict; then runs the pytest suite
-# (bindings/python/tests) with a per-test timeout, against the wheel as installed.
+# (bindings/python/tests) with a per-test timeout, against the wheel as installed; and again on
+# CPython 3.9 (the oldest the abi3 wheel supports) and 3.13, where pyenv has them.
 #
 #   bash scripts/test-python.sh
 #
@@ -92,3 +93,22 @@ echo "== pytest bindings/python/tests"
 timeout --signal=INT --kill-after=30 1800 \
   "$venv/bin/python" -m pytest -q -ra -p no:cacheprovider --timeout=180 \
   bindings/python/tests ${SETS3LOCK_PYTEST_ARGS:-}
+
+# The same abi3 wheel on the oldest CPython it supports (3.9) and the newest here, where this
+# machine has them (pyenv's versions; the kind's image carries 3.9 to 3.13): the suite again.
+for minor in 3.9 3.13; do
+  interpreter=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$minor".*/bin/python 2>/dev/null | sort -V | tail -1 || true)
+  if [ -z "$interpreter" ]; then
+    echo "== CPython $minor: not on this machine (no ${PYENV_ROOT:-$HOME/.pyenv}/versions/$minor.*): the wheel is not run on it here"
+    continue
+  fi
+  echo "== the wheel on CPython $minor ($interpreter): pytest"
+  rm -rf "$venv-$minor"
+  "$interpreter" -m venv "$venv-$minor"
+  "$venv-$minor/bin/pip" install -q --disable-pip-version-check \
+    "pytest==$pytest_version" "pytest-timeout==$pytest_timeout_version" "$wheel"
+  # shellcheck disable=SC2086
+  timeout --signal=INT --kill-after=30 900 \
+    "$venv-$minor/bin/python" -m pytest -q -p no:cacheprovider --timeout=180 \
+    -W "ignore:This process:DeprecationWarning" bindings/python/tests ${SETS3LOCK_PYTEST_ARGS:-}
+done

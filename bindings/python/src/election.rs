@@ -7,7 +7,7 @@ use sets3lock_s3::tokio::Election as RustElection;
 use std::sync::Arc;
 
 use crate::errors::{in_python, to_py};
-use crate::held::{AsyncHeld, Held};
+use crate::held::{delivering, AsyncHeld, Held};
 use crate::holder::Holder;
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, STORE};
@@ -126,10 +126,10 @@ impl AsyncElection {
     fn campaign<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
-        runtime::awaitable(py, async move {
+        delivering(runtime::awaitable(py, async move {
             let held = in_python(election.campaign().await).await?;
             AsyncHeld::deliver(held)
-        })
+        })?)
     }
 
     /// The leader now (one read); resolves with `None` if nobody leads.

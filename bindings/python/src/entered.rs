@@ -5,10 +5,60 @@
 use pyo3::prelude::*;
 use std::sync::Mutex;
 
-/// One entered hold: who entered it (a thread's or a task's id) and when (an order number).
+/// Who entered a hold.
+#[derive(Debug)]
+enum Who {
+    /// An asyncio task (kept, so that its identity is not reused while the entry lives).
+    Task(Py<PyAny>),
+    /// A thread, by `threading.get_ident()`.
+    Thread(u64),
+}
+
+impl Who {
+    /// The caller: its asyncio task in async code, its thread otherwise.
+    fn caller(py: Python<'_>, in_task: bool) -> PyResult<Who> {
+        if in_task {
+            let task = py.import("asyncio")?.call_method0("current_task")?;
+            if !task.is_none() {
+                return Ok(Who::Task(task.unbind()));
+            }
+        }
+        Ok(Who::Thread(
+            py.import("threading")?
+                .call_method0("get_ident")?
+                .extract()?,
+        ))
+    }
+
+    fn is(&self, other: &Who) -> bool {
+        match (self, other) {
+            (Who::Task(a), Who::Task(b)) => a.is(b),
+            (Who::Thread(a), Who::Thread(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether the task is done (or the thread gone): it can no longer leave its block.
+    fn gone(&self, py: Python<'_>) -> PyResult<bool> {
+        match self {
+            Who::Task(task) => task.bind(py).call_method0("done")?.is_truthy(),
+            Who::Thread(ident) => {
+                let threads = py.import("threading")?.call_method0("enumerate")?;
+                for thread in threads.try_iter()? {
+                    if thread?.getattr("ident")?.extract::<Option<u64>>()? == Some(*ident) {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// One entered hold: who entered it and when (an order number).
 #[derive(Debug)]
 struct Entry {
-    who: u64,
+    who: Who,
     order: u64,
     held: Py<PyAny>,
 }
@@ -17,21 +67,10 @@ struct Entry {
 #[derive(Debug, Default)]
 pub(crate) struct Entered(Mutex<(u64, Vec<Entry>)>);
 
-/// The caller's id: its asyncio task's in async code, its thread's otherwise.
-fn whose(py: Python<'_>, in_task: bool) -> PyResult<u64> {
-    if in_task {
-        let task = py.import("asyncio")?.call_method0("current_task")?;
-        if !task.is_none() {
-            return Ok(task.as_ptr() as usize as u64);
-        }
-    }
-    py.import("threading")?.call_method0("get_ident")?.extract()
-}
-
 impl Entered {
     /// Notes that the caller entered `held`.
     pub(crate) fn push(&self, py: Python<'_>, in_task: bool, held: Py<PyAny>) -> PyResult<()> {
-        let who = whose(py, in_task)?;
+        let who = Who::caller(py, in_task)?;
         let mut entered = self.0.lock().unwrap_or_else(|e| e.into_inner());
         entered.0 += 1;
         let order = entered.0;
@@ -40,28 +79,40 @@ impl Entered {
     }
 
     /// The hold the caller entered last, now left. A caller that entered none (a block
-    /// entered in one task and left in another: async generators, fixtures) leaves the hold
-    /// entered last by anyone, so that no hold is left entered for ever.
+    /// entered in one task and left in another: async generators, fixtures) leaves the one
+    /// hold entered, or the last one entered by a task that is done (or a thread that is
+    /// gone): never a hold that a living task or thread may still be using.
     pub(crate) fn pop(&self, py: Python<'_>, in_task: bool) -> PyResult<Py<PyAny>> {
-        let who = whose(py, in_task)?;
+        let caller = Who::caller(py, in_task)?;
         let mut entered = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let list = &mut entered.1;
-        let mine = list
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.who == who)
-            .max_by_key(|(_, e)| e.order)
-            .map(|(i, _)| i);
-        let last = list
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, e)| e.order)
-            .map(|(i, _)| i);
-        match mine.or(last) {
+        let latest = |keep: &dyn Fn(&Entry) -> bool| {
+            list.iter()
+                .enumerate()
+                .filter(|(_, e)| keep(e))
+                .max_by_key(|(_, e)| e.order)
+                .map(|(i, _)| i)
+        };
+        let mine = latest(&|e: &Entry| e.who.is(&caller));
+        let chosen = match mine {
+            Some(i) => Some(i),
+            None if list.len() == 1 => Some(0),
+            None => {
+                let mut gone = Vec::with_capacity(list.len());
+                for e in list.iter() {
+                    gone.push(e.who.gone(py)?);
+                }
+                list.iter()
+                    .enumerate()
+                    .filter(|(i, _)| gone[*i])
+                    .max_by_key(|(_, e)| e.order)
+                    .map(|(i, _)| i)
+            }
+        };
+        match chosen {
             Some(i) => Ok(list.remove(i).held),
             None => Err(crate::errors::Error::new_err(
-                "__exit__ without __enter__: this lock object holds nothing entered by `with`"
-                    .into(),
+                "__exit__ from a thread or task that entered nothing, while others hold this lock object: leave each block where it was entered".into(),
             )),
         }
     }

@@ -440,9 +440,20 @@ impl AsyncHeld {
     }
 }
 
-/// An `AsyncHeld` on its way to Python: marked delivered as the awaitable's result is made.
-/// (If the awaiting task was cancelled first, it never is, and the hold is released quietly.)
+/// An `AsyncHeld` on its way to Python. Marked delivered only by Python code that received it
+/// (`_enter.delivered`, see [`delivering`]): a hold whose task was cancelled as it succeeded
+/// is released quietly.
 pub(crate) struct Delivered(AsyncHeld);
+
+/// The awaitable `acquiring` (which resolves with an `AsyncHeld`) as the awaitable the
+/// caller gets: the package's `_enter.delivered(acquiring)`, which marks the hold delivered
+/// once the awaiting task has it.
+pub(crate) fn delivering<'py>(acquiring: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = acquiring.py();
+    py.import("sets3lock._enter")?
+        .getattr("delivered")?
+        .call1((acquiring,))
+}
 
 impl<'py> IntoPyObject<'py> for Delivered {
     type Target = AsyncHeld;
@@ -450,9 +461,6 @@ impl<'py> IntoPyObject<'py> for Delivered {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
-        let cell = &self.0.hold.cell;
-        cell.delivered
-            .store(true, std::sync::atomic::Ordering::SeqCst);
         Bound::new(py, self.0)
     }
 }
@@ -507,6 +515,14 @@ impl AsyncHeld {
     /// Raises `LockLost` if the lock was lost.
     fn ensure(&self) -> PyResult<()> {
         self.hold.ensure()
+    }
+
+    /// Marks the hold as received by Python (called by `_enter.delivered`).
+    fn _delivered(&self) {
+        self.hold
+            .cell
+            .delivered
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Resolves when the lock is lost or expires, with why ("released" if released here).

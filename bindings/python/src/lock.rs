@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::entered::Entered;
 use crate::errors::{in_python, to_py};
-use crate::held::{AsyncHeld, Held};
+use crate::held::{delivering, AsyncHeld, Held};
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
@@ -130,10 +130,10 @@ impl AsyncLock {
             .check("the AsyncLock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
-        runtime::awaitable(py, async move {
+        delivering(runtime::awaitable(py, async move {
             let held = in_python(locker.acquire(wait).await).await?;
             AsyncHeld::deliver(held)
-        })
+        })?)
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

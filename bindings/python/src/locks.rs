@@ -8,7 +8,7 @@ use sets3lock_s3::tokio::Locks as RustLocks;
 use std::sync::Arc;
 
 use crate::errors::{in_python, to_py};
-use crate::held::{AsyncHeld, Held};
+use crate::held::{delivering, AsyncHeld, Held};
 use crate::runtime::{self, Origin};
 use crate::settings::{Settings, LOCK, STORE, WAIT};
 
@@ -120,10 +120,10 @@ impl AsyncLocks {
             .check("the AsyncLocks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
-        runtime::awaitable(py, async move {
+        delivering(runtime::awaitable(py, async move {
             let held = in_python(locks.acquire(&key, wait).await).await?;
             AsyncHeld::deliver(held)
-        })
+        })?)
     }
 
     /// Requests sent to the store so far by these locks.

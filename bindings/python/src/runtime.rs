@@ -40,8 +40,18 @@ static RUNTIME: Mutex<State> = Mutex::new(State::Unbuilt);
 static CLOSING: AtomicBool = AtomicBool::new(false);
 
 /// Tasks of ours that may hold an acquisition (blocking waits, asyncio awaitables): aborted
-/// at interpreter exit, so that their drivers clean up before the runtime stops.
-static TASKS: Mutex<Vec<AbortHandle>> = Mutex::new(Vec::new());
+/// at interpreter exit, so that their drivers clean up before the runtime stops. The list
+/// is pruned of finished tasks whenever it has doubled since the last pruning.
+static TASKS: Mutex<Tasks> = Mutex::new(Tasks {
+    list: Vec::new(),
+    prune_at: 64,
+});
+
+/// The tracked tasks.
+struct Tasks {
+    list: Vec<AbortHandle>,
+    prune_at: usize,
+}
 
 /// Why there is no runtime.
 enum NoRuntime {
@@ -55,7 +65,7 @@ enum NoRuntime {
 /// GIL: it may be made on one of the runtime's threads.)
 pub(crate) fn exiting() -> PyErr {
     pyo3::exceptions::PyRuntimeError::new_err(
-        "sets3lock: the interpreter is exiting: locks can no longer be acquired",
+        "sets3lock: interrupted by the interpreter's exit: no lock can be acquired now (a release under way goes on until the exit's wait ends)",
     )
 }
 
@@ -94,6 +104,9 @@ fn handle() -> Result<Handle, NoRuntime> {
     } = std::mem::replace(&mut *state, running)
     {
         std::mem::forget(parents);
+        // A forked child: the parent's tasks are not ours to abort.
+        let mut tasks = TASKS.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::forget(std::mem::take(&mut tasks.list));
     }
     Ok(handle)
 }
@@ -108,11 +121,19 @@ pub(crate) fn runtime() -> PyResult<Handle> {
     })
 }
 
-/// Notes a task that may hold an acquisition, to abort it at exit.
+/// Notes a task that may hold an acquisition, to abort it at exit; once the exit has begun,
+/// aborts it at once (checked under the same lock the exit sets its flag under).
 fn track(task: AbortHandle) {
     let mut tasks = TASKS.lock().unwrap_or_else(|e| e.into_inner());
-    tasks.retain(|t| !t.is_finished());
-    tasks.push(task);
+    if closing() {
+        task.abort();
+        return;
+    }
+    if tasks.list.len() >= tasks.prune_at {
+        tasks.list.retain(|t| !t.is_finished());
+        tasks.prune_at = (tasks.list.len() * 2).max(64);
+    }
+    tasks.list.push(task);
 }
 
 /// Runs `work` on the runtime and blocks this thread until it is done, with the GIL
@@ -125,6 +146,9 @@ where
     T: Send + 'static,
 {
     let runtime = runtime()?;
+    if closing() {
+        return Err(exiting());
+    }
     let mut task = runtime.spawn(work);
     track(task.abort_handle());
     loop {
@@ -174,7 +198,10 @@ fn close(py: Python<'_>, timeout: Duration) {
 /// most `timeout` seconds; then shuts the runtime down. Whether the drivers all finished.
 #[pyfunction]
 pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
-    CLOSING.store(true, Ordering::SeqCst);
+    {
+        let _tasks = TASKS.lock().unwrap_or_else(|e| e.into_inner());
+        CLOSING.store(true, Ordering::SeqCst);
+    }
     let baseline = match &*RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) {
         State::Running { pid, baseline, .. } if *pid == std::process::id() => Some(*baseline),
         _ => None,
@@ -184,19 +211,33 @@ pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
         close(py, Duration::ZERO);
         return true;
     };
-    let timeout = if timeout.is_finite() {
-        timeout.clamp(0.0, 3600.0)
-    } else {
+    // NaN waits not at all; anything above an hour (infinity too) waits an hour.
+    let timeout = if timeout.is_nan() {
         0.0
+    } else {
+        timeout.clamp(0.0, 3600.0)
     };
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout);
+    // Settled when two looks 5 ms apart find no driver of ours: a task spawned just before
+    // the flag was set has had its driver started (and its abort seen) by the second.
+    let mut quiet_looks = 0;
     let settled = py.detach(|| loop {
-        for task in TASKS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for task in TASKS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .list
+            .drain(..)
+        {
             task.abort();
         }
         crate::held::release_all();
         if sets3lock_s3::drivers_running() <= baseline {
-            return true;
+            quiet_looks += 1;
+            if quiet_looks == 2 {
+                return true;
+            }
+        } else {
+            quiet_looks = 0;
         }
         if std::time::Instant::now() >= deadline {
             return false;
@@ -305,6 +346,9 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     runtime()?;
+    if closing() {
+        return Err(exiting());
+    }
     pyo3_async_runtimes::generic::future_into_py::<Asyncio, F, T>(py, fut)
 }
 

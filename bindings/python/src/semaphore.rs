@@ -8,19 +8,21 @@ use std::sync::Arc;
 
 use crate::entered::Entered;
 use crate::errors::{in_python, to_py};
-use crate::held::{AsyncHeld, Held};
+use crate::held::{delivering, AsyncHeld, Held};
 use crate::runtime::{self, Origin};
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 /// `slots` as the library takes it; a `ValueError` with the library's message if it is out of
 /// range.
-fn slot_count(slots: i64) -> PyResult<u32> {
-    u32::try_from(slots).map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "a semaphore of {slots} slots: give 1 to {} slots",
-            sets3lock_s3::MAX_SLOTS
-        ))
-    })
+fn slot_count(slots: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let range = format!("1 to {} slots", sets3lock_s3::MAX_SLOTS);
+    let n = crate::settings::whole("slots", slots, &range)?;
+    if n == 0 || n > sets3lock_s3::MAX_SLOTS {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "slots = {n}: give {range}"
+        )));
+    }
+    Ok(n)
 }
 
 fn open(
@@ -53,7 +55,11 @@ pub(crate) struct Semaphore {
 impl Semaphore {
     #[new]
     #[pyo3(signature = (url, slots, **options))]
-    fn new(url: &str, slots: i64, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(
+        url: &str,
+        slots: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let slots = slot_count(slots)?;
         let (semaphore, wait) = open("Semaphore", url, slots, options)?;
         Ok(Semaphore {
@@ -115,7 +121,11 @@ pub(crate) struct AsyncSemaphore {
 impl AsyncSemaphore {
     #[new]
     #[pyo3(signature = (url, slots, **options))]
-    fn new(url: &str, slots: i64, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(
+        url: &str,
+        slots: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let slots = slot_count(slots)?;
         let (semaphore, wait) = open("AsyncSemaphore", url, slots, options)?;
         Ok(AsyncSemaphore {
@@ -144,10 +154,10 @@ impl AsyncSemaphore {
             .check("the AsyncSemaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
-        runtime::awaitable(py, async move {
+        delivering(runtime::awaitable(py, async move {
             let held = in_python(semaphore.acquire(wait).await).await?;
             AsyncHeld::deliver(held)
-        })
+        })?)
     }
 
     fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

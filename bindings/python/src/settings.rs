@@ -133,15 +133,11 @@ impl<'py> Settings<'py> {
         }
         config.foreign_lease = self.duration("foreign_lease")?;
         if let Some(limit) = self.get("retry_limit")? {
-            let limit = limit
-                .extract::<i64>()
-                .map_err(|_| wrong_type("retry_limit", "a whole number"))?;
-            config.retry_limit = u32::try_from(limit).map_err(|_| {
-                PyValueError::new_err(format!(
-                    "retry_limit = {limit}: give a number of retries from 0 to {}",
-                    u32::MAX
-                ))
-            })?;
+            config.retry_limit = whole(
+                "retry_limit",
+                &limit,
+                "a number of retries from 0 to 4294967295",
+            )?;
         }
         config
             .validate()
@@ -225,4 +221,17 @@ pub(crate) fn optional_duration(
         .filter(|v| !v.is_none())
         .map(|v| duration(name, v))
         .transpose()
+}
+
+/// A whole number in `u32`'s range: `TypeError` for anything but an int (`True` included),
+/// `ValueError` saying `range` for an int out of it.
+pub(crate) fn whole(name: &str, value: &Bound<'_, PyAny>, range: &str) -> PyResult<u32> {
+    if value.is_instance_of::<pyo3::types::PyBool>()
+        || !value.is_instance_of::<pyo3::types::PyInt>()
+    {
+        return Err(wrong_type(name, "a whole number (an int)"));
+    }
+    value
+        .extract::<u32>()
+        .map_err(|_| PyValueError::new_err(format!("{name} = {value}: give {range}")))
 }

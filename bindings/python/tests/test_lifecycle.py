@@ -92,6 +92,7 @@ def test_an_async_with_entry_cancelled_as_it_succeeds_leaves_nothing_held(url: s
     async def main() -> None:
         lock = sets3lock.AsyncLock(url)
         entering = asyncio.ensure_future(lock.__aenter__())
+        warnings.simplefilter("always")
         # The acquisition completes on the lock's threads while the event loop is blocked,
         # so its result waits to be delivered when the task is cancelled.
         await asyncio.sleep(0)
@@ -106,6 +107,41 @@ def test_an_async_with_entry_cancelled_as_it_succeeds_leaves_nothing_held(url: s
         # And the lock object is usable: nothing entered is left on it.
         async with lock as held:
             assert held.is_held()
+
+    with warnings.catch_warnings(record=True) as seen:
+        asyncio.run(main())
+        gc.collect()
+    # The hold never reached the task: released quietly, not as one the program dropped.
+    dropped = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+    assert not dropped, dropped
+
+
+def test_a_block_left_elsewhere_never_releases_a_hold_a_living_task_uses(url: str) -> None:
+    async def holding(sem: sets3lock.AsyncSemaphore) -> AsyncGenerator[sets3lock.AsyncHeld, None]:
+        async with sem as held:
+            yield held
+
+    async def main() -> None:
+        sem = sets3lock.AsyncSemaphore(url, 2)
+        gen = holding(sem)
+        release_b = asyncio.Event()
+
+        async def task_b() -> sets3lock.AsyncHeld:
+            held = await gen.__anext__()  # entered in task B, which stays alive
+            await release_b.wait()
+            return held
+
+        b = asyncio.create_task(task_b())
+        await asyncio.sleep(0.5)
+        async with sem as mine:  # entered by this task, which is inside its block
+            async def close() -> None:
+                await gen.aclose()  # left by a third task, which entered nothing
+
+            with pytest.raises(sets3lock.Error):
+                await asyncio.create_task(close())
+            assert mine.is_held(), "a hold another task is using was released"
+        release_b.set()
+        await b
 
     asyncio.run(main())
 
