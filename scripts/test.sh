@@ -52,5 +52,5 @@ cargo test -p sets3lock-s3 --features tracing --test tracing --locked
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
-echo "== the Python package: the wheel built and installed into a fresh venv, mypy --strict, pytest"
+echo "== the Python package: the wheel (maturin build), pip install into a fresh venv, mypy --strict, pytest"
 bash scripts/test-python.sh

@@ -3,7 +3,10 @@
 //! can be entered by several threads or tasks at once.
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use std::sync::Mutex;
+
+use crate::held::{AsyncHeld, Held};
 
 /// Who entered a hold.
 #[derive(Debug)]
@@ -116,4 +119,43 @@ impl Entered {
             )),
         }
     }
+}
+
+impl Entered {
+    /// `__enter__` of a blocking lock object: notes `held` (just acquired) as this thread's.
+    pub(crate) fn enter(&self, py: Python<'_>, held: Held) -> PyResult<Py<Held>> {
+        let held = Py::new(py, held)?;
+        self.push(py, false, held.clone_ref(py).into_any())?;
+        Ok(held)
+    }
+
+    /// `__exit__` of a blocking lock object: leaves this thread's hold as `Held.__exit__`
+    /// does, with the block's exception `exc`.
+    pub(crate) fn exit(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let held = self.pop(py, false)?;
+        held.bind(py).call_method1("__exit__", exc)?;
+        Ok(())
+    }
+
+    /// `__aexit__` of an async lock object: leaves this task's hold as `AsyncHeld.__aexit__`
+    /// does.
+    pub(crate) fn aexit<'py>(
+        &self,
+        py: Python<'py>,
+        exc: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let held = self.pop(py, true)?;
+        let held = held.bind(py).cast::<AsyncHeld>()?.clone();
+        held.get().exit(py, exc)
+    }
+}
+
+/// `__aenter__` of an async lock object: the package's coroutine `_enter.enter(lock)`, which
+/// awaits `lock.acquire()` and notes the hold (`lock._entered`) in the task itself, so an entry
+/// cancelled before delivery notes nothing.
+pub(crate) fn aenter<'py>(lock: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    lock.py()
+        .import("sets3lock._enter")?
+        .getattr("enter")?
+        .call1((lock,))
 }

@@ -71,17 +71,12 @@ impl Lock {
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
-        let held = Py::new(py, self.acquire(py)?)?;
-        self.entered
-            .push(py, false, held.clone_ref(py).into_any())?;
-        Ok(held)
+        self.entered.enter(py, self.acquire(py)?)
     }
 
     #[pyo3(signature = (*exc))]
     fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let held = self.entered.pop(py, false)?;
-        held.bind(py).call_method1("__exit__", exc)?;
-        Ok(())
+        self.entered.exit(py, exc)
     }
 
     /// Requests sent to the store so far by this lock object.
@@ -136,12 +131,8 @@ impl AsyncLock {
         })?)
     }
 
-    fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // A coroutine of the package's (`_enter.enter`): it awaits `acquire()` and notes the
-        // hold in the task itself, so an entry cancelled before delivery notes nothing.
-        py.import("sets3lock._enter")?
-            .getattr("enter")?
-            .call1((slf,))
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        crate::entered::aenter(slf.into_any())
     }
 
     /// Notes `held` as entered by the running task (called by `_enter.enter`).
@@ -155,9 +146,7 @@ impl AsyncLock {
         py: Python<'py>,
         exc: &Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.entered.pop(py, true)?;
-        let held = held.bind(py).cast::<AsyncHeld>()?.clone();
-        held.get().exit(py, exc)
+        self.entered.aexit(py, exc)
     }
 
     /// Requests sent to the store so far by this lock object.
