@@ -12,11 +12,16 @@ import threading
 import sets3lock
 
 
+# One line at a time: print() from several threads can interleave a line and its newline.
+_output = threading.Lock()
+
+
 def with_a_slot(url: str, name: str, slots: list[int]) -> None:
     with sets3lock.Semaphore(url, 2, timeout="30s", poll_max="250ms") as held:
         assert held.slot is not None
         slots.append(held.slot)
-        print(f"{name} runs in slot {held.slot}")
+        with _output:
+            print(f"{name} runs in slot {held.slot}", flush=True)
 
 
 def elect(url: str) -> None:
