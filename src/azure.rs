@@ -141,10 +141,12 @@ pub fn classify(
     let s = status.as_u16();
     let err = || AzureError::of(headers, body);
     match s {
-        200..=299 => success(kind, etag_of(headers), body, || Error::MissingVersion {
-            store: Scheme::Azure,
-            op: kind,
-            status: s,
+        200..=299 => success(kind, etag_of(headers), headers, body, || {
+            Error::MissingVersion {
+                store: Scheme::Azure,
+                op: kind,
+                status: s,
+            }
         }),
         304 => match kind {
             Get => Response::NotModified,

@@ -42,6 +42,12 @@ pub enum Response {
         etag: ETag,
         /// The lock record, for [`Holder::decode`](crate::Holder::decode).
         body: Bytes,
+        /// How long ago the object was written, by the store's own clock: the reply's `Date`
+        /// less the object's `Last-Modified`, in the whole seconds those headers give (see
+        /// [`store_age`]). `None` when the reply lacks either header. Only fresh readers of a
+        /// resting record ([`Config::hold_at_least`](crate::Config::hold_at_least)) and of an
+        /// adopted hold use it; nothing that keeps locks exclusive depends on it.
+        age: Option<core::time::Duration>,
     },
     /// A conditional GET: the object still has the ETag we named.
     NotModified,
@@ -277,9 +283,11 @@ pub fn classify(
     match s {
         // S3 sends no ETag with a DELETE; every other success must name the version, or
         // nothing could be renewed, taken over or released after it.
-        200..=299 => success(kind, etag_of(headers), body, || Error::MissingETag {
-            op: kind,
-            status: s,
+        200..=299 => success(kind, etag_of(headers), headers, body, || {
+            Error::MissingETag {
+                op: kind,
+                status: s,
+            }
         }),
         304 => match kind {
             // MinIO's 2023 releases refused a create of an existing key with 304.
@@ -341,6 +349,7 @@ pub fn classify(
 pub(crate) fn success(
     kind: IntentKind,
     version: Option<ETag>,
+    headers: &HeaderMap,
     body: &[u8],
     missing: impl FnOnce() -> Error,
 ) -> Response {
@@ -349,10 +358,39 @@ pub(crate) fn success(
         (IntentKind::Get, Some(etag)) => Response::Object {
             etag,
             body: Bytes::copy_from_slice(body),
+            age: store_age(headers),
         },
         (_, Some(etag)) => Response::Written { etag },
         (_, None) => Response::Refused(missing()),
     }
+}
+
+/// The age of the object a GET returned, by the store's clock: `Date` less `Last-Modified`
+/// (both HTTP dates, whole seconds). `None` if either is missing or unreadable; zero if the
+/// object seems to be from the future.
+///
+/// Both headers are truncated to the second, so the true age is within one second either
+/// side of this: a reader that needs "older than L" asks for `age >= L + 1 s`.
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue};
+/// let mut h = HeaderMap::new();
+/// h.insert("date", HeaderValue::from_static("Wed, 02 Dec 2026 10:00:30 GMT"));
+/// h.insert("last-modified", HeaderValue::from_static("Wed, 02 Dec 2026 09:59:00 GMT"));
+/// assert_eq!(sets3lock::store_age(&h), Some(core::time::Duration::from_secs(90)));
+/// ```
+pub fn store_age(headers: &HeaderMap) -> Option<core::time::Duration> {
+    let read = |name: http::header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::httpdate::parse)
+    };
+    let date = read(http::header::DATE)?;
+    let modified = read(http::header::LAST_MODIFIED)?;
+    Some(core::time::Duration::from_secs(
+        date.saturating_sub(modified),
+    ))
 }
 
 pub(crate) fn etag_of(headers: &HeaderMap) -> Option<ETag> {

@@ -59,6 +59,15 @@ pub struct Config {
     /// proclaim value): a leader's address or name; at most
     /// [`MAX_VALUE`](crate::MAX_VALUE) bytes.
     pub value: Option<String>,
+    /// At most one acquisition per this much time (zero: off). A hold released sooner than
+    /// this after it was granted is not deleted but left to rest: its record is replaced by a
+    /// `cooldown` record whose lease runs until this long after the grant (with the drift
+    /// margin), and nobody acquires the key before that runs out. Waiters time it on their own
+    /// clock like any lease; a reader that has watched nothing (a try-once acquisition started
+    /// later) reads it on the store's clock (`Date` against `Last-Modified`), so a run after
+    /// the period gets the lock at once. A holder that dies before releasing is covered by its
+    /// lease only: use a lease at least this long if a crash must not shorten the period.
+    pub hold_at_least: Duration,
 }
 
 impl Default for Config {
@@ -77,6 +86,7 @@ impl Default for Config {
             host: String::new(),
             pid: 0,
             value: None,
+            hold_at_least: Duration::ZERO,
         }
     }
 }
@@ -99,6 +109,9 @@ pub enum ConfigError {
     /// A watch's polling interval is shorter than 10 ms.
     #[error("a polling interval of {0:?} is too short: use at least 10ms")]
     IntervalTooShort(Duration),
+    /// `hold_at_least` is set on a lock with a zero lease (which never ends, so never rests).
+    #[error("--hold-at-least needs a lease: a lock with a zero lease is held until deleted")]
+    HoldWithoutLease,
     /// A backoff range is empty or has a zero floor.
     #[error("the {which} backoff needs 0 < floor <= cap")]
     BadBackoff {
@@ -129,6 +142,9 @@ impl Config {
         }
         if let Some(v) = self.value.as_ref().filter(|v| v.len() > crate::MAX_VALUE) {
             return Err(ConfigError::ValueTooLong(v.len()));
+        }
+        if self.lease.is_zero() && !self.hold_at_least.is_zero() {
+            return Err(ConfigError::HoldWithoutLease);
         }
         for (which, b) in [("poll", self.poll), ("retry", self.retry)] {
             if b.floor.is_zero() || b.floor > b.cap {
@@ -165,5 +181,20 @@ impl Config {
     /// ```
     pub fn renew_interval(&self) -> Duration {
         self.lease / 3
+    }
+
+    /// `d` stretched by the drift bound both ways, `d × (1 + ρ) / (1 − ρ)`: a span measured on
+    /// our clock that no other clock within the bound sees as shorter than `d`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::Config;
+    /// let c = Config { max_drift_ppm: 10_000, ..Config::default() };
+    /// assert_eq!(c.stretch(Duration::from_secs(99)), Duration::from_secs(101));
+    /// ```
+    pub fn stretch(&self, d: Duration) -> Duration {
+        let rho = u128::from(self.max_drift_ppm).min(PPM - 1);
+        let nanos = (d.as_nanos() * (PPM + rho)).div_ceil(PPM - rho);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 }

@@ -83,6 +83,60 @@ pub enum NotAcquired {
         /// The last holder seen, if any.
         holder: Option<Holder>,
     },
+    /// [`Lock::adopt`](crate::Lock::adopt): the hold the handle names has ended, so there is
+    /// nothing to continue. Nothing was written.
+    Ended {
+        /// What became of it.
+        ended: HoldEnded,
+    },
+}
+
+/// What became of a hold that a handle names, when it cannot be continued.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HoldEnded {
+    /// Another hold's record is there: someone took the lock over (after the hold's lease ran
+    /// out unrenewed) or an operator replaced it.
+    TakenOver {
+        /// The record there now.
+        holder: Holder,
+    },
+    /// There is no lock object: the hold was released, or the object deleted.
+    Gone,
+    /// The hold's own record says it is over: a `free` record (fenced mode's release) or a
+    /// resting one (a release under `hold_at_least`).
+    Released {
+        /// That record.
+        holder: Holder,
+    },
+    /// The hold's record is still there, but older than its lease by the store's clock: anyone
+    /// may take it over now, so it is not renewed (a release still removes it).
+    Expired {
+        /// The record's age by the store's clock (`Date` less `Last-Modified`).
+        age: core::time::Duration,
+        /// The lease it declares.
+        lease: core::time::Duration,
+    },
+}
+
+impl fmt::Display for HoldEnded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HoldEnded::TakenOver { holder } => write!(f, "it was taken over: held by {holder}"),
+            HoldEnded::Gone => f.write_str("the lock object is gone (released or deleted)"),
+            HoldEnded::Released { holder } if holder.is_free() => {
+                f.write_str("it was released (the record says free)")
+            }
+            HoldEnded::Released { .. } => {
+                f.write_str("it was released and the lock is resting (--hold-at-least)")
+            }
+            HoldEnded::Expired { age, lease } => write!(
+                f,
+                "its lease ran out: the record is {} s old by the store's clock, its lease {} s",
+                age.as_secs(),
+                lease.as_secs_f64()
+            ),
+        }
+    }
 }
 
 /// How a held lock was lost.
@@ -111,6 +165,13 @@ pub enum ReleaseOutcome {
     /// Fenced mode: our record was replaced by a `free` record with the same token (the
     /// object stays): the lock is free.
     Freed,
+    /// `Config::hold_at_least`: released before that time was up, so our record was replaced
+    /// by a resting one whose lease runs until then; nobody acquires the key before.
+    Resting,
+    /// A hold released from a handle after its lease had run out by the store's clock: it was
+    /// still ours, and is now deleted (or freed), but for a while anyone could have taken it
+    /// over, so whatever relied on it since was not protected.
+    Overdue,
 }
 
 /// A failed attempt that will be retried.

@@ -192,7 +192,7 @@ pub fn classify(
                 }
                 Get | DeleteIfMatch => header_generation(headers),
             };
-            success(kind, version, body, missing)
+            success(kind, version, headers, body, missing)
         }
         304 => match kind {
             Get => Response::NotModified,

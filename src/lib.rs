@@ -45,6 +45,8 @@ mod error;
 mod etag;
 mod event;
 pub mod gcs;
+mod handle;
+mod httpdate;
 mod intent;
 mod machine;
 mod record;
@@ -58,13 +60,14 @@ mod wait;
 mod watch;
 
 pub use backoff::Backoff;
-pub use classify::{classify, Ambiguity, Response, S3ErrorBody};
+pub use classify::{classify, store_age, Ambiguity, Response, S3ErrorBody};
 pub use config::{Config, ConfigError};
 pub use error::Error;
 pub use etag::{ETag, InvalidETag};
-pub use event::{Event, LostReason, NotAcquired, ReleaseOutcome, Setback};
+pub use event::{Event, HoldEnded, LostReason, NotAcquired, ReleaseOutcome, Setback};
+pub use handle::{Handle, HandleError};
 pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
-pub use machine::{CommandError, Lock};
+pub use machine::{CommandError, Lock, Resume};
 pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
     FORMAT_VERSION, MAX_TOKEN, MAX_VALUE,

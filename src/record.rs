@@ -104,6 +104,8 @@ impl FromStr for OwnerId {
 ///     written_unix_ms: 1_764_500_000_000,
 ///     fence: None,
 ///     value: None,
+///     writer: None,
+///     cooldown: false,
 /// };
 /// let body = record.encode();
 /// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
@@ -131,6 +133,14 @@ pub struct Record {
     /// What the holder proclaims to whoever watches the lock (`Config::value`, like etcd's
     /// proclaim value): a leader's address or name. At most [`MAX_VALUE`] bytes are kept.
     pub value: Option<String>,
+    /// Which process wrote this record, when the hold was adopted from a handle
+    /// ([`Lock::adopt`](crate::Lock::adopt)): random, new for each adoption. `None` for the
+    /// process that acquired the hold. Two processes continuing one hold tell their writes
+    /// apart by it, so only one of them keeps the hold.
+    pub writer: Option<u64>,
+    /// The hold has ended and the lock rests until this record's lease runs out
+    /// (`Config::hold_at_least`): nobody works under it, and nobody may acquire it before.
+    pub cooldown: bool,
 }
 
 /// The longest [`Record::value`] kept, in bytes.
@@ -188,6 +198,10 @@ struct Wire {
     token: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cooldown: Option<bool>,
     // The Go sets3lock's record.
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -202,7 +216,8 @@ impl Record {
     /// # use core::time::Duration;
     /// # use sets3lock::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
-    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None };
+    ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None,
+    ///     writer: None, cooldown: false };
     /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
     /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
     /// ```
@@ -231,6 +246,8 @@ impl Record {
             state,
             token,
             value: self.value.as_deref().map(clip),
+            writer: self.writer.map(|w| format!("{w:016x}")),
+            cooldown: self.cooldown.then_some(true),
             ..Wire::default()
         };
         // Serializing a struct of strings and integers cannot fail; an empty body would be
@@ -319,6 +336,8 @@ impl Holder {
                     written_unix_ms: wire.written_ms.unwrap_or(0),
                     fence,
                     value: wire.value.as_deref().map(clip),
+                    writer: wire.writer.as_deref().and_then(parse_writer),
+                    cooldown: wire.cooldown == Some(true),
                 });
             }
         }
@@ -431,6 +450,14 @@ fn clip(value: &str) -> String {
         end -= 1;
     }
     value[..end].to_owned()
+}
+
+/// A writer id: 16 hexadecimal digits.
+fn parse_writer(s: &str) -> Option<u64> {
+    if s.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(s, 16).ok()
 }
 
 fn preview(body: &[u8]) -> String {

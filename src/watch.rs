@@ -346,7 +346,7 @@ impl Watch {
                 true
             }
             Response::NotModified if self.current().and_then(Sighting::etag).is_some() => true,
-            Response::Object { etag, body } => {
+            Response::Object { etag, body, .. } => {
                 self.object(etag, Holder::decode(&body), now);
                 true
             }

@@ -172,6 +172,8 @@ fn padded(len: usize) -> Vec<u8> {
         written_unix_ms: 0,
         fence: None,
         value: None,
+        writer: None,
+        cooldown: false,
     };
     let mut body = record.encode().to_vec();
     assert!(body.len() <= len);

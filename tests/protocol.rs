@@ -770,6 +770,8 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
                 written_unix_ms: 0,
                 fence: None,
                 value: None,
+                writer: None,
+                cooldown: false,
             }
             .encode(),
         ),

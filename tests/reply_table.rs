@@ -368,6 +368,7 @@ fn replies_fit_only_the_requests_the_table_gives_them_to() {
             Response::Object {
                 etag,
                 body: bytes::Bytes::new(),
+                age: None,
             },
             "object",
             vec![Get],

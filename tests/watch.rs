@@ -30,6 +30,8 @@ fn record(owner: u128, seq: u64, lease: Duration, fence: Option<Fence>) -> Bytes
         written_unix_ms: 0,
         fence,
         value: None,
+        writer: None,
+        cooldown: false,
     }
     .encode()
 }

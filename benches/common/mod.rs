@@ -39,6 +39,8 @@ pub(crate) fn mock_cycle(s3: &mut MockS3, seq: u64) -> bool {
         written_unix_ms: 0,
         fence: None,
         value: None,
+        writer: None,
+        cooldown: false,
     }
     .encode();
     let put = Intent::PutIfNoneMatch { body };

@@ -179,6 +179,8 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> Unlocked {
             token: fence.token,
         }),
         value: None,
+        writer: None,
+        cooldown: false,
     };
     let put = Intent::PutIfMatch {
         etag: etag.clone(),

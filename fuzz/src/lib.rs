@@ -116,6 +116,8 @@ pub fn record(data: &[u8]) {
             written_unix_ms: 0,
             fence: None,
             value: None,
+            writer: None,
+            cooldown: false,
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {
@@ -162,6 +164,8 @@ enum Reply {
     ObjectOther {
         etag: u8,
         body: Vec<u8>,
+        /// The store-clock age, in seconds.
+        age: Option<u16>,
     },
     NotModified,
     Exists,
@@ -243,13 +247,15 @@ pub fn machine(data: &[u8]) {
                             Some(body) => Response::Object {
                                 etag: etag(e),
                                 body: body.clone(),
+                                age: None,
                             },
                             None => Response::Absent,
                         }
                     }
-                    Reply::ObjectOther { etag: e, body } => Response::Object {
+                    Reply::ObjectOther { etag: e, body, age } => Response::Object {
                         etag: etag(e.wrapping_add(128)),
                         body: body.into(),
+                        age: age.map(|s| Duration::from_secs(u64::from(s))),
                     },
                     Reply::NotModified => Response::NotModified,
                     Reply::Exists => Response::Exists,
@@ -284,7 +290,7 @@ pub fn machine(data: &[u8]) {
                     Response::Written { etag } if is_write => {
                         ours.insert(etag.clone());
                     }
-                    Response::Object { etag, body }
+                    Response::Object { etag, body, .. }
                         if our_owners.contains(&Holder::decode(body).owner()) =>
                     {
                         ours.insert(etag.clone());
@@ -328,6 +334,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         written_unix_ms: 1_764_500_040_000,
         fence: None,
         value: None,
+        writer: None,
+        cooldown: false,
     };
     vec![
         ("record", record.encode().to_vec()),

@@ -45,6 +45,9 @@ struct Observed {
     first_seen: Instant,
     /// Our own write, landed too late to be valid.
     own: bool,
+    /// A resting record (`Config::hold_at_least`): when its lease has run out by the store's
+    /// clock, if the store told us its age. Readers that have watched nothing use it.
+    rests_until: Option<Instant>,
 }
 
 /// An acquisition under way.
@@ -231,11 +234,11 @@ impl Acquiring {
                 };
                 self.retry_or(cx, step, now, Pace::Conflict)
             }
-            (InFlight::Read, Response::Object { etag, body }) => {
-                self.on_observation(cx, etag, Holder::decode(&body), now)
+            (InFlight::Read, Response::Object { etag, body, age }) => {
+                self.on_observation(cx, etag, Holder::decode(&body), age, now)
             }
             (InFlight::Read, Response::NotModified) => match self.observed.clone() {
-                Some(o) => self.on_observation(cx, o.etag, o.holder, now),
+                Some(o) => self.on_observation(cx, o.etag, o.holder, None, now),
                 None => self.retry_or(cx, Step::Observe, now, Pace::Setback),
             },
             (flight, r) => {
@@ -295,6 +298,7 @@ impl Acquiring {
         cx: &mut Context,
         etag: ETag,
         holder: Holder,
+        age: Option<core::time::Duration>,
         now: Instant,
     ) -> Phase {
         self.s.saw(holder.fence());
@@ -332,6 +336,7 @@ impl Acquiring {
                 holder: holder.clone(),
                 first_seen: now,
                 own: false,
+                rests_until: rests_until(&holder, age, now),
             };
             let stale_at = stale_at(cx, &observed);
             self.observed = Some(observed);
@@ -343,13 +348,16 @@ impl Acquiring {
                 });
             }
         }
-        if self.try_once {
+        if let Some(o) = self.observed.as_mut().filter(|o| o.rests_until.is_none()) {
+            o.rests_until = rests_until(&o.holder, age, now);
+        }
+        let stale_at = self.observed.as_ref().and_then(|o| stale_at(cx, o));
+        if self.try_once && stale_at.is_none_or(|t| t > now) {
             cx.emit(Event::NotAcquired {
                 reason: NotAcquired::Busy { holder, etag },
             });
             return end(self.s, false);
         }
-        let stale_at = self.observed.as_ref().and_then(|o| stale_at(cx, o));
         if stale_at.is_some_and(|t| t <= now) {
             self.next.set(now, Step::Takeover { etag, fence });
         } else {
@@ -386,6 +394,7 @@ impl Acquiring {
                 holder,
                 first_seen: now,
                 own: true,
+                rests_until: None,
             });
             return self.retry_or(cx, Step::Takeover { etag, fence }, now, Pace::Progress);
         }
@@ -398,7 +407,14 @@ impl Acquiring {
             took_over,
             token,
         });
-        Phase::Holding(Holding::start(cx, self.s, etag, write, valid_until))
+        Phase::Holding(Holding::start(
+            cx,
+            self.s,
+            etag,
+            write,
+            valid_until,
+            Some(now),
+        ))
     }
 }
 
@@ -413,10 +429,30 @@ fn end(s: Session, write_in_flight: bool) -> Phase {
 }
 
 /// When an unchanged observation becomes stale: a full lease, by the holder's own record
-/// (or the configured lease for foreign records), after we first saw that ETag.
+/// (or the configured lease for foreign records), after we first saw that ETag; or, for a
+/// resting record, when its lease has run out by the store's clock, if that is sooner.
 fn stale_at(cx: &Context, o: &Observed) -> Option<Instant> {
     let lease = o.holder.lease().or(cx.cfg.foreign_lease)?;
-    (!lease.is_zero()).then(|| o.first_seen + lease)
+    let watched = (!lease.is_zero()).then(|| o.first_seen + lease);
+    super::earliest(watched, o.rests_until)
+}
+
+/// When a resting record read at `now`, `age` old by the store's clock, has rested its lease
+/// by that clock: `now + lease + 1 s − age`. The second is the headers' truncation (the true
+/// age may be up to a second less than `age`); `now` is after the reply's `Date`, so the
+/// store's clock reads at least `age` now. `None` for any other record, or without an age.
+fn rests_until(
+    holder: &Holder,
+    age: Option<core::time::Duration>,
+    now: Instant,
+) -> Option<Instant> {
+    match holder {
+        Holder::Sets3lock(r) if r.cooldown && !r.lease.is_zero() => {
+            let wait = (r.lease + core::time::Duration::from_secs(1)).saturating_sub(age?);
+            Some(now + wait)
+        }
+        _ => None,
+    }
 }
 
 /// Whether two observations are the same holder (an ETag change may only be a renewal).

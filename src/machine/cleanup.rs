@@ -112,7 +112,7 @@ impl Cleanup {
                 etag,
                 token: write.fence.map(|f| f.token),
             }),
-            (InFlight::Read, Response::Object { etag, body }) => {
+            (InFlight::Read, Response::Object { etag, body, .. }) => {
                 self.resolve = false;
                 let holder = Holder::decode(&body);
                 if self.s.is_ours(&holder).is_some()

@@ -34,6 +34,9 @@ pub(super) struct Holding {
     token: Option<u64>,
     next: Schedule<Step>,
     retries: Tries,
+    /// When the lock was granted, on our clock (the reply that confirmed the grant): the start
+    /// of `hold_at_least`. `None` for a hold adopted from a handle, whose grant was elsewhere.
+    granted: Option<Instant>,
 }
 
 impl Holding {
@@ -44,6 +47,7 @@ impl Holding {
         etag: ETag,
         write: Write,
         valid_until: Option<Instant>,
+        granted: Option<Instant>,
     ) -> Holding {
         let next = if cx.cfg.lease.is_zero() {
             Schedule::none()
@@ -57,6 +61,7 @@ impl Holding {
             token: write.fence.map(|f| f.token),
             next,
             retries: Tries::default(),
+            granted,
         }
     }
 
@@ -109,14 +114,35 @@ impl Holding {
 
     /// The user releases the lock. A pending renewal or read is answered first; then the
     /// release (a delete, or fenced, a `free` record) goes out with the ETag current by then.
-    pub(super) fn release(self, now: Instant) -> Phase {
-        Phase::Releasing(Releasing::start(
-            self.s,
-            self.etag,
-            self.valid_until,
-            self.token,
-            now,
-        ))
+    /// Under `hold_at_least`, a release sooner than that after the grant writes a resting
+    /// record instead, whose lease runs until then (see [`Holding::rest`]).
+    pub(super) fn release(self, cx: &Context, now: Instant) -> Phase {
+        let rest = self.rest(cx, now);
+        let mut r = Releasing::start(self.s, self.etag, self.valid_until, self.token, now);
+        if let Some(rest) = rest {
+            r = r.resting(rest);
+        }
+        Phase::Releasing(r)
+    }
+
+    /// How long a release at `now` must leave the lock resting: `hold_at_least`, stretched by
+    /// the drift bound, less the time held so far on our clock (rounded up to the record's
+    /// milliseconds); `None` when that is nothing.
+    ///
+    /// Why that is enough: the grant landed at or before `granted`; the resting record lands
+    /// after `now`. A waiter takes over only a full resting lease after it saw that record,
+    /// on its own clock, which runs at most ρ fast. So the next grant comes at least
+    /// `rest × (1 − ρ) + (now − granted) × (1 − ρ)` after ours in real time, which with
+    /// `rest = D × (1 + ρ) / (1 − ρ) − (now − granted)` is at least `D`.
+    fn rest(&self, cx: &Context, now: Instant) -> Option<core::time::Duration> {
+        let hold = cx.cfg.hold_at_least;
+        let granted = self.granted?;
+        if hold.is_zero() || cx.cfg.lease.is_zero() {
+            return None;
+        }
+        let held = now.saturating_duration_since(granted);
+        let rest = cx.cfg.stretch(hold).checked_sub(held)?;
+        (!rest.is_zero()).then(|| rest + core::time::Duration::from_millis(1))
     }
 
     pub(super) fn on_reply(
@@ -153,7 +179,7 @@ impl Holding {
                 let at = self.retry_at(cx, now);
                 self.next.set(at, step);
             }
-            (InFlight::Read, Response::Object { etag, body }) => {
+            (InFlight::Read, Response::Object { etag, body, .. }) => {
                 let holder = Holder::decode(&body);
                 match self.s.is_ours(&holder) {
                     Some(_) if etag == self.etag => {

@@ -12,6 +12,7 @@ mod context;
 mod holding;
 mod pending;
 mod releasing;
+mod resuming;
 mod retry;
 mod schedule;
 mod session;
@@ -27,6 +28,8 @@ use context::Context;
 use holding::Holding;
 use pending::{InFlight, Outgoing, Pending};
 use releasing::Releasing;
+pub use resuming::Resume;
+use resuming::Resuming;
 use session::Session;
 use std::collections::VecDeque;
 
@@ -55,6 +58,7 @@ enum Phase {
     Holding(Holding),
     Releasing(Releasing),
     Cleanup(Cleanup),
+    Resuming(Resuming),
 }
 
 /// The lock protocol for one S3 object, as a sans-IO state machine.
@@ -135,7 +139,7 @@ enum Phase {
 ///             },
 ///             Intent::Get { .. } => match &self.object {
 ///                 None => Response::Absent,
-///                 Some((e, b)) => Response::Object { etag: etag(e), body: b.clone() },
+///                 Some((e, b)) => Response::Object { etag: etag(e), body: b.clone(), age: None },
 ///             },
 ///         }
 ///     }
@@ -276,13 +280,21 @@ impl Lock {
         self.expire(now);
         let result = match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Holding(h) => {
-                self.phase = h.release(now);
+                self.phase = h.release(&self.cx, now);
                 Ok(())
             }
             Phase::Acquiring(a) => {
                 self.forget_pending_read();
                 let write_in_flight = self.pending.is_some();
                 self.phase = a.cancel(&mut self.cx, write_in_flight);
+                Ok(())
+            }
+            Phase::Resuming(_) => {
+                // Nothing of ours to clean up: a renewal of the hold that lands late only
+                // renews it, and the hold stays where the handle left it.
+                self.pending = None;
+                self.outbox = None;
+                self.cx.emit(Event::Cancelled);
                 Ok(())
             }
             other => {
@@ -293,6 +305,93 @@ impl Lock {
         // Expiry may just have scheduled a cleanup.
         self.drive(now);
         result
+    }
+
+    /// Continues the hold that `handle` names, in a process that did not acquire it: reads
+    /// the record, and if it is still the hold's and live, either renews it and holds it
+    /// ([`Resume::Hold`]: [`Event::Acquired`] once our renewal lands, then renewed like any
+    /// hold) or releases it ([`Resume::Release`]: [`Event::Released`]). A hold that has ended
+    /// (taken over, deleted, released, or older than its lease by the store's clock) ends the
+    /// call with [`NotAcquired::Ended`](crate::NotAcquired::Ended) and nothing written (a
+    /// release of an expired hold still removes it, and says
+    /// [`ReleaseOutcome::Overdue`](crate::ReleaseOutcome::Overdue)).
+    ///
+    /// Our writes carry a writer id of our own (from the seed), so if two processes continue
+    /// one hold at once, the last to resume keeps it and the other learns at its next renewal
+    /// that it lost it. The settings' lease is the one renewals write (usually the handle's).
+    /// Fails with [`CommandError::Busy`] unless [`is_idle`](Lock::is_idle).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock::{Config, Handle, Instant, Intent, Lock, OwnerId, Resume};
+    /// let handle: Handle = "s3://locks/k#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=60000"
+    ///     .parse().unwrap();
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.adopt(Instant::ZERO, 0, &handle, Resume::Hold).unwrap();
+    /// let req = lock.poll_request().unwrap();
+    /// assert!(matches!(req.intent, Intent::Get { .. }));
+    /// ```
+    pub fn adopt(
+        &mut self,
+        now: Instant,
+        unix_ms: u64,
+        handle: &crate::Handle,
+        then: Resume,
+    ) -> Result<(), CommandError> {
+        let now = self.clock(now);
+        self.expire(now);
+        if !self.is_idle() {
+            self.drive(now);
+            return Err(CommandError::Busy);
+        }
+        let writer = self.cx.rng.next_u64();
+        let session = Session::adopted(handle.owner, writer, now, unix_ms);
+        self.phase = Phase::Resuming(Resuming::start(session, handle.token, then, now));
+        self.drive(now);
+        Ok(())
+    }
+
+    /// Lets go of the current hold without releasing it: the lock object stays, with its
+    /// lease running and nobody renewing it, and the returned [`Handle`](crate::Handle)
+    /// names it for whoever continues it ([`Lock::adopt`]). The lock is then idle. A renewal
+    /// in flight is forgotten (if it lands, the hold is only renewed once more).
+    ///
+    /// Fails with [`CommandError::NotHeld`] unless the lock is [held](Lock::is_held).
+    ///
+    /// ```
+    /// # use sets3lock::{Config, ETag, Event, Instant, Lock, Response, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
+    /// let req = lock.poll_request().unwrap();
+    /// lock.handle_response(req.id, Response::Written { etag: ETag::parse("e1").unwrap() }, Instant::ZERO);
+    /// let handle = lock.detach(Instant::ZERO, "s3://locks/k".parse().unwrap()).unwrap();
+    /// assert!(handle.to_string().starts_with("s3://locks/k#sets3lock-hold:owner="));
+    /// assert!(lock.is_idle());
+    /// ```
+    pub fn detach(
+        &mut self,
+        now: Instant,
+        url: crate::LockUrl,
+    ) -> Result<crate::Handle, CommandError> {
+        let now = self.clock(now);
+        self.expire(now);
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Holding(h) if h.is_valid(now) => {
+                self.pending = None;
+                self.outbox = None;
+                Ok(crate::Handle {
+                    url,
+                    owner: h.owner(),
+                    lease: self.cx.cfg.lease,
+                    token: h.token(),
+                })
+            }
+            other => {
+                self.phase = other;
+                self.drive(now);
+                Err(CommandError::NotHeld)
+            }
+        }
     }
 
     // ---- inputs ----------------------------------------------------------------------------
@@ -327,6 +426,7 @@ impl Lock {
                 Phase::Holding(h) => h.on_reply(cx, p, response, now),
                 Phase::Releasing(r) => r.on_reply(cx, p, response, now),
                 Phase::Cleanup(c) => c.on_reply(cx, p, response, now),
+                Phase::Resuming(r) => r.on_reply(cx, p, response, now),
             };
         }
         self.drive(now);
@@ -391,6 +491,7 @@ impl Lock {
             Phase::Holding(h) => h.wake_at(in_flight),
             Phase::Releasing(r) => r.wake_at(in_flight),
             Phase::Cleanup(c) => c.wake_at(in_flight),
+            Phase::Resuming(r) => r.wake_at(in_flight),
         }
     }
 
@@ -503,6 +604,7 @@ impl Lock {
             Phase::Acquiring(a) => a.poll_send(cx, now),
             Phase::Holding(h) => h.poll_send(cx, now),
             Phase::Releasing(r) => r.poll_send(cx, now),
+            Phase::Resuming(r) => r.poll_send(cx, now),
             Phase::Cleanup(c) => {
                 let outgoing = c.poll_send(cx, now);
                 if outgoing.is_none() && c.is_done() {

@@ -32,6 +32,11 @@ pub(super) struct Releasing {
     unconfirmed: bool,
     next: Schedule<Step>,
     retries: Tries,
+    /// Under `hold_at_least`: instead of a delete or a `free` record, a resting record with
+    /// this lease (our `cooldown` record), so nobody acquires before it runs out.
+    rest: Option<core::time::Duration>,
+    /// Released from a handle after its lease had run out by the store's clock.
+    overdue: bool,
 }
 
 impl Releasing {
@@ -50,14 +55,36 @@ impl Releasing {
             unconfirmed: false,
             next: Schedule::at(now, Step::Release),
             retries: Tries::default(),
+            rest: None,
+            overdue: false,
         }
+    }
+
+    /// This release leaves the lock resting for `lease` (see `Config::hold_at_least`).
+    pub(super) fn resting(mut self, lease: core::time::Duration) -> Releasing {
+        self.rest = Some(lease);
+        self
+    }
+
+    /// This release is of a hold whose lease had run out (a handle's, by the store's clock).
+    pub(super) fn overdue(mut self) -> Releasing {
+        self.overdue = true;
+        self
     }
 
     pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
-            Step::Release => match self.token {
-                None => Outgoing::delete(Purpose::Release, self.etag.clone()),
-                Some(token) => {
+            Step::Release => match (self.rest, self.token) {
+                (Some(lease), token) => {
+                    let fence = token.map(|token| crate::Fence {
+                        state: crate::LockState::Held,
+                        token,
+                    });
+                    let (w, body) = self.s.next_rest_write(&cx.cfg, now, lease, fence);
+                    Outgoing::free(Purpose::Release, self.etag.clone(), w, body)
+                }
+                (None, None) => Outgoing::delete(Purpose::Release, self.etag.clone()),
+                (None, Some(token)) => {
                     let (w, body) = self.s.next_free_write(&cx.cfg, now, token);
                     Outgoing::free(Purpose::Release, self.etag.clone(), w, body)
                 }
@@ -73,6 +100,8 @@ impl Releasing {
     /// How a release that did what we asked is reported.
     fn done(&self) -> ReleaseOutcome {
         match self.token {
+            _ if self.rest.is_some() => ReleaseOutcome::Resting,
+            _ if self.overdue => ReleaseOutcome::Overdue,
             None => ReleaseOutcome::Deleted,
             Some(_) => ReleaseOutcome::Freed,
         }
@@ -119,7 +148,7 @@ impl Releasing {
                 cx.emit(Event::Failed { error });
                 return Phase::Idle;
             }
-            (InFlight::Read, Response::Object { etag, body }) => {
+            (InFlight::Read, Response::Object { etag, body, .. }) => {
                 let holder = Holder::decode(&body);
                 if self.s.is_ours(&holder).is_some() {
                     // Ours (a renewal landed late, or the store refused a release it should
@@ -130,9 +159,9 @@ impl Releasing {
                         return Phase::Idle;
                     }
                     None
-                } else if self.s.freed_by_us(&holder) {
-                    // Our `free` record: the release landed.
-                    Some(ReleaseOutcome::Freed)
+                } else if self.s.freed_by_us(&holder) || self.s.rested_by_us(&holder) {
+                    // Our `free` (or resting) record: the release landed.
+                    Some(self.done())
                 } else if self.unconfirmed && self.valid_until.is_none_or(|v| now < v) {
                     // Nobody can have taken over before our validity ended, so our release
                     // landed and someone acquired the free lock since.

@@ -25,7 +25,14 @@ pub(super) struct Session {
     /// The last sequence number used.
     seq: u64,
     pub(super) started: Instant,
+    /// The wall-clock time at `started`: the base of each record's `written_ms`.
     started_unix_ms: u64,
+    /// When the hold was first acquired, by the acquirer's wall clock (for people): the same
+    /// as `started_unix_ms` unless the hold was adopted from a handle.
+    acquired_unix_ms: u64,
+    /// Which process of the hold writes, when it was adopted: written into every record, so
+    /// that two processes continuing one hold tell their writes apart.
+    writer: Option<u64>,
     /// Writes that got no definite answer: they may still land.
     unresolved: Vec<Write>,
     /// The highest fencing token seen on the key, if it was seen fenced: a key once fenced
@@ -40,9 +47,35 @@ impl Session {
             seq: 0,
             started,
             started_unix_ms,
+            acquired_unix_ms: started_unix_ms,
+            writer: None,
             unresolved: Vec::new(),
             seen_token: None,
         }
+    }
+
+    /// The session of a process that continues the hold `owner` (adopted from a handle), as
+    /// writer `writer`. Its sequence numbers and acquisition time come from the record it
+    /// reads ([`Session::adopt_record`]).
+    pub(super) fn adopted(
+        owner: OwnerId,
+        writer: u64,
+        started: Instant,
+        started_unix_ms: u64,
+    ) -> Session {
+        Session {
+            writer: Some(writer),
+            ..Session::new(owner, started, started_unix_ms)
+        }
+    }
+
+    /// Takes over the numbering of the hold's record `r`: later writes of ours number above
+    /// every write of the hold seen so far, so no body (and no ETag) comes back, and keep the
+    /// hold's acquisition time.
+    pub(super) fn adopt_record(&mut self, r: &Record) {
+        self.seq = self.seq.max(r.seq);
+        self.acquired_unix_ms = r.acquired_unix_ms;
+        self.saw(r.fence);
     }
 
     /// When write `seq` was sent. A write older than the remembered ones is dated from the
@@ -87,17 +120,42 @@ impl Session {
         fence: Option<Fence>,
     ) -> (Write, Bytes) {
         self.seq += 1;
-        let elapsed = now.saturating_duration_since(self.started).as_millis();
-        let written_unix_ms = self
-            .started_unix_ms
-            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
-        let body = self.record(cfg, self.seq, written_unix_ms, fence).encode();
+        let body = self
+            .record(cfg, self.seq, self.written_unix_ms(now), fence)
+            .encode();
         let write = Write {
             seq: self.seq,
             sent: now,
             fence,
         };
         (write, body)
+    }
+
+    /// The next write, of a resting record (`Config::hold_at_least`): this lease, marked
+    /// `cooldown`, keeping the fence (fenced mode: still `held`, the same token).
+    pub(super) fn next_rest_write(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        lease: core::time::Duration,
+        fence: Option<Fence>,
+    ) -> (Write, Bytes) {
+        self.seq += 1;
+        let mut record = self.record(cfg, self.seq, self.written_unix_ms(now), fence);
+        record.lease = lease;
+        record.cooldown = true;
+        let write = Write {
+            seq: self.seq,
+            sent: now,
+            fence,
+        };
+        (write, record.encode())
+    }
+
+    fn written_unix_ms(&self, now: Instant) -> u64 {
+        let elapsed = now.saturating_duration_since(self.started).as_millis();
+        self.started_unix_ms
+            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
     }
 
     /// The next write, of a `free` record with `token` (fenced mode's release and cleanup).
@@ -122,35 +180,53 @@ impl Session {
             lease: cfg.lease,
             host: cfg.host.clone(),
             pid: cfg.pid,
-            acquired_unix_ms: self.started_unix_ms,
+            acquired_unix_ms: self.acquired_unix_ms,
             written_unix_ms,
             fence,
             value: cfg.value.clone(),
+            writer: self.writer,
+            cooldown: false,
         }
     }
 
     /// The record of our own write `write` (how `won` describes a write of ours that landed
     /// too late to be valid).
     pub(super) fn own_holder(&self, cfg: &Config, write: Write) -> Holder {
-        Holder::Sets3lock(self.record(cfg, write.seq, self.started_unix_ms, write.fence))
+        Holder::Sets3lock(self.record(cfg, write.seq, self.acquired_unix_ms, write.fence))
     }
 
-    /// Our write that `holder` is, if it is one of ours that holds the lock (a `free` record
-    /// of ours is a finished release, not a hold).
+    /// Our write that `holder` is, if it is one of ours that holds the lock (a `free` or
+    /// resting record of ours is a finished release, not a hold). Ours means this hold's owner
+    /// and this process's writer: another process continuing the same hold is not us.
     pub(super) fn is_ours(&self, holder: &Holder) -> Option<Write> {
         match holder {
-            Holder::Sets3lock(r) if r.owner == self.owner && !holder.is_free() => Some(Write {
-                seq: r.seq,
-                sent: self.sent_of(r.seq),
-                fence: r.fence,
-            }),
+            Holder::Sets3lock(r)
+                if r.owner == self.owner
+                    && r.writer == self.writer
+                    && !r.cooldown
+                    && !holder.is_free() =>
+            {
+                Some(Write {
+                    seq: r.seq,
+                    sent: self.sent_of(r.seq),
+                    fence: r.fence,
+                })
+            }
             _ => None,
         }
     }
 
+    /// Whether `holder` is a resting record written by us: our release under
+    /// `hold_at_least` landed.
+    pub(super) fn rested_by_us(&self, holder: &Holder) -> bool {
+        matches!(holder, Holder::Sets3lock(r)
+            if r.owner == self.owner && r.writer == self.writer && r.cooldown)
+    }
+
     /// Whether `holder` is a `free` record written by us: our release (or cleanup) landed.
     pub(super) fn freed_by_us(&self, holder: &Holder) -> bool {
-        holder.owner() == Some(self.owner) && holder.is_free()
+        matches!(holder, Holder::Sets3lock(r) if r.owner == self.owner && r.writer == self.writer)
+            && holder.is_free()
     }
 
     /// Notes the fence of a record seen on the key.

@@ -250,3 +250,53 @@ pub fn run_with(
     }
     unreachable!("the step bound above ends the loop")
 }
+
+/// The store's clock at the processes' `Instant::ZERO`, in Unix milliseconds.
+pub const EPOCH_MS: u64 = 1_796_205_600_000;
+
+/// A bucket whose replies carry `Date` and `Last-Modified`.
+pub fn clocked() -> MockS3 {
+    let mut s3 = bucket();
+    s3.set_time(EPOCH_MS);
+    s3
+}
+
+/// Moves the store's clock to process time `now` (all processes here share one timeline).
+pub fn tick_store(s3: &mut MockS3, now: Instant) {
+    let ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(u64::MAX);
+    s3.set_time(EPOCH_MS + ms);
+}
+
+/// Runs `c` until `until` with the store's clock following it.
+pub fn run_clocked(c: &mut Process, s3: &mut MockS3, until: Instant) {
+    tick_store(s3, c.now);
+    for step in 0.. {
+        assert!(step < MAX_STEPS, "still busy: {:?}", c.timeline());
+        while let Some(req) = c.request() {
+            tick_store(s3, c.now);
+            c.serve(s3, &req);
+        }
+        match c.lock.poll_timeout() {
+            Some(t) if t <= until => {
+                c.now = c.now.max(t);
+                c.lock.handle_timeout(c.now);
+                c.collect();
+            }
+            _ => break,
+        }
+    }
+    c.now = c.now.max(until);
+    tick_store(s3, c.now);
+    c.lock.handle_timeout(c.now);
+    c.collect();
+    while let Some(req) = c.request() {
+        c.serve(s3, &req);
+    }
+}
+
+/// A process whose clock reads `now`.
+pub fn process_at(cfg: Config, seed: u8, now: Instant) -> Process {
+    let mut p = Process::new(cfg, seed);
+    p.now = now;
+    p
+}

@@ -398,6 +398,11 @@ pub struct MockS3 {
     versions: u64,
     /// Writes so far, for Azure's ETags and GCS's generations.
     writes: u64,
+    /// The store's own clock, in Unix milliseconds, once [set](MockS3::set_time): then every
+    /// write is stamped with it, and a GET's reply carries `Date` and `Last-Modified`.
+    clock_ms: Option<u64>,
+    /// When each object was last written, by that clock.
+    modified: BTreeMap<(String, String), u64>,
 }
 
 impl MockS3 {
@@ -413,7 +418,30 @@ impl MockS3 {
             semantics,
             versions: 0,
             writes: 0,
+            clock_ms: None,
+            modified: BTreeMap::new(),
         }
+    }
+
+    /// Sets the store's clock, in Unix milliseconds (it never goes back: an earlier time is
+    /// ignored). From then on writes are stamped with it and a GET's reply carries `Date`
+    /// and `Last-Modified` in whole seconds, as real stores send them: what readers of a
+    /// resting record and of an adopted hold judge its age by.
+    ///
+    /// ```
+    /// use sets3lock::{Intent, Response};
+    /// use core::time::Duration;
+    /// let mut s3 = sets3lock_mock::MockS3::new();
+    /// s3.create_bucket("b");
+    /// s3.set_time(1_764_500_000_900);
+    /// s3.respond("b", "k", &Intent::PutIfNoneMatch { body: "x".into() });
+    /// s3.set_time(1_764_500_002_100);
+    /// let Response::Object { age, .. } = s3.respond("b", "k", &Intent::Get { if_none_match: None })
+    ///     else { unreachable!() };
+    /// assert_eq!(age, Some(Duration::from_secs(2))); // 02 − 00, truncated like the headers
+    /// ```
+    pub fn set_time(&mut self, unix_ms: u64) {
+        self.clock_ms = Some(self.clock_ms.map_or(unix_ms, |c| c.max(unix_ms)));
     }
 
     /// The semantics in force.
@@ -451,6 +479,7 @@ impl MockS3 {
     /// assert_eq!(s3.respond("b", "k", &renew), Response::Mismatch);
     /// ```
     pub fn force(&mut self, bucket: &str, key: &str, body: Option<Bytes>) {
+        self.stamp(bucket, key, body.is_some());
         match body {
             Some(body) => {
                 let etag = self.next_version(&body);
@@ -462,6 +491,19 @@ impl MockS3 {
                     .entry(bucket.to_owned())
                     .or_default()
                     .remove(key);
+            }
+        }
+    }
+
+    /// Notes that `bucket/key` was just written (`true`) or deleted, by the store's clock.
+    fn stamp(&mut self, bucket: &str, key: &str, written: bool) {
+        let k = (bucket.to_owned(), key.to_owned());
+        match (written, self.clock_ms) {
+            (true, Some(now)) => {
+                self.modified.insert(k, now);
+            }
+            _ => {
+                self.modified.remove(&k);
             }
         }
     }
@@ -503,6 +545,21 @@ impl MockS3 {
             intent,
             Intent::PutIfNoneMatch { .. } | Intent::PutIfMatch { .. }
         );
+        let delete = matches!(intent, Intent::DeleteIfMatch { .. });
+        if reply.status.is_success() && (put || delete) {
+            self.stamp(bucket, key, put);
+        }
+        if let Some(now) = self.clock_ms {
+            if let Ok(v) = HeaderValue::from_str(&http_date(now / 1000)) {
+                reply.headers.insert(http::header::DATE, v);
+            }
+            let modified = self.modified.get(&(bucket.to_owned(), key.to_owned()));
+            if let (true, Some(m)) = (matches!(intent, Intent::Get { .. }), modified) {
+                if let Ok(v) = HeaderValue::from_str(&http_date(m / 1000)) {
+                    reply.headers.insert(http::header::LAST_MODIFIED, v);
+                }
+            }
+        }
         let s3 = self.semantics.dialect == Dialect::S3;
         if s3 && self.semantics.versioned && put && reply.status.is_success() {
             self.versions += 1;
@@ -727,5 +784,55 @@ fn put(
                 dialect: d,
             }
         }
+    }
+}
+
+/// An HTTP date (IMF-fixdate) for `secs` since the Unix epoch.
+fn http_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01, by the usual era arithmetic.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod date_tests {
+    #[test]
+    fn http_dates_are_imf_fixdates() {
+        assert_eq!(super::http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            super::http_date(784_111_777),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(
+            super::http_date(1_835_481_599),
+            "Tue, 29 Feb 2028 23:59:59 GMT"
+        );
+        assert_eq!(
+            super::http_date(1_796_205_630),
+            "Wed, 02 Dec 2026 10:00:30 GMT"
+        );
     }
 }

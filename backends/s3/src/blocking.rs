@@ -147,6 +147,46 @@ impl crate::Locker<Blocking> {
         block_on(self.acquire_as(wait))
     }
 
+    /// Continues the hold `handle` names ([`Held::handle`](crate::Held::handle), or
+    /// `sets3lock acquire`'s output), in this process: reads the record, renews it with
+    /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
+    /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
+    /// taken over, deleted, released, or is older than its lease by the store's clock; with
+    /// [`Error::HandleElsewhere`] if the handle names another lock.
+    ///
+    /// If two processes continue one hold at once, the last to adopt it keeps it: the other
+    /// learns it lost the lock at its next renewal ([`Loss::Lost`]).
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), sets3lock_s3::Error> {
+    /// use sets3lock_s3::blocking::Locker;
+    /// let handle: sets3lock::Handle = std::env::var("SETS3LOCK_HANDLE").unwrap_or_default()
+    ///     .parse().expect("a handle from `sets3lock acquire`");
+    /// let locker = Locker::from_env(&handle.url.to_string())?;
+    /// let held = locker.adopt(&handle)?;
+    /// // ... work under the lock; it is renewed meanwhile ...
+    /// held.release()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn adopt(&self, handle: &sets3lock::Handle) -> Result<Held, Error> {
+        block_on(self.adopt_as(handle))
+    }
+
+    /// Renews the hold `handle` names once, and leaves it held with nobody renewing it: for
+    /// runtimes that freeze between invocations (a serverless function renews on each
+    /// invocation). Returns how long the hold is valid now, by this process's clock (`None`
+    /// with a zero lease); errors as [`adopt`](Self::adopt).
+    pub fn renew_handle(&self, handle: &sets3lock::Handle) -> Result<Option<Duration>, Error> {
+        block_on(self.renew_handle_as(handle))
+    }
+
+    /// Releases the hold `handle` names, and reports what it found, as
+    /// [`Held::release`](crate::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
+    /// still ours but older than its lease. Errors as [`adopt`](Self::adopt).
+    pub fn release_handle(&self, handle: &sets3lock::Handle) -> Result<ReleaseOutcome, Error> {
+        block_on(self.release_handle_as(handle))
+    }
+
     /// Acquires the lock, runs `work` with the handle, releases, and returns `work`'s result
     /// with what the release found, once the driver has finished (a cleanup of writes that
     /// landed late included). A hold lost while `work` ran is an error
@@ -169,6 +209,14 @@ impl crate::Held<Blocking> {
     /// Releases the lock and reports what the conditional delete found.
     pub fn release(self) -> Result<ReleaseOutcome, Error> {
         block_on(self.end())
+    }
+
+    /// Lets go of the hold without releasing it, and returns its handle: the driver stops
+    /// renewing it, and the lock object stays with its lease running, for another process to
+    /// continue ([`Locker::adopt`]) or release ([`Locker::release_handle`]). Fails if the
+    /// hold had already ended.
+    pub fn detach(self) -> Result<sets3lock::Handle, Error> {
+        block_on(self.let_go())
     }
 }
 

@@ -166,6 +166,18 @@ pub enum Error {
         /// The store named.
         scheme: sets3lock::Scheme,
     },
+    /// The hold a handle names has ended (taken over, gone, released, or past its lease):
+    /// there is nothing to continue, and nothing was written.
+    #[error("the hold this handle names has ended: {0}")]
+    HoldEnded(Box<sets3lock::HoldEnded>),
+    /// A handle was given to a locker of another lock.
+    #[error("the handle names the lock {handle}, not {locker}: use a locker for the handle's URL")]
+    HandleElsewhere {
+        /// The handle's lock.
+        handle: String,
+        /// The locker's lock.
+        locker: String,
+    },
     /// The background driver stopped (its runtime shut down, or it panicked).
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,

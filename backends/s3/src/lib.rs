@@ -72,5 +72,5 @@ pub use gcs::options::GcsOptions;
 pub use options::{parse_endpoint, S3Options};
 pub use rusty_s3::Credentials;
 pub use s3::credentials::CredentialSource;
-pub use sets3lock::Wait;
+pub use sets3lock::{Handle, HoldEnded, Wait};
 pub use sets3lock::{Sighting, WatchConfig, WatchEvent};

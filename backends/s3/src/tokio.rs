@@ -11,6 +11,7 @@ use crate::driver::mode::{sealed::Waiting, Mode};
 use crate::driver::state::{Shared, Snapshot};
 use crate::{Error, Loss};
 use core::future::Future;
+use core::time::Duration;
 use sets3lock::{ReleaseOutcome, Wait};
 
 /// The async mode: a tokio task drives the lock.
@@ -111,6 +112,52 @@ impl crate::Locker<Tokio> {
         self.acquire_as(wait).await
     }
 
+    /// Continues the hold `handle` names ([`Held::handle`](crate::Held::handle), or
+    /// `sets3lock acquire`'s output), in this process: reads the record, renews it with
+    /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
+    /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
+    /// taken over, deleted, released, or is older than its lease by the store's clock; with
+    /// [`Error::HandleElsewhere`] if the handle names another lock.
+    ///
+    /// If two processes continue one hold at once, the last to adopt it keeps it: the other
+    /// learns it lost the lock at its next renewal ([`Loss::Lost`]).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), sets3lock_s3::Error> {
+    /// use sets3lock_s3::tokio::Locker;
+    /// let handle: sets3lock::Handle = std::env::var("SETS3LOCK_HANDLE").unwrap_or_default()
+    ///     .parse().expect("a handle from `sets3lock acquire`");
+    /// let locker = Locker::from_env(&handle.url.to_string())?;
+    /// let held = locker.adopt(&handle).await?;
+    /// // ... work under the lock; it is renewed meanwhile ...
+    /// held.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn adopt(&self, handle: &sets3lock::Handle) -> Result<Held, Error> {
+        self.adopt_as(handle).await
+    }
+
+    /// Renews the hold `handle` names once, and leaves it held with nobody renewing it: for
+    /// runtimes that freeze between invocations (a serverless function renews on each
+    /// invocation). Returns how long the hold is valid now, by this process's clock (`None`
+    /// with a zero lease); errors as [`adopt`](Self::adopt).
+    pub async fn renew_handle(
+        &self,
+        handle: &sets3lock::Handle,
+    ) -> Result<Option<Duration>, Error> {
+        self.renew_handle_as(handle).await
+    }
+
+    /// Releases the hold `handle` names, and reports what it found, as
+    /// [`Held::release`](crate::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
+    /// still ours but older than its lease. Errors as [`adopt`](Self::adopt).
+    pub async fn release_handle(
+        &self,
+        handle: &sets3lock::Handle,
+    ) -> Result<ReleaseOutcome, Error> {
+        self.release_handle_as(handle).await
+    }
+
     /// Acquires the lock, runs `work` with the handle, releases, and returns `work`'s result
     /// with what the release found, once the driver has finished (a cleanup of writes that
     /// landed late included). A hold lost while `work` ran is an error
@@ -147,6 +194,14 @@ impl crate::Held<Tokio> {
     /// Releases the lock and reports what the conditional delete found.
     pub async fn release(self) -> Result<ReleaseOutcome, Error> {
         self.end().await
+    }
+
+    /// Lets go of the hold without releasing it, and returns its handle: the driver stops
+    /// renewing it, and the lock object stays with its lease running, for another process to
+    /// continue ([`Locker::adopt`]) or release ([`Locker::release_handle`]). Fails if the
+    /// hold had already ended.
+    pub async fn detach(self) -> Result<sets3lock::Handle, Error> {
+        self.let_go().await
     }
 }
 

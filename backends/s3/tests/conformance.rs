@@ -333,6 +333,8 @@ fn record_of_someone_else(lease_ms: u64, fence: Option<Fence>) -> Vec<u8> {
         written_unix_ms: 0,
         fence,
         value: None,
+        writer: None,
+        cooldown: false,
     }
     .encode()
     .to_vec()

@@ -458,6 +458,8 @@ mod tests {
             written_unix_ms: 0,
             fence: None,
             value: None,
+            writer: None,
+            cooldown: false,
         }
         .encode()
     }
@@ -583,6 +585,8 @@ mod tests {
             written_unix_ms: 0,
             fence: Some(sets3lock::Fence { state, token }),
             value: None,
+            writer: None,
+            cooldown: false,
         }
         .encode();
         Object {

@@ -42,6 +42,7 @@ impl Default for SimConfig {
                 host: "sim".into(),
                 pid: 1,
                 value: None,
+                hold_at_least: Duration::ZERO,
             },
             request_timeout: Duration::from_secs(2),
             latency: Duration::from_millis(5),

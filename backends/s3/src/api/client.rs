@@ -73,7 +73,7 @@ impl Client {
                 if_none_match: None,
             },
         ) {
-            Response::Object { etag, body } => Ok(Some((etag, Holder::decode(&body)))),
+            Response::Object { etag, body, .. } => Ok(Some((etag, Holder::decode(&body)))),
             Response::Absent => Ok(None),
             Response::Refused(e) => Err(Error::S3(e)),
             Response::Ambiguous(why) => Err(Error::S3(sets3lock::Error::GaveUp {

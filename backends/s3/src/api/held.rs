@@ -4,7 +4,7 @@ use crate::driver::clock::Stamp;
 use crate::driver::mode::Mode;
 use crate::driver::state::{Hold, Loss, Shared, Standing};
 use crate::Error;
-use sets3lock::{ETag, LockUrl, OwnerId, ReleaseOutcome};
+use sets3lock::{ETag, Handle, LockUrl, OwnerId, ReleaseOutcome};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -23,6 +23,8 @@ pub struct Held<M: Mode> {
     validity: Option<std::time::Duration>,
     /// The slot, when this is a semaphore's.
     slot: Option<u32>,
+    /// The lease renewals write: what the hold's [`Handle`] names.
+    lease: std::time::Duration,
     claim: Claim<M>,
 }
 
@@ -48,14 +50,17 @@ impl<M: Mode> Held<M> {
     pub(crate) fn new(
         acquired: Hold,
         url: LockUrl,
-        validity: Option<std::time::Duration>,
+        lock: &sets3lock::Config,
         claim: Claim<M>,
     ) -> Held<M> {
+        let lease = lock.lease;
+        let validity = (!lease.is_zero()).then(|| lock.validity());
         Held {
             acquired,
             url,
             validity,
             slot: None,
+            lease,
             claim,
         }
     }
@@ -69,8 +74,7 @@ impl<M: Mode> Held<M> {
     ) -> Result<Held<M>, Error> {
         let over = |s: &crate::driver::state::Snapshot| !matches!(s.standing, Standing::Acquiring);
         let hold = M::wait(claim.shared(), over, None).await.acquired()?;
-        let validity = (!lock.lease.is_zero()).then(|| lock.validity());
-        Ok(Held::new(hold, url, validity, claim))
+        Ok(Held::new(hold, url, lock, claim))
     }
 
     /// The same hold, as slot `i` of a semaphore.
@@ -112,6 +116,26 @@ impl<M: Mode> Held<M> {
     /// The lock's address.
     pub fn url(&self) -> &LockUrl {
         &self.url
+    }
+
+    /// A printable name for this hold, so that another process can continue it
+    /// ([`Locker::adopt`](crate::Locker), `renew_handle`, `release_handle`): the URL, the
+    /// owner id, the lease and the fencing token, and no credential. It stays the same across
+    /// renewals.
+    ///
+    /// ```no_run
+    /// # fn run(held: sets3lock_s3::blocking::Held) {
+    /// let handle = held.handle();
+    /// println!("{handle}"); // s3://bucket/key#sets3lock-hold:owner=…,lease_ms=…
+    /// # }
+    /// ```
+    pub fn handle(&self) -> Handle {
+        Handle {
+            url: self.url.clone(),
+            owner: self.acquired.owner,
+            lease: self.lease,
+            token: self.acquired.token,
+        }
     }
 
     /// How long the hold stays valid unless a renewal lands first, by a clock that counts
@@ -167,6 +191,29 @@ impl<M: Mode> Held<M> {
         LossWatch {
             shared: self.claim.shared.clone(),
             mode: PhantomData,
+        }
+    }
+
+    /// Lets go of the hold without releasing it: the driver stops renewing it and finishes,
+    /// and the lock object stays, its lease running. Returns the hold's handle; an error if
+    /// the hold had already ended (lost or expired).
+    pub(crate) async fn let_go(self) -> Result<Handle, Error> {
+        let handle = self.handle();
+        let shared = &self.claim.shared;
+        shared.ask_detach();
+        let ended =
+            |s: &crate::driver::state::Snapshot| matches!(s.standing, Standing::Ended { .. });
+        let seen = M::wait(shared, ended, None).await;
+        match &seen.standing {
+            Standing::Ended {
+                how: crate::driver::state::Ending::Detached,
+                ..
+            } => Ok(handle),
+            _ => match seen.loss(Stamp::now()) {
+                Some(Loss::Lost(reason)) => Err(Error::AlreadyLost(Box::new(reason))),
+                Some(Loss::Expired) => Err(Error::AlreadyExpired),
+                _ => Err(Error::DriverGone),
+            },
         }
     }
 

@@ -3,12 +3,12 @@
 use crate::api::held::{Claim, Held};
 use crate::api::open::open_store;
 use crate::driver::clock::Stamp;
-use crate::driver::engine::{driver, Engine};
+use crate::driver::engine::{driver, Engine, Start};
 use crate::driver::mode::Mode;
 use crate::driver::state::Drivers;
 use crate::driver::store::{Sender, Store};
 use crate::{Error, S3Options};
-use sets3lock::{LockUrl, ReleaseOutcome, Wait};
+use sets3lock::{Handle, LockUrl, ReleaseOutcome, Resume, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -124,13 +124,65 @@ impl<M: Mode> Locker<M> {
         self.drivers.settle::<M>().await;
     }
 
+    /// Continues the hold `handle` names, renewed in the background from now on.
+    pub(crate) async fn adopt_as(&self, handle: &Handle) -> Result<Held<M>, Error> {
+        self.check_handle(handle)?;
+        self.check_store(Wait::Forever).await?;
+        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Hold))?;
+        let lock = sets3lock::Config {
+            lease: handle.lease,
+            ..self.options.lock.clone()
+        };
+        Held::when_acquired(claim, self.url.clone(), &lock).await
+    }
+
+    /// Renews the hold `handle` names once, and lets go of it again: how long it is valid
+    /// for now (`None` with a zero lease).
+    pub(crate) async fn renew_handle_as(
+        &self,
+        handle: &Handle,
+    ) -> Result<Option<core::time::Duration>, Error> {
+        let held = self.adopt_as(handle).await?;
+        let valid = held.remaining_validity();
+        held.let_go().await?;
+        Ok(valid)
+    }
+
+    /// Releases the hold `handle` names.
+    pub(crate) async fn release_handle_as(&self, handle: &Handle) -> Result<ReleaseOutcome, Error> {
+        self.check_handle(handle)?;
+        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Release))?;
+        let shared = claim.shared().clone();
+        let ended = |s: &crate::driver::state::Snapshot| {
+            matches!(s.standing, crate::driver::state::Standing::Ended { .. })
+        };
+        let outcome = M::wait(&shared, ended, None).await.released();
+        drop(claim);
+        outcome
+    }
+
+    fn check_handle(&self, handle: &Handle) -> Result<(), Error> {
+        if handle.url != self.url {
+            return Err(Error::HandleElsewhere {
+                handle: handle.url.to_string(),
+                locker: self.url.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Starts a driver acquiring the lock; dropping the claim cancels it.
     fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
-        let engine = Engine::acquiring(
+        self.begin(Start::Acquire(wait))
+    }
+
+    /// Starts a driver doing what `start` says; dropping the claim cancels it (or releases).
+    fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
+        let engine = Engine::starting(
             self.store.clone(),
             self.url.clone(),
             &self.options,
-            wait,
+            start,
             self.requests.clone(),
             None,
         )?;

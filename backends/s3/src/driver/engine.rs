@@ -7,7 +7,7 @@ use crate::driver::state::{FinishOnDrop, Shared};
 use crate::driver::store::Store;
 use crate::{Error, Observation, S3Options};
 use core::time::Duration;
-use sets3lock::{Event, Instant, Lock, LockUrl, Request, Response, Wait};
+use sets3lock::{Event, Handle, Instant, Lock, LockUrl, Request, Response, Resume, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -29,6 +29,15 @@ pub(crate) struct Engine {
     /// While acquiring: when the wait ends. No request of the acquisition may run on past it
     /// by more than `http::LAST_REQUEST` (none with lease 0).
     deadline: Option<Stamp>,
+}
+
+/// What a new driver's core starts with.
+#[derive(Clone, Debug)]
+pub(crate) enum Start {
+    /// Acquiring, waiting this way.
+    Acquire(Wait),
+    /// Continuing the hold a handle names, then holding it or releasing it.
+    Adopt(Handle, Resume),
 }
 
 /// What the driver does next.
@@ -62,8 +71,28 @@ impl Engine {
         requests: Arc<AtomicU64>,
         bell: Option<Arc<Shared>>,
     ) -> Result<Engine, Error> {
+        Engine::starting(store, url, options, Start::Acquire(wait), requests, bell)
+    }
+
+    /// A new core, already doing what `start` says.
+    pub(crate) fn starting(
+        store: Arc<dyn Store>,
+        url: LockUrl,
+        options: &S3Options,
+        start: Start,
+        requests: Arc<AtomicU64>,
+        bell: Option<Arc<Shared>>,
+    ) -> Result<Engine, Error> {
         let origin = Stamp::now();
         let mut config = options.lock.clone();
+        if let Start::Adopt(handle, _) = &start {
+            // Renewals from a handle write the handle's lease.
+            config.lease = handle.lease;
+        }
+        let wait = match &start {
+            Start::Acquire(wait) => *wait,
+            Start::Adopt(..) => Wait::Forever,
+        };
         if config.host.is_empty() {
             config.host = hostname();
         }
@@ -90,11 +119,12 @@ impl Engine {
             },
         };
         let now = engine.now();
-        engine
-            .lock
-            .acquire(now, unix_ms(), wait)
-            // A new core is idle: it cannot refuse.
-            .map_err(|_| Error::DriverGone)?;
+        let started = match start {
+            Start::Acquire(wait) => engine.lock.acquire(now, unix_ms(), wait),
+            Start::Adopt(handle, then) => engine.lock.adopt(now, unix_ms(), &handle, then),
+        };
+        // A new core is idle: it cannot refuse.
+        started.map_err(|_| Error::DriverGone)?;
         Ok(engine)
     }
 
@@ -167,8 +197,16 @@ impl Engine {
         self.lock.handle_response(request.id, response, now);
     }
 
-    /// After a wait: passes on the handle's release if it asked for one, and the time.
-    pub(crate) fn woke(&mut self, release_asked: bool) {
+    /// After a wait: passes on the handle's release (or detach) if it asked for one, and the
+    /// time.
+    pub(crate) fn woke(&mut self, release_asked: bool, detach_asked: bool) {
+        if detach_asked && !self.release_sent {
+            self.release_sent = true;
+            // Refused when the hold has already ended: the handle then sees how it ended.
+            if self.lock.detach(self.now(), self.url.clone()).is_ok() {
+                self.shared.detached();
+            }
+        }
         if release_asked && !self.release_sent {
             self.release_sent = true;
             // Refused only when there is nothing to release or cancel any more.
@@ -224,9 +262,11 @@ async fn drive<M: Mode>(mut engine: Engine) {
                 engine.answer(sending, response);
             }
             Next::Wait { until, for_release } => {
-                let done = move |s: &crate::driver::state::Snapshot| for_release && s.release_asked;
+                let done = move |s: &crate::driver::state::Snapshot| {
+                    for_release && (s.release_asked || s.detach_asked)
+                };
                 let seen = M::wait(&engine.shared, done, until).await;
-                engine.woke(seen.release_asked);
+                engine.woke(seen.release_asked, seen.detach_asked);
             }
             Next::Stop => return,
         }

@@ -49,6 +49,9 @@ pub(crate) enum Ending {
     Lost(LostReason),
     Expired,
     Released(ReleaseOutcome),
+    /// The handle let go of the hold without releasing it (`Held::detach`): the lock object
+    /// stays, its lease running.
+    Detached,
     /// A final event this driver does not know (a newer core): the operation failed.
     Unknown(Box<Event>),
 }
@@ -72,6 +75,8 @@ pub struct Snapshot {
     pub(crate) standing: Standing,
     /// The handle asked for a release (or, while acquiring, a cancellation).
     pub(crate) release_asked: bool,
+    /// The handle asked to let go of the hold without releasing it.
+    pub(crate) detach_asked: bool,
     /// The driver has finished: nothing more will change.
     pub(crate) finished: bool,
 }
@@ -80,7 +85,7 @@ impl Snapshot {
     /// The hold, while held and not being released.
     fn live_hold(&self) -> Option<&Hold> {
         match &self.standing {
-            Standing::Holding(h) if !self.release_asked => Some(h),
+            Standing::Holding(h) if !self.release_asked && !self.detach_asked => Some(h),
             _ => None,
         }
     }
@@ -212,12 +217,15 @@ impl Ending {
             Ending::NotAcquired(NotAcquired::TimedOut { holder }) => Error::TimedOut {
                 holder: holder.clone().map(Box::new),
             },
+            Ending::NotAcquired(NotAcquired::Ended { ended }) => {
+                Error::HoldEnded(Box::new(ended.clone()))
+            }
             Ending::Cancelled => Error::Cancelled,
             Ending::Failed(e) => Error::S3(e.clone()),
             Ending::Lost(reason) => Error::AlreadyLost(Box::new(reason.clone())),
             Ending::Expired => Error::AlreadyExpired,
             Ending::Unknown(event) => Error::UnknownEvent(event.clone()),
-            Ending::Released(_) => Error::DriverGone,
+            Ending::Released(_) | Ending::Detached => Error::DriverGone,
         }
     }
 }
@@ -310,6 +318,7 @@ impl Shared {
             snapshot: Mutex::new(Snapshot {
                 standing: Standing::Acquiring,
                 release_asked: false,
+                detach_asked: false,
                 finished: false,
             }),
             changed: Condvar::new(),
@@ -342,7 +351,25 @@ impl Shared {
         }
     }
 
-    /// The handle's one request: release the hold, or cancel the acquisition.
+    /// Asks the driver to let go of the hold without releasing it.
+    pub(crate) fn ask_detach(&self) {
+        self.lock().detach_asked = true;
+        self.wake();
+    }
+
+    /// The driver let go of the hold (see [`Ending::Detached`]).
+    pub(crate) fn detached(&self) {
+        let mut s = self.lock();
+        let hold = s.standing.hold().cloned();
+        s.standing = Standing::Ended {
+            how: Ending::Detached,
+            hold,
+        };
+        drop(s);
+        self.wake();
+    }
+
+    /// The handle's usual request: release the hold, or cancel the acquisition.
     pub(crate) fn ask_release(&self) {
         self.lock().release_asked = true;
         self.wake();

@@ -60,7 +60,7 @@ pub trait RawAccess {
                     if_none_match: None,
                 },
             ) {
-                sets3lock::Response::Object { etag, body } => Some((etag, body.to_vec())),
+                sets3lock::Response::Object { etag, body, .. } => Some((etag, body.to_vec())),
                 sets3lock::Response::Absent => None,
                 other => panic!("raw GET: {other:?}"),
             };

@@ -1,0 +1,421 @@
+//! Handles: a hold handed from process to process (`Lock::detach`, `Lock::adopt`), used
+//! after a takeover, used by two processes at once, and past its lease by the store's clock.
+
+use core::time::Duration;
+use sets3lock::{
+    Event, Handle, HoldEnded, Holder, Instant, LostReason, NotAcquired, ReleaseOutcome, Resume,
+    Wait,
+};
+
+mod scenario;
+use scenario::*;
+use sets3lock_mock::MockS3;
+
+fn url() -> sets3lock::LockUrl {
+    format!("s3://{B}/{K}").parse().expect("a valid URL")
+}
+
+/// Acquires with `cfg` and lets go at once: the hold's handle.
+fn acquired_and_detached(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (Handle, Process) {
+    let mut a = Process::new(cfg, seed);
+    a.lock.acquire(a.now, EPOCH_MS, Wait::No).expect("idle");
+    let until = a.now;
+    run_clocked(&mut a, s3, until);
+    assert!(a.lock.is_held(a.now), "{:?}", a.timeline());
+    let handle = a.lock.detach(a.now, url()).expect("held");
+    assert!(a.lock.is_idle());
+    assert!(a.lock.poll_request().is_none(), "a detach sends nothing");
+    (handle, a)
+}
+
+fn record(s3: &MockS3) -> sets3lock::Record {
+    let object = s3.object(B, K).expect("the lock object is there");
+    match Holder::decode(&object.body) {
+        Holder::Sets3lock(r) => r,
+        other => panic!("not a sets3lock record: {other:?}"),
+    }
+}
+
+fn etag(s3: &MockS3) -> Option<sets3lock::ETag> {
+    s3.object(B, K).map(|o| o.etag.clone())
+}
+
+fn ended(events: &[Event]) -> Option<HoldEnded> {
+    events.iter().find_map(|e| match e {
+        Event::NotAcquired {
+            reason: NotAcquired::Ended { ended },
+        } => Some(ended.clone()),
+        _ => None,
+    })
+}
+
+fn acquired_token(events: &[Event]) -> Option<Option<u64>> {
+    events.iter().find_map(|e| match e {
+        Event::Acquired { token, .. } => Some(*token),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_hold_is_handed_from_process_to_process_and_released_by_a_third() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    let first = record(&s3);
+    assert_eq!(first.writer, None, "the acquirer writes no writer id");
+    let text = handle.to_string();
+    assert_eq!(text.parse::<Handle>(), Ok(handle.clone()), "{text}");
+
+    // A second process continues it 5 s later and holds it for a minute (two leases).
+    let t = Instant::ZERO + secs(5);
+    let mut b = process_at(config(), 2, t);
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = t + secs(60);
+    run_clocked(&mut b, &mut s3, until);
+    assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+    assert_eq!(acquired_token(&b.events), Some(None));
+    let renewed = b
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Renewed { .. }))
+        .count();
+    assert!(renewed >= 2, "renewed in the background: {:?}", b.events);
+    let r = record(&s3);
+    assert_eq!(r.owner, handle.owner, "the same hold");
+    assert!(r.writer.is_some(), "written by the adopter");
+    assert!(r.seq > first.seq, "numbered after the acquirer's writes");
+    assert_eq!(
+        r.acquired_unix_ms, first.acquired_unix_ms,
+        "the hold's own acquisition time"
+    );
+    // Handing it on: the same handle.
+    assert_eq!(b.lock.detach(b.now, url()), Ok(handle.clone()));
+
+    // A third releases it.
+    let t = b.now + secs(1);
+    let mut c = process_at(config(), 3, t);
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    let until = t;
+    run_clocked(&mut c, &mut s3, until);
+    assert!(
+        c.events.contains(&Event::Released {
+            outcome: ReleaseOutcome::Deleted
+        }),
+        "{:?}",
+        c.events
+    );
+    assert!(s3.object(B, K).is_none());
+    assert!(c.lock.is_idle());
+
+    // And after that, the handle names a hold that is over.
+    let mut d = process_at(config(), 4, t);
+    d.lock
+        .adopt(d.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = t;
+    run_clocked(&mut d, &mut s3, until);
+    assert_eq!(ended(&d.events), Some(HoldEnded::Gone));
+    assert!(s3.object(B, K).is_none(), "nothing written");
+}
+
+#[test]
+fn an_adopted_fenced_hold_keeps_its_token_and_the_next_grant_gets_the_next() {
+    let mut s3 = clocked();
+    let fenced = sets3lock::Config {
+        fenced: true,
+        ..config()
+    };
+    let (handle, _a) = acquired_and_detached(fenced.clone(), &mut s3, 1);
+    assert_eq!(handle.token, Some(1));
+    let mut b = process_at(fenced.clone(), 2, Instant::ZERO + secs(1));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = b.now + secs(40);
+    run_clocked(&mut b, &mut s3, until);
+    assert_eq!(acquired_token(&b.events), Some(Some(1)));
+    assert_eq!(b.lock.token(), Some(1));
+    assert_eq!(
+        record(&s3).fence.map(|f| f.token),
+        Some(1),
+        "renewals keep the token"
+    );
+    b.lock.release(b.now).expect("held");
+    let until = b.now;
+    run_clocked(&mut b, &mut s3, until);
+    assert!(b.events.contains(&Event::Released {
+        outcome: ReleaseOutcome::Freed
+    }));
+    // The next grant, by anyone, is token 2.
+    let mut c = process_at(fenced, 3, b.now);
+    c.lock.acquire(c.now, EPOCH_MS, Wait::No).expect("idle");
+    let until = c.now;
+    run_clocked(&mut c, &mut s3, until);
+    assert_eq!(acquired_token(&c.events), Some(Some(2)));
+}
+
+#[test]
+fn a_handle_used_after_a_takeover_ends_and_changes_nothing() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    // A waiter takes the stale lock over after its lease (30 s) of seeing it unchanged.
+    let mut w = Process::new(config(), 9);
+    w.lock
+        .acquire(w.now, EPOCH_MS, Wait::Forever)
+        .expect("idle");
+    let until = Instant::ZERO + secs(35);
+    run_clocked(&mut w, &mut s3, until);
+    assert!(w.lock.is_held(w.now), "{:?}", w.timeline());
+    let before = etag(&s3);
+    let theirs = record(&s3).owner;
+
+    for then in [Resume::Hold, Resume::Release] {
+        let mut b = process_at(config(), 2, w.now);
+        b.lock.adopt(b.now, EPOCH_MS, &handle, then).expect("idle");
+        let until = b.now;
+        run_clocked(&mut b, &mut s3, until);
+        match ended(&b.events) {
+            Some(HoldEnded::TakenOver { holder }) => assert_eq!(holder.owner(), Some(theirs)),
+            other => panic!("{then:?}: {other:?} in {:?}", b.events),
+        }
+        assert_eq!(etag(&s3), before, "{then:?} wrote nothing");
+        assert!(
+            b.sent
+                .iter()
+                .all(|r| matches!(r.intent, sets3lock::Intent::Get { .. })),
+            "{then:?}: only reads: {:?}",
+            b.purposes()
+        );
+    }
+    assert!(w.lock.is_held(w.now), "the new holder is untouched");
+}
+
+#[test]
+fn two_processes_continuing_one_hold_leave_one_holder_and_the_other_learns_it_lost() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    let t = Instant::ZERO + secs(1);
+    let mut b = process_at(config(), 2, t);
+    let mut c = process_at(config(), 3, t);
+    b.lock
+        .adopt(t, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    c.lock
+        .adopt(t, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    // Both read the same record before either writes.
+    let (rb, rc) = (b.next_request(), c.next_request());
+    b.serve(&mut s3, &rb);
+    c.serve(&mut s3, &rc);
+    let (wb, wc) = (b.next_request(), c.next_request());
+    b.serve(&mut s3, &wb);
+    c.serve(&mut s3, &wc); // refused: If-Match on the ETag both read
+    let until = t;
+    run_clocked(&mut b, &mut s3, until);
+    let until = t;
+    run_clocked(&mut c, &mut s3, until);
+    // C read again, found B's write of the hold, and continued from it: one writer now.
+    assert!(b.lock.is_held(t) && c.lock.is_held(t));
+    assert_eq!(record(&s3).writer, writer_of(&c), "C's write is the object");
+    assert_ne!(writer_of(&b), writer_of(&c), "two writers");
+    // B's next renewal is refused; B reads, sees another writer of the hold, and lets go.
+    let until = t + secs(15);
+    run_clocked(&mut b, &mut s3, until);
+    assert!(
+        b.events.iter().any(|e| matches!(
+            e,
+            Event::Lost {
+                reason: LostReason::Overwritten { .. }
+            }
+        )),
+        "{:?}",
+        b.events
+    );
+    assert!(!b.lock.is_held(b.now));
+    let until = t + secs(15);
+    run_clocked(&mut c, &mut s3, until);
+    assert!(c.lock.is_held(c.now), "{:?}", c.timeline());
+    assert!(!c.events.iter().any(|e| matches!(e, Event::Lost { .. })));
+}
+
+/// The writer id in the last record `p` wrote.
+fn writer_of(p: &Process) -> Option<u64> {
+    let body = p.sent.iter().rev().find_map(|r| r.intent.body().cloned());
+    match Holder::decode(&body.expect("it wrote")) {
+        Holder::Sets3lock(r) => r.writer,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_hold_older_than_its_lease_by_the_stores_clock_is_not_renewed_but_can_be_released() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    let before = etag(&s3);
+    // 29 s later (within the 30 s lease, even with a second of rounding): renewable.
+    let mut early = process_at(config(), 2, Instant::ZERO + secs(28));
+    early
+        .lock
+        .adopt(early.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = early.now;
+    run_clocked(&mut early, &mut s3, until);
+    assert!(early.lock.is_held(early.now), "{:?}", early.events);
+    let renewed_at = early.now;
+    early.lock.detach(early.now, url()).expect("held");
+
+    // 32 s after that renewal: expired by the store's clock.
+    let t = renewed_at + secs(32);
+    let mut late = process_at(config(), 3, t);
+    late.lock
+        .adopt(t, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = t;
+    run_clocked(&mut late, &mut s3, until);
+    match ended(&late.events) {
+        Some(HoldEnded::Expired { age, lease }) => {
+            assert!(age >= secs(31), "{age:?}");
+            assert_eq!(lease, secs(30));
+        }
+        other => panic!("{other:?} in {:?}", late.events),
+    }
+    assert_ne!(etag(&s3), before, "the early renewal landed");
+    let after_early = etag(&s3);
+    assert!(
+        late.sent.len() == 1,
+        "one read, no write: {:?}",
+        late.purposes()
+    );
+    assert_eq!(etag(&s3), after_early);
+
+    // A release still removes it, and says it was overdue.
+    let mut rel = process_at(config(), 4, t);
+    rel.lock
+        .adopt(t, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    let until = t;
+    run_clocked(&mut rel, &mut s3, until);
+    assert!(
+        rel.events.contains(&Event::Released {
+            outcome: ReleaseOutcome::Overdue
+        }),
+        "{:?}",
+        rel.events
+    );
+    assert!(s3.object(B, K).is_none());
+}
+
+#[test]
+fn a_lost_reply_to_the_adopting_renewal_is_recovered_by_reading_it_back() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    let mut b = process_at(config(), 2, Instant::ZERO + secs(1));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let read = b.next_request();
+    b.serve(&mut s3, &read);
+    let write = b.next_request();
+    // Applied, but the reply is lost.
+    let _ = s3.execute(B, K, &write.intent);
+    b.answer(
+        &write,
+        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+    );
+    let until = b.now + secs(2);
+    run_clocked(&mut b, &mut s3, until);
+    assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+    assert_eq!(
+        b.sent
+            .iter()
+            .filter(|r| matches!(r.intent, sets3lock::Intent::PutIfMatch { .. }))
+            .count(),
+        1,
+        "found its write by reading, not by writing again: {:?}",
+        b.purposes()
+    );
+}
+
+#[test]
+fn a_handle_of_another_lock_state_is_refused_without_a_write() {
+    let mut s3 = clocked();
+    // A fenced record released (free): the handle's hold is over.
+    let fenced = sets3lock::Config {
+        fenced: true,
+        ..config()
+    };
+    let (handle, _a) = acquired_and_detached(fenced.clone(), &mut s3, 1);
+    let mut b = process_at(fenced.clone(), 2, Instant::ZERO + secs(1));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    let until = b.now;
+    run_clocked(&mut b, &mut s3, until);
+    let free = etag(&s3);
+    let mut c = process_at(fenced, 3, b.now);
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = c.now;
+    run_clocked(&mut c, &mut s3, until);
+    assert!(
+        matches!(ended(&c.events), Some(HoldEnded::Released { .. })),
+        "{:?}",
+        c.events
+    );
+    assert_eq!(etag(&s3), free);
+    // A handle with a token the record does not have names another grant.
+    let wrong = Handle {
+        token: Some(7),
+        ..handle
+    };
+    let (h2, _) = acquired_and_detached(
+        sets3lock::Config {
+            fenced: true,
+            ..config()
+        },
+        &mut s3,
+        5,
+    );
+    let wrong = Handle {
+        owner: h2.owner,
+        ..wrong
+    };
+    let mut d = process_at(config(), 6, c.now);
+    d.lock
+        .adopt(d.now, EPOCH_MS, &wrong, Resume::Hold)
+        .expect("idle");
+    let until = d.now;
+    run_clocked(&mut d, &mut s3, until);
+    assert!(
+        matches!(ended(&d.events), Some(HoldEnded::TakenOver { .. })),
+        "{:?}",
+        d.events
+    );
+}
+
+#[test]
+fn malformed_handles_are_refused_with_what_is_wrong() {
+    let good = "s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=60000,token=3";
+    let h: Handle = good.parse().expect("a handle");
+    assert_eq!(h.lease, Duration::from_secs(60));
+    assert_eq!(h.token, Some(3));
+    assert_eq!(h.to_string(), good);
+    for (bad, says) in [
+        ("s3://bucket/lock", "is not a handle"),
+        ("s3://bucket/lock#sets3lock-hold:lease_ms=1", "owner"),
+        ("s3://bucket/lock#sets3lock-hold:owner=2a,lease_ms=1", "owner"),
+        ("s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a", "lease_ms"),
+        ("s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=-1", "lease_ms"),
+        ("s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=1,token=0", "token"),
+        ("s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=1,x=1", "unknown field"),
+        ("s3://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=1,lease_ms=2", "repeats"),
+        ("ftp://bucket/lock#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=1", "URL"),
+    ] {
+        let e = bad.parse::<Handle>().expect_err(bad).to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
