@@ -418,6 +418,13 @@ impl fmt::Display for Holder {
                 f,
                 "nobody (free, last token {token}, released by {host} pid {pid})"
             ),
+            Holder::Sets3lock(r) if r.cooldown => write!(
+                f,
+                "nobody (resting after a run by {} pid {} until its lease of {} ms runs out)",
+                r.host,
+                r.pid,
+                r.lease.as_millis()
+            ),
             Holder::Sets3lock(r) => {
                 write!(f, "{} pid {} (owner {}", r.host, r.pid, r.owner)?;
                 if r.lease.is_zero() {

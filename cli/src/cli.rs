@@ -12,6 +12,9 @@ use url::Url;
 
 pub(crate) const USAGE: &str = "sets3lock [-nNxX] [options] s3://bucket/key program [args...]";
 
+/// The default lease.
+pub(crate) const LEASE: Duration = Duration::from_secs(60);
+
 const EXAMPLES: &str = "\
 Examples:
   sets3lock s3://my-bucket/locks/backup ./backup.sh        wait for the lock, run, release
@@ -23,11 +26,15 @@ Examples:
   sets3lock watch --json s3://my-bucket/locks/leader       the holder, then every change
   sets3lock unlock s3://my-bucket/locks/backup --etag ETAG  delete only the lock you saw
   sets3lock doctor s3://my-bucket/sets3lock-probe/          can this store protect a lock?
+  sets3lock -n --hold-at-least 1h s3://b/locks/hourly ./job  at most one run an hour, any host
+  H=$(sets3lock acquire --lease 30m s3://b/deploy)          hold it across steps: print a handle
+  sets3lock --handle \"$H\" ./step.sh                          a step under the held lock
+  sets3lock renew \"$H\"; sets3lock release \"$H\"               renew it once; release it
 
 Exit status: the program's own; 128+N if it died of signal N; 100 usage error; 111 the lock
 could not be had, the program could not start, or S3 failed (0 with -x when the lock could not
 be had); 112 the lock was lost or expired while the program ran (it was sent SIGTERM, then
-SIGKILL after --kill-after).
+SIGKILL after --kill-after), or the hold a handle names has ended.
 
 Environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
 AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER,
@@ -57,9 +64,23 @@ pub(crate) struct Run {
     /// Wait at most this long (30s, 5m, 1h30m).
     #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
-    /// The lease, renewed every third of it while the program runs; 0 never expires.
-    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION", allow_hyphen_values = true)]
-    pub(crate) lease: Duration,
+    /// The lease, renewed every third of it while the program runs; 0 never expires
+    /// (default 60s, or with --handle the handle's).
+    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
+    pub(crate) lease: Option<Duration>,
+    /// At most one run per this much time on this key, from any host: a run that ends sooner
+    /// leaves the lock resting until then (the lock object says so), and `-n` runs or waiters
+    /// started meanwhile do not get it; a run after that gets it at once.
+    #[arg(long, value_parser = duration, value_name = "DURATION", conflicts_with_all = ["handle", "slots"])]
+    pub(crate) hold_at_least: Option<Duration>,
+    /// Run under the hold this handle names (from `sets3lock acquire`), renewing it while
+    /// the program runs; no URL then. Exit 112 if the hold has ended.
+    #[arg(long, value_name = "HANDLE", value_parser = handle, conflicts_with_all = ["url", "slots", "fenced", "no_wait", "timeout"])]
+    pub(crate) handle: Option<sets3lock::Handle>,
+    /// With --handle: keep the lock held when the program ends (its lease running, nobody
+    /// renewing it), instead of releasing it.
+    #[arg(long, requires = "handle")]
+    pub(crate) keep: bool,
     /// After the lock is lost: how long the program has between SIGTERM and SIGKILL
     /// (default 10s, or less to fit a short lease).
     #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
@@ -95,8 +116,32 @@ pub(crate) struct Run {
     #[command(flatten)]
     pub(crate) s3: S3Flags,
     /// The lock: s3://bucket/key.
-    #[arg(value_parser = LockUrl::parse)]
-    pub(crate) url: LockUrl,
+    #[arg(value_parser = LockUrl::parse, required_unless_present = "handle")]
+    pub(crate) url: Option<LockUrl>,
+}
+
+/// `acquire`'s flags: run mode's for waiting and the lock.
+#[derive(Args, Debug)]
+pub(crate) struct AcquireFlags {
+    /// Don't wait: if the lock is held, give up at once (exit 111).
+    #[arg(short = 'n')]
+    pub(crate) no_wait: bool,
+    /// Wait at most this long (30s, 5m, 1h30m).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub(crate) timeout: Option<Duration>,
+    /// The lease: the lock is held this long after each renewal, with nobody renewing it
+    /// between commands; 0 never expires.
+    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION")]
+    pub(crate) lease: Duration,
+    /// Fenced mode (as in run mode); the handle carries the token.
+    #[arg(long)]
+    pub(crate) fenced: bool,
+    /// A value for the lock record that `watch` and `status` show.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) value: Option<String>,
+    /// While waiting: the longest pause between checks of the lock.
+    #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION")]
+    pub(crate) poll_max: Duration,
 }
 
 /// Where S3 is and who we are there.
@@ -163,6 +208,52 @@ pub(crate) enum Command {
         #[arg(value_parser = LockUrl::parse)]
         url: LockUrl,
     },
+    /// Acquire a lock and leave it held: print its handle (alone, on stdout) for `renew`,
+    /// `release` and `--handle`, and exit 0. Nothing renews it: it is held for its lease
+    /// after each renewal.
+    Acquire {
+        #[command(flatten)]
+        lock: AcquireFlags,
+        /// Skip the check that the store honours conditional writes.
+        #[arg(long)]
+        no_store_check: bool,
+        /// Log every request, reply and decision to stderr.
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The lock: s3://bucket/key.
+        #[arg(value_parser = LockUrl::parse)]
+        url: LockUrl,
+    },
+    /// Renew the hold a handle names, once (exit 112 if it has ended).
+    Renew {
+        /// The lease for this renewal (default: the handle's).
+        #[arg(long, value_parser = duration, value_name = "DURATION")]
+        lease: Option<Duration>,
+        /// Skip the check that the store honours conditional writes.
+        #[arg(long)]
+        no_store_check: bool,
+        /// Log every request, reply and decision to stderr.
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The handle `sets3lock acquire` printed.
+        #[arg(value_parser = handle)]
+        handle: sets3lock::Handle,
+    },
+    /// Release the hold a handle names, and say what was found (exit 112 if it had ended).
+    Release {
+        /// Log every request, reply and decision to stderr.
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        s3: S3Flags,
+        /// The handle `sets3lock acquire` printed.
+        #[arg(value_parser = handle)]
+        handle: sets3lock::Handle,
+    },
     /// Probe whether a store can protect a lock, with throw-away keys under a prefix.
     Doctor {
         /// Parallel conditional PUTs in the race check (2 to 200).
@@ -197,6 +288,9 @@ pub(crate) fn parse_run(args: &[OsString]) -> Result<(Run, Vec<OsString>), clap:
     if program.is_empty() {
         return Err(Run::command().error(ErrorKind::MissingRequiredArgument, "no program to run"));
     }
+    if run.url().is_none() {
+        return Err(Run::command().error(ErrorKind::MissingRequiredArgument, "no lock URL"));
+    }
     check_timing(&run)
         .map_err(|problem| Run::command().error(ErrorKind::ValueValidation, problem))?;
     Ok((run, program))
@@ -215,11 +309,32 @@ pub(crate) fn whole() -> clap::Command {
 /// `--kill-after` when not given: 10 s, or half the room a short lease leaves.
 const KILL_AFTER: Duration = Duration::from_secs(10);
 
+/// Reads a handle; the error is the one-line message of what is wrong.
+pub(crate) fn handle(s: &str) -> Result<sets3lock::Handle, String> {
+    s.parse().map_err(|e: sets3lock::HandleError| e.to_string())
+}
+
 impl Run {
+    /// The lock: the handle's, or the URL given (one of them is required).
+    pub(crate) fn url(&self) -> Option<LockUrl> {
+        self.handle
+            .as_ref()
+            .map(|h| h.url.clone())
+            .or_else(|| self.url.clone())
+    }
+
+    /// The lease in force: as given, else the handle's, else the default.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
+            .or(self.handle.as_ref().map(|h| h.lease))
+            .unwrap_or(LEASE)
+    }
+
     /// The lock settings these flags give, on top of `base`.
     pub(crate) fn config(&self, base: sets3lock::Config) -> sets3lock::Config {
         let mut config = base;
-        config.lease = self.lease;
+        config.lease = self.lease();
+        config.hold_at_least = self.hold_at_least.unwrap_or_default();
         config.fenced = self.fenced;
         config.poll.cap = self.poll_max;
         config.value = self.value.clone();
@@ -229,7 +344,7 @@ impl Run {
     /// The time between SIGTERM and SIGKILL: as given, or the default that fits the lease.
     pub(crate) fn kill_after(&self) -> Duration {
         self.kill_after
-            .unwrap_or_else(|| KILL_AFTER.min(room(self.lease) / 2))
+            .unwrap_or_else(|| KILL_AFTER.min(room(self.lease()) / 2))
     }
 }
 
@@ -259,12 +374,12 @@ fn check_timing(run: &Run) -> Result<(), String> {
         ),
         other => other.to_string(),
     })?;
-    let room = room(run.lease);
+    let room = room(run.lease());
     if run.kill_after() >= room {
         return Err(format!(
             "--kill-after {} is too long for --lease {}: the program must be stopped before the lease can expire; use less than {}, or a longer lease",
             human(run.kill_after()),
-            human(run.lease),
+            human(run.lease()),
             human(room)
         ));
     }
@@ -309,7 +424,16 @@ pub(crate) fn duration(s: &str) -> Result<Duration, String> {
 }
 
 /// The operator command words (a first argument that is one of these is a command).
-pub(crate) const COMMANDS: &[&str] = &["status", "watch", "unlock", "doctor", "completions"];
+pub(crate) const COMMANDS: &[&str] = &[
+    "status",
+    "watch",
+    "unlock",
+    "acquire",
+    "renew",
+    "release",
+    "doctor",
+    "completions",
+];
 
 /// Whether `arg` is a long option of run mode or of an operator command that takes a value
 /// (so the next argument is its value, not the URL or a command word): read off the clap
@@ -335,8 +459,17 @@ fn takes_value(arg: &str) -> bool {
 /// everything after the URL belongs to the program, whatever it looks like.
 fn split_program(args: &[OsString]) -> (Vec<OsString>, Vec<OsString>) {
     let mut i = 0;
+    // With --handle there is no URL: the first word that is not an option is the program.
+    let mut handle = false;
     while i < args.len() {
         let a = args[i].to_string_lossy();
+        handle |= a == "--handle" || a.starts_with("--handle=");
+        if handle && a == "--" {
+            return (args[..i].to_vec(), args[i + 1..].to_vec());
+        }
+        if handle && !(a.starts_with('-') && a.len() > 1) {
+            return (args[..i].to_vec(), args[i..].to_vec());
+        }
         if a == "--" {
             // `--` ends options: the next argument is the URL.
             let end = (i + 2).min(args.len());

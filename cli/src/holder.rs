@@ -23,6 +23,15 @@ pub(crate) fn describe(holder: &Holder) -> String {
                 .as_ref()
                 .map(|v| format!(", value {v:?}"))
                 .unwrap_or_default();
+            if r.cooldown {
+                let written = jiff::Timestamp::from_millisecond(r.written_unix_ms as i64)
+                    .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                    .unwrap_or_else(|_| "an unknown time".into());
+                return format!(
+                    "resting (--hold-at-least): not to be taken before its lease of {:?} from {written} runs out; last run by {} pid {}{token}",
+                    r.lease, r.host, r.pid
+                );
+            }
             format!(
                 "{} pid {} since {since} ({lease}, owner {}{token}{value})",
                 r.host, r.pid, r.owner

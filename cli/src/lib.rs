@@ -18,6 +18,7 @@ mod output;
 mod cli;
 mod doctor;
 mod exit_codes;
+mod handles;
 mod holder;
 mod log;
 mod options;
@@ -120,7 +121,10 @@ fn run_mode(args: &[OsString]) -> u8 {
         Err(e) => return usage_exit(e),
     };
     let unavailable = if run.exit_zero { OK } else { CANNOT_LOCK };
-    let options = match options::s3_options(&run.s3, run.url.scheme()) {
+    let Some(url) = run.url() else {
+        return USAGE;
+    };
+    let options = match options::s3_options(&run.s3, url.scheme()) {
         Ok(o) => o,
         Err(e) => {
             say!("{e}");
@@ -181,6 +185,27 @@ fn command(args: &[OsString]) -> u8 {
             s3: flags,
             url,
         } => s3(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
+        cli::Command::Acquire {
+            lock,
+            no_store_check,
+            verbose,
+            s3: flags,
+            url,
+        } => s3(&flags, url.scheme())
+            .map(|o| handles::acquire(&url, o, &lock, no_store_check, verbose)),
+        cli::Command::Renew {
+            lease,
+            no_store_check,
+            verbose,
+            s3: flags,
+            handle,
+        } => s3(&flags, handle.url.scheme())
+            .map(|o| handles::renew(&handle, o, lease, no_store_check, verbose)),
+        cli::Command::Release {
+            verbose,
+            s3: flags,
+            handle,
+        } => s3(&flags, handle.url.scheme()).map(|o| handles::release(&handle, o, verbose)),
         cli::Command::Doctor {
             racers,
             s3: flags,

@@ -24,7 +24,7 @@ const FORWARDED: [(SignalKind, Signal); 4] = [
 ];
 
 /// Catches the forwarded signals from now on, as one stream.
-fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
+pub(crate) fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
     let (tx, rx) = mpsc::unbounded_channel();
     for (kind, sig) in FORWARDED {
         let mut stream = signal(kind)?;
@@ -41,7 +41,9 @@ fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>> {
 }
 
 pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString>) -> u8 {
-    let url = args.url.clone();
+    let Some(url) = args.url() else {
+        return crate::exit_codes::USAGE;
+    };
     // Handlers first: from here on no HUP/INT/TERM/QUIT can kill us and leave the lock behind.
     let mut signals = match catch_signals() {
         Ok(s) => s,
@@ -59,9 +61,10 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         crate::options::store_check_cache()
     };
     let unavailable = if args.exit_zero { OK } else { CANNOT_LOCK };
-    let gate = match args.slots {
-        None => Locker::new(&url.to_string(), options).map(Gate::Lock),
-        Some(n) => Semaphore::new(&url.to_string(), n, options).map(Gate::Slots),
+    let gate = match (&args.handle, args.slots) {
+        (Some(h), _) => Locker::new(&url.to_string(), options).map(|l| Gate::Adopt(l, h.clone())),
+        (None, None) => Locker::new(&url.to_string(), options).map(Gate::Lock),
+        (None, Some(n)) => Semaphore::new(&url.to_string(), n, options).map(Gate::Slots),
     };
     let gate = match gate {
         Ok(l) => l,
@@ -91,7 +94,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 // that lands to be removed.
                 drop(acquiring);
                 say!("{url}: {sig} while waiting for the lock: stopped");
-                give_up(&gate, &url, args.lease).await;
+                give_up(&gate, &url, args.lease()).await;
                 return signalled(sig as i32);
             }
             _ = reminder.tick() => log.remind(),
@@ -117,18 +120,21 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 }
                 _ => say!("{url}: {e}{unanswered}"),
             }
-            give_up(&gate, &url, args.lease).await;
+            give_up(&gate, &url, args.lease()).await;
+            if matches!(e, Error::HoldEnded(_)) {
+                return LOST;
+            }
             return unavailable;
         }
     };
     // From here on, messages name the lock held: the slot's, under a semaphore.
     let url = held.url().clone();
     log.acquired(&held);
-    if !args.lease.is_zero() {
+    if !args.lease().is_zero() {
         log.note(&format!(
             "lease {}, renewed every {}; if renewals stop getting through, the program gets SIGTERM {} before the lease could run out (--kill-after{}), then SIGKILL",
-            crate::cli::human(args.lease),
-            crate::cli::human(args.lease / 3),
+            crate::cli::human(args.lease()),
+            crate::cli::human(args.lease() / 3),
             crate::cli::human(args.kill_after()),
             if args.kill_after.is_none() { ", the default that fits this lease" } else { "" }
         ));
@@ -199,7 +205,7 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         // Renewals were not getting through (or the hold expired): try the release, and say
         // what became of the lock.
         Some(_) => match tokio::time::timeout(CONFIRM, held.release()).await {
-            Ok(Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed)) => {
+            Ok(Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed | ReleaseOutcome::Resting)) => {
                 say!("{url}: S3 answered again: the lock is released")
             }
             Ok(Ok(other)) => report_release(&url, Ok(other)),
@@ -216,6 +222,11 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 );
                 return LOST; // waited long enough: what is left in flight dies with us
             }
+        },
+        None if args.keep => match held.detach().await {
+            // Left held for the next step: the handle is the same string.
+            Ok(_) => log.note("kept held (--keep): its lease runs, nobody renews it"),
+            Err(e) => say!("{url}: could not keep the lock: {e}"),
         },
         None => report_release(&url, held.release().await),
     }
@@ -268,6 +279,8 @@ async fn stop(
 enum Gate {
     Lock(Locker),
     Slots(Semaphore),
+    /// `--handle`: the hold it names, continued.
+    Adopt(Locker, sets3lock::Handle),
 }
 
 impl Gate {
@@ -275,13 +288,14 @@ impl Gate {
         match self {
             Gate::Lock(l) => l.acquire(wait).await,
             Gate::Slots(s) => s.acquire(wait).await,
+            Gate::Adopt(l, handle) => l.adopt(handle).await,
         }
     }
 
     /// Waits until every background driver has finished.
     async fn shutdown(&self) {
         match self {
-            Gate::Lock(l) => l.shutdown().await,
+            Gate::Lock(l) | Gate::Adopt(l, _) => l.shutdown().await,
             Gate::Slots(s) => s.shutdown().await,
         }
     }
@@ -356,7 +370,8 @@ fn describe(loss: &Loss) -> String {
 
 fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
     match result {
-        Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed) => {}
+        // Resting: kept until --hold-at-least is up, as asked.
+        Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed | ReleaseOutcome::Resting) => {}
         Ok(ReleaseOutcome::TakenOver) => {
             say!("{url}: at release the lock belonged to someone else; left it alone")
         }

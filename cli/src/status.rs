@@ -37,7 +37,9 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
             if json {
                 out!("{}", holder_json(url, etag.as_str(), &holder));
             } else {
+                let resting = matches!(&holder, Holder::Sets3lock(r) if r.cooldown);
                 match holder.fence() {
+                    _ if resting => out!("{url}: {}", crate::holder::describe(&holder)),
                     Some(f) => out!(
                         "{url}: held, token {}, by {}",
                         f.token,
