@@ -116,7 +116,14 @@ impl Log {
                 } else {
                     "never taken over: no lease"
                 };
+                let resting = matches!(holder, sets3lock::Holder::Sets3lock(r) if r.cooldown);
                 let text = match self.slots {
+                    None if resting => format!(
+                        "waiting for {}: {} (ETag {})",
+                        self.url,
+                        crate::holder::describe(holder),
+                        etag.as_str()
+                    ),
                     None => format!(
                         "waiting for {}: held by {} (ETag {}; {takeover})",
                         self.url,

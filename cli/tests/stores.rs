@@ -987,3 +987,87 @@ fn unlock_never_deletes_a_lock_whose_etag_is_not_the_one_given_even_where_delete
     one_line(&o, "generation, a decimal number");
     drop(holder);
 }
+
+/// Holds across processes on Azure and GCS: acquire, renew, a program under the handle,
+/// release; a handle past its lease by the store's clock is refused (exit 112) and nothing is
+/// written; `--hold-at-least` lets one `-n` run in per period and the next right after. Both
+/// emulators send `Date` and `Last-Modified`, which the last two read.
+#[test]
+fn handles_and_hold_at_least_on_every_store() {
+    for s in stores() {
+        let name = s.name;
+        let url = s.url("handle");
+        let mut acquire = vec!["acquire", "--lease", "4s"];
+        acquire.extend(s.lock_flags());
+        acquire.push(&url);
+        let o = s.cmd().args(&acquire).output();
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let handle = stdout(&o).trim().to_owned();
+        assert!(
+            handle.contains("#sets3lock-hold:owner="),
+            "{name}: {handle}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        let o = s.cmd().args(["renew", &handle]).output();
+        assert_eq!(code(&o), 0, "{name}: renew: {}", stderr(&o));
+        let o = s
+            .cmd()
+            .args([
+                "--handle",
+                &handle,
+                "--keep",
+                "sh",
+                "-c",
+                "sleep 5; echo $SETS3LOCK_TOKEN",
+            ])
+            .output();
+        assert_eq!(code(&o), 0, "{name}: --handle: {}", stderr(&o));
+        if s.fenced_only {
+            assert_eq!(stdout(&o).trim(), "1", "{name}: the grant's token");
+        }
+        s.until_status(&url, 1);
+        // Past its lease (4 s) by the store's clock: refused, and the record is unchanged.
+        std::thread::sleep(Duration::from_secs(7));
+        let before = s.cmd().args(["status", "--json", &url]).output();
+        let o = s.cmd().args(["renew", &handle]).output();
+        assert_eq!(code(&o), 112, "{name}: {}", stderr(&o));
+        one_line(&o, "its lease ran out");
+        let after = s.cmd().args(["status", "--json", &url]).output();
+        assert_eq!(
+            stdout(&before),
+            stdout(&after),
+            "{name}: a refused renewal wrote"
+        );
+        // Release still removes it, and says it was overdue.
+        let o = s.cmd().args(["release", &handle]).output();
+        assert_eq!(code(&o), 112, "{name}: {}", stderr(&o));
+        one_line(&o, "lease had run out");
+        s.until_status(&url, 0);
+
+        // At most one -n run per 5 s.
+        let url = s.url("hourly");
+        let mut job = vec!["-n", "--hold-at-least", "5s", "--lease", "3s"];
+        job.extend(s.lock_flags());
+        job.extend([url.as_str(), "true"]);
+        let o = s.cmd().args(&job).output();
+        let first_done = Instant::now();
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let o = s.cmd().args(&job).output();
+        assert_eq!(
+            code(&o),
+            111,
+            "{name}: a second run within the period: {}",
+            stderr(&o)
+        );
+        std::thread::sleep(
+            (first_done + Duration::from_secs(7)).saturating_duration_since(Instant::now()),
+        );
+        let o = s.cmd().args(&job).output();
+        assert_eq!(
+            code(&o),
+            0,
+            "{name}: the run after the period: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -127,7 +127,10 @@ impl<M: Mode> Locker<M> {
     /// Continues the hold `handle` names, renewed in the background from now on.
     pub(crate) async fn adopt_as(&self, handle: &Handle) -> Result<Held<M>, Error> {
         self.check_handle(handle)?;
-        self.check_store(Wait::Forever).await?;
+        // The store check judges the handle's mode: a fenced hold never deletes.
+        let mut options = self.options.clone();
+        options.lock.fenced = handle.token.is_some();
+        check_store(self.store.as_ref(), self.url.key(), &options, Wait::Forever).await?;
         let claim = self.begin(Start::Adopt(handle.clone(), Resume::Hold))?;
         let lock = sets3lock::Config {
             lease: handle.lease,
