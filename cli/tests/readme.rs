@@ -33,7 +33,16 @@ fn examples() -> Vec<(String, String)> {
 #[test]
 fn the_readme_marks_its_examples() {
     let names: Vec<String> = examples().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["leader election", "semaphores"]);
+    assert_eq!(
+        names,
+        [
+            "leader election",
+            "semaphores",
+            "pipeline",
+            "workflow",
+            "cron"
+        ]
+    );
 }
 
 #[test]
@@ -95,6 +104,27 @@ fn the_readme_examples_run_against_seaweedfs() {
                         .all(|j| j.ends_with("slot 0") || j.ends_with("slot 1")),
                     "{out}"
                 );
+            }
+            "pipeline" => {
+                assert!(out.lines().any(|l| l.starts_with("deploying as ")), "{out}");
+                assert_eq!(out.lines().last(), Some("released"), "{out}");
+            }
+            "workflow" => {
+                let steps: Vec<&str> = out.lines().filter(|l| l.starts_with("step ")).collect();
+                assert_eq!(
+                    steps,
+                    [
+                        "step 1 with token 1",
+                        "step 2 with token 1",
+                        "step 3 with token 1"
+                    ],
+                    "{out}"
+                );
+                assert_eq!(out.lines().last(), Some("released"), "{out}");
+            }
+            "cron" => {
+                let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("ran on ")).collect();
+                assert_eq!(runs, ["ran on a"], "one run in the period: {out}");
             }
             other => panic!("an example without a check: {other}"),
         }
