@@ -128,7 +128,8 @@ pub fn record(data: &[u8]) {
     }
 }
 
-/// URL parsing never panics; what it accepts prints back to itself.
+/// URL and handle parsing never panic; what they accept prints back to itself, and a handle
+/// prints on one line.
 pub fn url(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
@@ -140,14 +141,35 @@ pub fn url(data: &[u8]) {
         }
         Err(e) => assert!(!e.to_string().is_empty()),
     }
+    match s.parse::<sets3lock::Handle>() {
+        Ok(handle) => {
+            let printed = handle.to_string();
+            assert!(!printed.contains('\n'), "{printed:?}");
+            assert_eq!(printed.parse(), Ok(handle));
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
 }
 
 #[derive(Arbitrary, Debug)]
 enum Step {
-    Acquire { wait: u8, timeout_ms: u16 },
+    Acquire {
+        wait: u8,
+        timeout_ms: u16,
+    },
     Release,
-    Advance { ms: u32 },
+    Advance {
+        ms: u32,
+    },
     Reply(Reply),
+    /// Continue a hold named by a handle: one of our own owners so far (by index) or another.
+    Adopt {
+        which: u8,
+        token: Option<u8>,
+        release: bool,
+    },
+    /// Let go of the hold without releasing it.
+    Detach,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -208,6 +230,7 @@ pub fn machine(data: &[u8]) {
     // ETags a reply has given to a write of ours, or to a read of one of our bodies.
     let mut ours = BTreeSet::new();
     let etag = |n: u8| ETag::parse(&format!("e{n}")).expect("valid");
+    let url: LockUrl = "s3://bucket/key".parse().expect("a valid URL");
     let mut steps = 0;
     while let Ok(step) = Step::arbitrary(&mut u) {
         steps += 1;
@@ -225,6 +248,34 @@ pub fn machine(data: &[u8]) {
             }
             Step::Release => {
                 let _ = lock.release(now);
+            }
+            Step::Adopt {
+                which,
+                token,
+                release,
+            } => {
+                let known: Vec<OwnerId> = our_owners.iter().filter_map(|o| *o).collect();
+                let owner = known
+                    .get(usize::from(which))
+                    .copied()
+                    .unwrap_or(OwnerId::from_u128(u128::from(which)));
+                let handle = sets3lock::Handle {
+                    url: url.clone(),
+                    owner,
+                    lease: Duration::from_secs(30),
+                    token: token.map(|t| u64::from(t) + 1),
+                };
+                let then = if release {
+                    sets3lock::Resume::Release
+                } else {
+                    sets3lock::Resume::Hold
+                };
+                let _ = lock.adopt(now, 0, &handle, then);
+            }
+            Step::Detach => {
+                if let Ok(handle) = lock.detach(now, url.clone()) {
+                    assert_eq!(handle.to_string().parse(), Ok(handle));
+                }
             }
             Step::Advance { ms } => {
                 now = now + Duration::from_millis(u64::from(ms % 120_000));
