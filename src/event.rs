@@ -166,8 +166,17 @@ pub enum ReleaseOutcome {
     /// object stays): the lock is free.
     Freed,
     /// `Config::hold_at_least`: released before that time was up, so our record was replaced
-    /// by a resting one whose lease runs until then; nobody acquires the key before.
+    /// by a resting one whose lease runs until then; nobody acquires the key before. Also a
+    /// release from a handle whose record was not parked: another process may still be
+    /// running under the hold, so the lock rests until that process's lease is surely over.
     Resting,
+    /// Not a release: the hold was let go of ([`Lock::detach`](crate::Lock::detach)) and its
+    /// record now says that nobody runs under it ([`Record::parked`](crate::Record::parked)),
+    /// so a release from its handle may delete it at once.
+    Parked,
+    /// Another process had continued the same hold from its handle since our last write: it
+    /// holds the lock now, and our release left its record alone.
+    HeldElsewhere,
     /// A hold released from a handle after its lease had run out by the store's clock: it was
     /// still ours, and is now deleted (or freed), but for a while anyone could have taken it
     /// over, so whatever relied on it since was not protected.

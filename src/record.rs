@@ -106,6 +106,7 @@ impl FromStr for OwnerId {
 ///     value: None,
 ///     writer: None,
 ///     cooldown: false,
+///     parked: false,
 /// };
 /// let body = record.encode();
 /// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
@@ -141,6 +142,12 @@ pub struct Record {
     /// The hold has ended and the lock rests until this record's lease runs out
     /// (`Config::hold_at_least`): nobody works under it, and nobody may acquire it before.
     pub cooldown: bool,
+    /// The hold is live but nobody runs under it: the last process that did let go of it
+    /// ([`Lock::detach`](crate::Lock::detach)) and said so with this record. A release from
+    /// the hold's handle may then delete it at once; over a record that is not parked, some
+    /// process may still be running under the hold, so such a release leaves the lock resting
+    /// until that process's lease has run out.
+    pub parked: bool,
 }
 
 /// The longest [`Record::value`] kept, in bytes.
@@ -202,6 +209,8 @@ struct Wire {
     writer: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cooldown: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked: Option<bool>,
     // The Go sets3lock's record.
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -217,7 +226,7 @@ impl Record {
     /// # use sets3lock::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
     ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None,
-    ///     writer: None, cooldown: false };
+    ///     writer: None, cooldown: false, parked: false };
     /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
     /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
     /// ```
@@ -248,6 +257,7 @@ impl Record {
             value: self.value.as_deref().map(clip),
             writer: self.writer.map(|w| format!("{w:016x}")),
             cooldown: self.cooldown.then_some(true),
+            parked: self.parked.then_some(true),
             ..Wire::default()
         };
         // Serializing a struct of strings and integers cannot fail; an empty body would be
@@ -338,6 +348,7 @@ impl Holder {
                     value: wire.value.as_deref().map(clip),
                     writer: wire.writer.as_deref().and_then(parse_writer),
                     cooldown: wire.cooldown == Some(true),
+                    parked: wire.parked == Some(true),
                 });
             }
         }
@@ -432,10 +443,13 @@ impl fmt::Display for Holder {
                 } else {
                     write!(f, ", lease {} ms", r.lease.as_millis())?;
                 }
-                match r.fence {
-                    Some(fence) => write!(f, ", token {})", fence.token),
-                    None => write!(f, ")"),
+                if let Some(fence) = r.fence {
+                    write!(f, ", token {}", fence.token)?;
                 }
+                if r.parked {
+                    write!(f, ", let go of: nobody running under it")?;
+                }
+                write!(f, ")")
             }
             Holder::GoSets3lock { id, created_at } => {
                 write!(

@@ -174,6 +174,7 @@ fn padded(len: usize) -> Vec<u8> {
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     };
     let mut body = record.encode().to_vec();
     assert!(body.len() <= len);

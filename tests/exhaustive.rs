@@ -23,6 +23,11 @@
 //!   in flight may still land) or freezes (a GC pause: time moves on without it) for any
 //!   number of ticks.
 //!
+//! With handles (`Bound::handles`), a holder may also let go of its hold without releasing it
+//! (`Lock::detach`), and a process may start its round by continuing the newest hold let go of
+//! (`Lock::adopt`, to hold or to release), whatever became of it since, and while the other
+//! process may still run under it (a release then rests the lock), or release it.
+//!
 //! Clocks are perfect and a message takes no time unless held up: drift and latency are the
 //! simulation's business (tests/simulation.rs); here the interleavings are.
 //!
@@ -35,8 +40,8 @@
 use core::time::Duration;
 use http::StatusCode;
 use sets3lock::{
-    Ambiguity, Backoff, Config, Event, Holder, Instant, Lock, OwnerId, Purpose, Request, RequestId,
-    Response, Wait,
+    Ambiguity, Backoff, Config, Event, Handle, Holder, Instant, Lock, OwnerId, Purpose, Request,
+    RequestId, Response, Resume, Wait,
 };
 use sets3lock_mock::check::{self, Resource};
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Reply, Semantics, Violation};
@@ -67,6 +72,8 @@ struct Bound {
     fenced: bool,
     /// SeaweedFS's 412 for `If-Match` on a missing key instead of AWS's 404.
     seaweed: bool,
+    /// Holds may be let go of (detached) and continued (adopted) by a process's next round.
+    handles: bool,
 }
 
 impl Bound {
@@ -104,6 +111,11 @@ enum Action {
     Start(usize),
     /// Process `p` ends its hold: it releases.
     Release(usize),
+    /// Process `p` ends its hold: it lets go of it, leaving the newest handle.
+    Detach(usize),
+    /// Process `p` starts its next round by continuing the newest handle's hold: to release
+    /// it (`true`) or to hold it.
+    Adopt(usize, bool),
     /// The request `id` of process `p` reaches the bucket.
     Apply(usize, u64),
     /// The request `id` of process `p` is held up in the network (a fault): it may reach the
@@ -179,6 +191,11 @@ struct Process {
     latest_applied_write: Option<Instant>,
     /// Its fenced grant while it holds: owner and token.
     grant: Option<(OwnerId, u64)>,
+    /// Its round's adoption, until it ends: the hold's owner id and token, whether to
+    /// release it, and whether the hold had ended already when it began.
+    adopting: Option<(OwnerId, Option<u64>, bool, bool)>,
+    /// Its round started by adopting.
+    adopted: bool,
 }
 
 /// What the exploration has seen happen somewhere (not part of a state's identity): shows
@@ -189,6 +206,10 @@ struct Seen {
     takeover: bool,
     read_back: bool,
     cleanup: bool,
+    /// A hold continued from a handle; released from one; a handle refused, its hold over.
+    adopted: bool,
+    released_from_handle: bool,
+    handle_ended: bool,
 }
 
 #[derive(Debug)]
@@ -207,6 +228,9 @@ struct World {
     highest_token: Option<u64>,
     resource: Resource,
     acquired_by: [bool; 2],
+    /// Handles of holds let go of, oldest first; grants' tokens by owner id.
+    handles: Vec<Handle>,
+    grant_tokens: BTreeMap<OwnerId, u64>,
 }
 
 impl World {
@@ -231,6 +255,8 @@ impl World {
                 write_sent: BTreeMap::new(),
                 latest_applied_write: None,
                 grant: None,
+                adopting: None,
+                adopted: false,
             })
             .collect();
         World {
@@ -245,6 +271,8 @@ impl World {
             highest_token: None,
             resource: Resource::default(),
             acquired_by: [false; 2],
+            handles: Vec::new(),
+            grant_tokens: BTreeMap::new(),
         }
     }
 
@@ -322,8 +350,17 @@ impl World {
             match process.stage {
                 Stage::BeforeRound if process.rounds_left > 0 && process.lock.is_idle() => {
                     out.push(Action::Start(p));
+                    if !self.handles.is_empty() {
+                        out.push(Action::Adopt(p, false));
+                        out.push(Action::Adopt(p, true));
+                    }
                 }
-                Stage::Holding => out.push(Action::Release(p)),
+                Stage::Holding => {
+                    out.push(Action::Release(p));
+                    if bound.handles {
+                        out.push(Action::Detach(p));
+                    }
+                }
                 _ => {}
             }
             if spare {
@@ -375,6 +412,46 @@ impl World {
                 if self.processes[p].lock.release(now).is_ok() {
                     self.processes[p].stage = Stage::Releasing;
                 }
+                self.pump(p, seen);
+            }
+            Action::Detach(p) => {
+                self.act(p);
+                // (The handle's URL is for people: any valid one does.)
+                let url = "s3://sim-bucket/k".parse().expect("a valid URL");
+                // Refused only for a hold whose validity has just run out, as above.
+                if let Ok(handle) = self.processes[p].lock.detach(now, url) {
+                    self.handles.push(handle);
+                    // The driver lets go of the connection: a request in flight may still
+                    // land, its reply goes nowhere.
+                    let process = &mut self.processes[p];
+                    process.waiting = None;
+                    self.network
+                        .retain(|m| !matches!(m, Message::ToProcess { p: q, .. } if *q == p));
+                    self.end_round(p);
+                }
+                self.pump(p, seen);
+            }
+            Action::Adopt(p, release) => {
+                let handle = self.handles.last().cloned().expect("a handle to adopt");
+                let current = self.s3.object(BUCKET, KEY);
+                let ended = !check::is_live_record_of(current, handle.owner, handle.token);
+                let unix_ms = 1_764_547_200_000 + self.now.as_millis() as u64;
+                let then = if release {
+                    Resume::Release
+                } else {
+                    Resume::Hold
+                };
+                let process = &mut self.processes[p];
+                // A handle entitles its holder to the hold's records (property 2).
+                process.owners.insert(handle.owner);
+                process.adopting = Some((handle.owner, handle.token, release, ended));
+                process.adopted = true;
+                process
+                    .lock
+                    .adopt(now, unix_ms, &handle, then)
+                    .expect("an idle lock takes an adoption");
+                process.stage = Stage::Acquiring;
+                process.rounds_left -= 1;
                 self.pump(p, seen);
             }
             Action::Apply(p, id) => {
@@ -544,6 +621,7 @@ impl World {
             self.highest_token = Some(self.highest_token.map_or(token, |h| h.max(token)));
             let number = self.grants.len();
             self.grants.insert(owner, number);
+            self.grant_tokens.insert(owner, token);
         }
         response
     }
@@ -564,6 +642,11 @@ impl World {
                     process.write_sent.insert(request.id, now);
                 }
                 process.waiting = Some((request.id, self.now));
+                if let Some((_, _, _, ended)) = process.adopting {
+                    let wrote = !matches!(request.intent, sets3lock::Intent::Get { .. });
+                    let v = check::ended_hold_continued(self.now, p, ended, wrote, false);
+                    self.violations.extend(v);
+                }
                 self.network.push(Message::ToBucket {
                     p,
                     request,
@@ -590,13 +673,46 @@ impl World {
         if !event.is_final() {
             return;
         }
+        if let Some((_, handle_token, release, ended)) = self.processes[p].adopting.take() {
+            let continued = matches!(event, Event::Acquired { .. } | Event::Released { .. });
+            let v = check::ended_hold_continued(self.now, p, ended, false, continued);
+            self.violations.extend(v);
+            seen.adopted |= matches!(event, Event::Acquired { .. });
+            seen.released_from_handle |= release && matches!(event, Event::Released { .. });
+            seen.handle_ended |= matches!(
+                event,
+                Event::NotAcquired {
+                    reason: sets3lock::NotAcquired::Ended { .. }
+                }
+            );
+            if let Event::Acquired { owner, token, .. } = &event {
+                let granted = self.grant_tokens.get(owner).copied();
+                let v = check::adopted_token_changed(self.now, p, *token, granted);
+                self.violations.extend(v);
+                let v = check::adopted_token_changed(self.now, p, *token, handle_token);
+                self.violations.extend(v);
+            }
+        }
         let process = &mut self.processes[p];
         match event {
             Event::Acquired {
                 etag, owner, token, ..
             } => {
                 let current = self.s3.object(BUCKET, KEY);
-                let v = check::acquired_without_own_write(self.now, p, current, &etag, owner);
+                let v = if process.adopted {
+                    // Another process continuing the hold may have written over our write
+                    // before its reply came: the object is then that process's record of it,
+                    // or the resting record of a release from the handle (which keeps
+                    // everyone else out until our lease is surely over).
+                    (check::hold_of(current) != Some((owner, token))).then_some(
+                        Violation::AcquiredWithoutOwnWrite {
+                            at: self.now,
+                            process: p,
+                        },
+                    )
+                } else {
+                    check::acquired_without_own_write(self.now, p, current, &etag, owner)
+                };
                 self.violations.extend(v);
                 process.stage = Stage::Holding;
                 process.grant = token.map(|t| (owner, t));
@@ -604,15 +720,21 @@ impl World {
                 seen.both_acquired |= self.acquired_by == [true, true];
                 self.act(p);
             }
-            _ => {
-                process.grant = None;
-                process.stage = if process.rounds_left > 0 {
-                    Stage::BeforeRound
-                } else {
-                    Stage::Finished
-                };
-            }
+            _ => self.end_round(p),
         }
+    }
+
+    /// Process `p`'s round is over.
+    fn end_round(&mut self, p: usize) {
+        let process = &mut self.processes[p];
+        process.grant = None;
+        process.adopting = None;
+        process.adopted = false;
+        process.stage = if process.rounds_left > 0 {
+            Stage::BeforeRound
+        } else {
+            Stage::Finished
+        };
     }
 
     /// Process `p`, believing it holds the lock, writes to the fenced resource.
@@ -628,12 +750,23 @@ impl World {
     /// Property 1, after every step.
     fn check_holders(&mut self) {
         let now = self.local();
-        let claims = self
+        let claims: Vec<Option<(OwnerId, Option<u64>)>> = self
             .processes
             .iter()
-            .map(|c| c.stage != Stage::Crashed && c.lock.is_held(now));
-        let v = check::two_holders(self.now, claims);
+            .map(|c| {
+                let owner = c.lock.holding().map(|(o, _)| o)?;
+                (c.stage != Stage::Crashed && c.lock.is_held(now)).then(|| (owner, c.lock.token()))
+            })
+            .collect();
+        let v = check::two_holds(self.now, claims.iter().map(|c| c.map(|(o, _)| o)));
         self.violations.extend(v);
+        // Every claim stands on a record of its hold (live, or resting after a release from a
+        // handle), whoever of the hold wrote it.
+        let live = check::hold_of(self.s3.object(BUCKET, KEY));
+        for (p, claim) in claims.into_iter().enumerate() {
+            let v = claim.and_then(|c| check::held_without_record(self.now, p, c, live));
+            self.violations.extend(v);
+        }
     }
 
     /// What identifies this state: everything that decides what can happen next.
@@ -645,7 +778,7 @@ impl World {
         let mut text = HashWriter(std::collections::hash_map::DefaultHasher::new());
         let _ = write!(
             text,
-            "{:?} {:?} {:?} {network:?} {} {:?} {:?} {:?} {:?}",
+            "{:?} {:?} {:?} {network:?} {} {:?} {:?} {:?} {:?} {:?} {:?}",
             self.now,
             self.s3,
             self.processes,
@@ -654,6 +787,8 @@ impl World {
             self.grants,
             self.highest_token,
             self.resource,
+            self.handles,
+            self.grant_tokens,
         );
         text.0.finish()
     }
@@ -760,6 +895,21 @@ impl Model for Explore {
         for (name, seen) in reached.into_iter().take(reachable) {
             properties.push(Property::sometimes(name, seen));
         }
+        if self.bound.handles {
+            let reached: [(&'static str, Condition); 4] = [
+                ("a hold is continued from a handle", |_, s| s.seen.adopted),
+                ("a hold is released from a handle", |_, s| {
+                    s.seen.released_from_handle
+                }),
+                ("a handle is refused, its hold over", |_, s| {
+                    s.seen.handle_ended
+                }),
+                ("a stale holder is taken over", |_, s| s.seen.takeover),
+            ];
+            for (name, seen) in reached {
+                properties.push(Property::sometimes(name, seen));
+            }
+        }
         properties
     }
 }
@@ -811,7 +961,46 @@ fn small(fenced: bool) -> Bound {
         horizon: Duration::from_secs(3),
         fenced,
         seaweed: false,
+        handles: false,
     }
+}
+
+/// Handles: process 0 acquires and lets go of its hold (or releases it) and then continues
+/// the newest hold let go of, or acquires again; process 1 acquires (waiting, so it takes a
+/// hold left unrenewed over after its lease) or continues a handle, to hold or to release;
+/// every interleaving, two processes on one hold included, with no fault (`faults` 0) or one,
+/// over `horizon` seconds.
+fn handles(fenced: bool, faults: u8, horizon: u64) -> Bound {
+    Bound {
+        rounds: [2, 1],
+        faults,
+        horizon: Duration::from_secs(horizon),
+        fenced,
+        seaweed: false,
+        handles: true,
+    }
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "slow unoptimized: cargo test --release --test exhaustive"
+)]
+fn every_interleaving_of_a_hold_handed_between_two_processes() {
+    explore("handles", handles(false, 0, 3), Duration::from_secs(240));
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "slow unoptimized: cargo test --release --test exhaustive"
+)]
+fn every_interleaving_of_a_hold_handed_between_two_processes_in_fenced_mode() {
+    explore(
+        "handles, fenced",
+        handles(true, 0, 3),
+        Duration::from_secs(240),
+    );
 }
 
 #[test]
@@ -852,6 +1041,7 @@ fn every_interleaving_of_a_larger_bound() {
             horizon: Duration::from_secs(horizon.into()),
             fenced,
             seaweed: false,
+            handles: false,
         };
         explore("larger", bound, Duration::from_secs(6 * 3600));
     }

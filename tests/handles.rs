@@ -22,9 +22,24 @@ fn acquired_and_detached(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (
     let until = a.now;
     run_clocked(&mut a, s3, until);
     assert!(a.lock.is_held(a.now), "{:?}", a.timeline());
+    let before = etag(s3);
     let handle = a.lock.detach(a.now, url()).expect("held");
-    assert!(a.lock.is_idle());
-    assert!(a.lock.poll_request().is_none(), "a detach sends nothing");
+    // One conditional write parks the record: the same hold, marked as run by nobody.
+    let until = a.now;
+    run_clocked(&mut a, s3, until);
+    assert!(a.lock.is_idle(), "{:?}", a.timeline());
+    assert_ne!(etag(s3), before, "the park rewrote the record");
+    let parked = record(s3);
+    assert!(parked.parked && !parked.cooldown, "{parked:?}");
+    assert_eq!(parked.owner, handle.owner);
+    assert_eq!(parked.fence.map(|f| f.token), handle.token);
+    assert!(
+        a.events.contains(&Event::Released {
+            outcome: ReleaseOutcome::Parked
+        }),
+        "{:?}",
+        a.timeline()
+    );
     (handle, a)
 }
 
@@ -89,8 +104,11 @@ fn a_hold_is_handed_from_process_to_process_and_released_by_a_third() {
         r.acquired_unix_ms, first.acquired_unix_ms,
         "the hold's own acquisition time"
     );
-    // Handing it on: the same handle.
+    // Handing it on: the same handle, and the record parked.
     assert_eq!(b.lock.detach(b.now, url()), Ok(handle.clone()));
+    let until = b.now;
+    run_clocked(&mut b, &mut s3, until);
+    assert!(b.lock.is_idle() && record(&s3).parked, "{:?}", b.timeline());
 
     // A third releases it.
     let t = b.now + secs(1);
@@ -418,4 +436,92 @@ fn malformed_handles_are_refused_with_what_is_wrong() {
         let e = bad.parse::<Handle>().expect_err(bad).to_string();
         assert!(e.contains(says), "{bad}: {e}");
     }
+}
+
+/// The gap that parked records close: a release from the handle while another process still
+/// runs under it must not let anyone in before that process's lease is over (it learns of the
+/// release only at its next renewal). The release rests the lock instead; the runner learns
+/// at its next renewal; a waiter gets in only after the runner's last write plus a lease.
+#[test]
+fn releasing_a_handle_in_use_rests_the_lock_until_the_runners_lease_is_over() {
+    let mut s3 = clocked();
+    let (handle, _a) = acquired_and_detached(config(), &mut s3, 1);
+    let lease = config().lease;
+
+    // B runs under the handle, renewing in the background.
+    let mut b = process_at(config(), 2, Instant::ZERO + secs(5));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    run_clocked(&mut b, &mut s3, Instant::ZERO + secs(20));
+    assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+    assert!(
+        !record(&s3).parked,
+        "a running process's record is not parked"
+    );
+    let b_valid_until = b.lock.valid_until().expect("a lease");
+
+    // C releases from the handle meanwhile: the record is not parked, so it rests.
+    let mut c = process_at(config(), 3, Instant::ZERO + secs(20));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(20));
+    assert_eq!(
+        c.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Resting
+        }),
+        "{:?}",
+        c.timeline()
+    );
+    let rest = record(&s3);
+    assert!(rest.cooldown && rest.owner == handle.owner, "{rest:?}");
+    assert!(
+        rest.lease >= config().stretch(lease) && rest.lease <= config().stretch(lease) + secs(1),
+        "rests a stretched lease: {:?}",
+        rest.lease
+    );
+
+    // A try-once run now is refused; a waiter gets in only after B's validity has ended.
+    let mut d = process_at(config(), 4, Instant::ZERO + secs(21));
+    d.lock.acquire(d.now, EPOCH_MS, Wait::No).expect("idle");
+    run_clocked(&mut d, &mut s3, Instant::ZERO + secs(21));
+    assert!(
+        matches!(
+            d.events.last(),
+            Some(Event::NotAcquired {
+                reason: NotAcquired::Busy { .. }
+            })
+        ),
+        "{:?}",
+        d.timeline()
+    );
+    let mut w = process_at(config(), 5, Instant::ZERO + secs(21));
+    w.lock
+        .acquire(w.now, EPOCH_MS, Wait::Timeout(secs(120)))
+        .expect("idle");
+
+    // B and the waiter run side by side (one timeline, the store's clock with them): B
+    // learns at its next renewal; the waiter gets in only once the rest is over.
+    let mut granted = None;
+    for step in 1..=400u64 {
+        let until = Instant::ZERO + secs(21) + Duration::from_millis(250 * step);
+        run_clocked(&mut b, &mut s3, until);
+        run_clocked(&mut w, &mut s3, until);
+        if w.lock.is_held(w.now) {
+            granted = Some(w.now);
+            break;
+        }
+    }
+    assert!(
+        b.events.iter().any(|e| matches!(e, Event::Lost { .. })),
+        "the runner learns at its next renewal: {:?}",
+        b.timeline()
+    );
+    let granted = granted.unwrap_or_else(|| panic!("never granted: {:?}", w.timeline()));
+    assert!(
+        granted >= b_valid_until,
+        "granted at {granted:?}, before the runner's validity ended at {b_valid_until:?}"
+    );
 }

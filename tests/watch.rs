@@ -32,6 +32,7 @@ fn record(owner: u128, seq: u64, lease: Duration, fence: Option<Fence>) -> Bytes
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     }
     .encode()
 }

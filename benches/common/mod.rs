@@ -41,6 +41,7 @@ pub(crate) fn mock_cycle(s3: &mut MockS3, seq: u64) -> bool {
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     }
     .encode();
     let put = Intent::PutIfNoneMatch { body };

@@ -135,6 +135,14 @@ pub(crate) fn release(handle: &Handle, mut options: S3Options, verbose: bool) ->
                 say!("{url}: released, but its lease had run out before this release: anyone could have taken it over meanwhile (nobody did); renew more often than the lease");
                 LOST
             }
+            Ok(ReleaseOutcome::Resting) => {
+                say!("{url}: released, but its record was not parked (a process may still be running under this handle, or died while it did): the lock rests until that process's lease is surely over, about {:?} from now", handle.lease);
+                OK
+            }
+            Ok(ReleaseOutcome::HeldElsewhere) => {
+                say!("{url}: another process continued this hold from its handle meanwhile; left it to that process");
+                LOST
+            }
             Ok(other) => {
                 say!("{url}: released ({other:?})");
                 OK

@@ -378,6 +378,9 @@ fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
         Ok(ReleaseOutcome::AlreadyGone) => {
             say!("{url}: at release the lock was already gone")
         }
+        Ok(ReleaseOutcome::HeldElsewhere) => say!(
+            "{url}: at release another process was running under this handle (it continued the hold meanwhile); left it to that process"
+        ),
         Ok(other) => say!("{url}: released ({other:?})"),
         Err(e) => {
             say!("{url}: release failed: {e} (the lock expires after its lease)")

@@ -181,6 +181,7 @@ fn free(url: &LockUrl, client: &Client, etag: &ETag, fence: Fence) -> Unlocked {
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     };
     let put = Intent::PutIfMatch {
         etag: etag.clone(),

@@ -118,6 +118,7 @@ pub fn record(data: &[u8]) {
             value: None,
             writer: None,
             cooldown: false,
+            parked: false,
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {
@@ -387,6 +388,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     };
     vec![
         ("record", record.encode().to_vec()),

@@ -134,15 +134,38 @@ impl Holding {
     /// on its own clock, which runs at most ρ fast. So the next grant comes at least
     /// `rest × (1 − ρ) + (now − granted) × (1 − ρ)` after ours in real time, which with
     /// `rest = D × (1 + ρ) / (1 − ρ) − (now − granted)` is at least `D`.
+    ///
+    /// A hold adopted over a record that was not parked rests too, for as long as the process
+    /// that wrote it may still be running under it ([`Session::others_may_run`]), stretched
+    /// again for the waiters' clocks: that process learns of our release only at its next
+    /// renewal, and until then nobody else may get in.
     fn rest(&self, cx: &Context, now: Instant) -> Option<core::time::Duration> {
+        let others = self
+            .s
+            .others_may_run(now)
+            .map(|left| cx.cfg.stretch(left) + core::time::Duration::from_millis(1));
         let hold = cx.cfg.hold_at_least;
-        let granted = self.granted?;
-        if hold.is_zero() || cx.cfg.lease.is_zero() {
+        let period = self
+            .granted
+            .filter(|_| !hold.is_zero() && !cx.cfg.lease.is_zero());
+        let period = period.and_then(|granted| {
+            let held = now.saturating_duration_since(granted);
+            let rest = cx.cfg.stretch(hold).checked_sub(held)?;
+            (!rest.is_zero()).then(|| rest + core::time::Duration::from_millis(1))
+        });
+        others.max(period)
+    }
+
+    /// The hold is let go of without a release ([`Lock::detach`](crate::Lock::detach)):
+    /// `Some` with a release that parks the record (so a release from the handle may delete
+    /// it at once), or `None` when it must stay as it is because another process may still
+    /// be running under the hold (a release from the handle then rests the lock).
+    pub(super) fn park(self, now: Instant) -> Option<Phase> {
+        if self.s.others_may_run(now).is_some() {
             return None;
         }
-        let held = now.saturating_duration_since(granted);
-        let rest = cx.cfg.stretch(hold).checked_sub(held)?;
-        (!rest.is_zero()).then(|| rest + core::time::Duration::from_millis(1))
+        let r = Releasing::start(self.s, self.etag, self.valid_until, self.token, now);
+        Some(Phase::Releasing(r.parking()))
     }
 
     pub(super) fn on_reply(

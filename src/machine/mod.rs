@@ -353,19 +353,31 @@ impl Lock {
 
     /// Lets go of the current hold without releasing it: the lock object stays, with its
     /// lease running and nobody renewing it, and the returned [`Handle`](crate::Handle)
-    /// names it for whoever continues it ([`Lock::adopt`]). The lock is then idle. A renewal
-    /// in flight is forgotten (if it lands, the hold is only renewed once more).
+    /// names it for whoever continues it ([`Lock::adopt`]).
+    ///
+    /// The record is then rewritten once, conditionally, as *parked*
+    /// ([`Record::parked`](crate::Record::parked): nobody runs under it), which ends with
+    /// [`Event::Released`] and [`ReleaseOutcome::Parked`](crate::ReleaseOutcome::Parked) (or
+    /// what the write found instead). A release from the handle deletes a parked record at
+    /// once, and leaves any other resting until its writer's lease is surely over. The one
+    /// exception: a hold adopted over a record that was not parked, while its writer may still
+    /// be running, is let go of as it stands (idle at once, nothing written), since we cannot
+    /// vouch for that process.
     ///
     /// Fails with [`CommandError::NotHeld`] unless the lock is [held](Lock::is_held).
     ///
     /// ```
-    /// # use sets3lock::{Config, ETag, Event, Instant, Lock, Response, Wait};
+    /// # use sets3lock::{Config, ETag, Event, Instant, Lock, ReleaseOutcome, Response, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
     /// let req = lock.poll_request().unwrap();
     /// lock.handle_response(req.id, Response::Written { etag: ETag::parse("e1").unwrap() }, Instant::ZERO);
     /// let handle = lock.detach(Instant::ZERO, "s3://locks/k".parse().unwrap()).unwrap();
     /// assert!(handle.to_string().starts_with("s3://locks/k#sets3lock-hold:owner="));
+    /// let park = lock.poll_request().unwrap(); // PUT If-Match: e1, of the parked record
+    /// lock.handle_response(park.id, Response::Written { etag: ETag::parse("e2").unwrap() }, Instant::ZERO);
+    /// let last = std::iter::from_fn(|| lock.poll_event()).last();
+    /// assert_eq!(last, Some(Event::Released { outcome: ReleaseOutcome::Parked }));
     /// assert!(lock.is_idle());
     /// ```
     pub fn detach(
@@ -377,14 +389,22 @@ impl Lock {
         self.expire(now);
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Holding(h) if h.is_valid(now) => {
-                self.pending = None;
-                self.outbox = None;
-                Ok(crate::Handle {
+                let handle = crate::Handle {
                     url,
                     owner: h.owner(),
                     lease: self.cx.cfg.lease,
                     token: h.token(),
-                })
+                };
+                // A renewal in flight is answered first, as before a release.
+                match h.park(now) {
+                    Some(parking) => self.phase = parking,
+                    None => {
+                        self.pending = None;
+                        self.outbox = None;
+                    }
+                }
+                self.drive(now);
+                Ok(handle)
             }
             other => {
                 self.phase = other;

@@ -37,6 +37,8 @@ pub(super) struct Releasing {
     rest: Option<core::time::Duration>,
     /// Released from a handle after its lease had run out by the store's clock.
     overdue: bool,
+    /// Not a release: a detach, which parks the record ([`crate::Record::parked`]).
+    park: bool,
 }
 
 impl Releasing {
@@ -57,7 +59,14 @@ impl Releasing {
             retries: Tries::default(),
             rest: None,
             overdue: false,
+            park: false,
         }
+    }
+
+    /// This is a detach: it parks the record instead of removing it.
+    pub(super) fn parking(mut self) -> Releasing {
+        self.park = true;
+        self
     }
 
     /// This release leaves the lock resting for `lease` (see `Config::hold_at_least`).
@@ -74,6 +83,14 @@ impl Releasing {
 
     pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
+            Step::Release if self.park => {
+                let fence = self.token.map(|token| crate::Fence {
+                    state: crate::LockState::Held,
+                    token,
+                });
+                let (w, body) = self.s.next_park_write(&cx.cfg, now, fence);
+                Outgoing::free(Purpose::Release, self.etag.clone(), w, body)
+            }
             Step::Release => match (self.rest, self.token) {
                 (Some(lease), token) => {
                     let fence = token.map(|token| crate::Fence {
@@ -100,6 +117,7 @@ impl Releasing {
     /// How a release that did what we asked is reported.
     fn done(&self) -> ReleaseOutcome {
         match self.token {
+            _ if self.park => ReleaseOutcome::Parked,
             _ if self.rest.is_some() => ReleaseOutcome::Resting,
             _ if self.overdue => ReleaseOutcome::Overdue,
             None => ReleaseOutcome::Deleted,
@@ -159,10 +177,18 @@ impl Releasing {
                         return Phase::Idle;
                     }
                     None
-                } else if self.s.freed_by_us(&holder) || self.s.rested_by_us(&holder) {
-                    // Our `free` (or resting) record: the release landed.
+                } else if self.s.freed_by_us(&holder)
+                    || self.s.rested_by_us(&holder)
+                    || self.s.parked_by_us(&holder)
+                {
+                    // Our `free` (resting, parked) record: the release (or detach) landed.
                     Some(self.done())
-                } else if self.unconfirmed && self.valid_until.is_none_or(|v| now < v) {
+                } else if self.s.held_elsewhere(&holder) {
+                    // Another process continued this hold from its handle: it holds the lock
+                    // now, and learns nothing from us.
+                    Some(ReleaseOutcome::HeldElsewhere)
+                } else if self.unconfirmed && !self.park && self.valid_until.is_none_or(|v| now < v)
+                {
                     // Nobody can have taken over before our validity ended, so our release
                     // landed and someone acquired the free lock since.
                     Some(self.done())

@@ -38,6 +38,10 @@ pub(super) struct Session {
     /// The highest fencing token seen on the key, if it was seen fenced: a key once fenced
     /// stays fenced, and a grant never writes a smaller token than one it has seen.
     seen_token: Option<u64>,
+    /// Until when (on our clock) another process may still be running under this hold: one
+    /// whose record we adopted without its being parked, so whose last write may have given
+    /// it a lease we cannot see the end of. Our release must not free the lock before.
+    others_until: Option<Instant>,
 }
 
 impl Session {
@@ -51,6 +55,7 @@ impl Session {
             writer: None,
             unresolved: Vec::new(),
             seen_token: None,
+            others_until: None,
         }
     }
 
@@ -72,10 +77,26 @@ impl Session {
     /// Takes over the numbering of the hold's record `r`: later writes of ours number above
     /// every write of the hold seen so far, so no body (and no ETag) comes back, and keep the
     /// hold's acquisition time.
-    pub(super) fn adopt_record(&mut self, r: &Record) {
+    ///
+    /// Unless `r` is parked, the process that wrote it may still be running under the hold:
+    /// its validity ends at most a lease after it sent that write, which was before our read
+    /// was answered (`now`), so by `now` plus the lease stretched by the drift bound on our
+    /// clock (see [`Session::others_may_run`]).
+    pub(super) fn adopt_record(&mut self, cfg: &Config, r: &Record, now: Instant) {
         self.seq = self.seq.max(r.seq);
         self.acquired_unix_ms = r.acquired_unix_ms;
         self.saw(r.fence);
+        if !r.parked && !r.lease.is_zero() {
+            let until = now + cfg.stretch(r.lease);
+            self.others_until = Some(self.others_until.map_or(until, |u| u.max(until)));
+        }
+    }
+
+    /// How much longer (on our clock, from `now`) another process may still be running under
+    /// this hold, one that wrote a record we adopted: `None` when none can be.
+    pub(super) fn others_may_run(&self, now: Instant) -> Option<core::time::Duration> {
+        let left = self.others_until?.saturating_duration_since(now);
+        (!left.is_zero()).then_some(left)
     }
 
     /// When write `seq` was sent. A write older than the remembered ones is dated from the
@@ -140,10 +161,34 @@ impl Session {
         lease: core::time::Duration,
         fence: Option<Fence>,
     ) -> (Write, Bytes) {
+        self.next_marked_write(cfg, now, fence, |r| {
+            r.lease = lease;
+            r.cooldown = true;
+        })
+    }
+
+    /// The next write, of a parked record ([`Record::parked`]): the hold stays, with its
+    /// lease and fence, and says that nobody runs under it.
+    pub(super) fn next_park_write(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        fence: Option<Fence>,
+    ) -> (Write, Bytes) {
+        self.next_marked_write(cfg, now, fence, |r| r.parked = true)
+    }
+
+    /// The next write, of our record changed by `mark`.
+    fn next_marked_write(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        fence: Option<Fence>,
+        mark: impl FnOnce(&mut Record),
+    ) -> (Write, Bytes) {
         self.seq += 1;
         let mut record = self.record(cfg, self.seq, self.written_unix_ms(now), fence);
-        record.lease = lease;
-        record.cooldown = true;
+        mark(&mut record);
         let write = Write {
             seq: self.seq,
             sent: now,
@@ -186,6 +231,7 @@ impl Session {
             value: cfg.value.clone(),
             writer: self.writer,
             cooldown: false,
+            parked: false,
         }
     }
 
@@ -204,6 +250,7 @@ impl Session {
                 if r.owner == self.owner
                     && r.writer == self.writer
                     && !r.cooldown
+                    && !r.parked
                     && !holder.is_free() =>
             {
                 Some(Write {
@@ -221,6 +268,21 @@ impl Session {
     pub(super) fn rested_by_us(&self, holder: &Holder) -> bool {
         matches!(holder, Holder::Sets3lock(r)
             if r.owner == self.owner && r.writer == self.writer && r.cooldown)
+    }
+
+    /// Whether `holder` is a parked record written by us: our [detach](crate::Lock::detach)
+    /// landed.
+    pub(super) fn parked_by_us(&self, holder: &Holder) -> bool {
+        matches!(holder, Holder::Sets3lock(r)
+            if r.owner == self.owner && r.writer == self.writer && r.parked)
+    }
+
+    /// Whether `holder` is another process's record of this very hold (same owner, another
+    /// writer): it continued the hold from its handle.
+    pub(super) fn held_elsewhere(&self, holder: &Holder) -> bool {
+        matches!(holder, Holder::Sets3lock(r)
+            if r.owner == self.owner && r.writer != self.writer && !r.cooldown)
+            && !holder.is_free()
     }
 
     /// Whether `holder` is a `free` record written by us: our release (or cleanup) landed.

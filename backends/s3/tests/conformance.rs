@@ -335,6 +335,7 @@ fn record_of_someone_else(lease_ms: u64, fence: Option<Fence>) -> Vec<u8> {
         value: None,
         writer: None,
         cooldown: false,
+        parked: false,
     }
     .encode()
     .to_vec()

@@ -268,7 +268,11 @@ fn outcome_name(outcome: ReleaseOutcome) -> &'static str {
         ReleaseOutcome::Deleted => "deleted",
         ReleaseOutcome::Freed => "freed",
         ReleaseOutcome::TakenOver => "taken_over",
-        _ => "already_gone",
+        ReleaseOutcome::AlreadyGone => "already_gone",
+        ReleaseOutcome::Resting => "resting",
+        ReleaseOutcome::Overdue => "overdue",
+        ReleaseOutcome::HeldElsewhere => "held_elsewhere",
+        _ => "other",
     }
 }
 

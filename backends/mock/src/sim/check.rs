@@ -21,7 +21,10 @@ use std::collections::BTreeSet;
 /// A broken property, with when and who.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
-    /// Property 1: two processes considered themselves holding a valid lock at once.
+    /// Property 1: two processes of different holds (owner ids) considered themselves holding
+    /// a valid lock at once. (Two processes continuing one hold from a handle may both, for up
+    /// to a renewal: [`HeldWithoutRecord`](Violation::HeldWithoutRecord) and
+    /// [`IgnoredAnotherWrite`](Violation::IgnoredAnotherWrite) judge them.)
     TwoHolders {
         /// When, in real time.
         at: Duration,
@@ -137,6 +140,57 @@ pub enum Violation {
         /// Which process (an index into the plans).
         process: usize,
     },
+    /// A process considered itself holding a valid lock while the lock object was not a live
+    /// record of its hold (its owner id and token, held, not free or resting): deleted,
+    /// freed, rested or taken over behind a holder that had not learned of it. Among the
+    /// processes of one hold that believe they hold it, the object is always the hold's (one
+    /// of them wrote it, or one that has since let go).
+    HeldWithoutRecord {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// Property 3 at the writer's grain: an `Acquired` or `Renewed` named a version that this
+    /// process, as the writer of this hold, did not write and the server did not apply (two
+    /// processes continuing one hold must each stand on their own writes).
+    NotOwnWrite {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// A holder read the lock object, found a version it had not written (another process of
+    /// the same hold has continued it since, or anyone else), and still considered itself
+    /// holding: a process whose writer id is no longer the record's must learn that it lost
+    /// the lock at its next renewal (the renewal's condition fails and the read that follows
+    /// ends the hold).
+    IgnoredAnotherWrite {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// A handle whose hold had ended before it was used (the lock object was gone, another
+    /// hold's, or the hold's own `free` or resting record) was continued: its adoption wrote,
+    /// or ended otherwise than `NotAcquired::Ended` (or a failure).
+    EndedHoldContinued {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
+    /// A hold continued from a handle reported another token than its grant's.
+    AdoptedTokenChanged {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// The token it reported.
+        token: Option<u64>,
+        /// The grant's.
+        granted: Option<u64>,
+    },
     /// The run handled more happenings than any schedule needs: some core keeps sending or
     /// firing timers without letting time move on.
     Spinning {
@@ -174,7 +228,7 @@ pub fn spurious_loss(at: Duration, process: usize, unimpeded: bool) -> Option<Vi
 }
 
 /// Availability, when process `p`'s release ends with `outcome` after `requests` requests:
-/// an unimpeded hold's release removes (or frees) the object within `RELEASE_REQUESTS`.
+/// an unimpeded hold's release removes (or frees, or rests) the object within `RELEASE_REQUESTS`.
 pub fn slow_or_failed_release(
     at: Duration,
     process: usize,
@@ -182,8 +236,11 @@ pub fn slow_or_failed_release(
     outcome: Option<sets3lock::ReleaseOutcome>,
     requests: u32,
 ) -> Option<Violation> {
-    use sets3lock::ReleaseOutcome::{Deleted, Freed};
-    let fine = matches!(outcome, Some(Deleted | Freed)) && requests <= RELEASE_REQUESTS;
+    use sets3lock::ReleaseOutcome::{Deleted, Freed, Parked, Resting};
+    // (A resting record, under `hold_at_least` or from a handle in use, is that release's
+    // removal; a parked record, a detach's.)
+    let fine =
+        matches!(outcome, Some(Deleted | Freed | Resting | Parked)) && requests <= RELEASE_REQUESTS;
     (unimpeded && !fine).then_some(Violation::SlowOrFailedRelease {
         at,
         process,
@@ -217,6 +274,138 @@ pub fn two_holders(at: Duration, claims: impl IntoIterator<Item = bool>) -> Opti
     Some(Violation::TwoHolders {
         at,
         processes: (first, second),
+    })
+}
+
+/// Property 1 with handles, given the owner id each process claims a valid lock under at real
+/// time `at` (`None`: it claims none), in process order: no two claims under different owner
+/// ids. Two claims under one owner id are one hold continued in two processes (a handle used
+/// twice), which the hold's own properties judge.
+///
+/// ```
+/// use core::time::Duration;
+/// use sets3lock::OwnerId;
+/// use sets3lock_mock::check::two_holds;
+/// let (a, b) = (Some(OwnerId::from_u128(1)), Some(OwnerId::from_u128(2)));
+/// assert_eq!(two_holds(Duration::ZERO, [a, None, a]), None);
+/// assert!(two_holds(Duration::ZERO, [a, None, b]).is_some());
+/// ```
+pub fn two_holds(
+    at: Duration,
+    claims: impl IntoIterator<Item = Option<OwnerId>>,
+) -> Option<Violation> {
+    let mut first: Option<(usize, OwnerId)> = None;
+    for (i, claim) in claims.into_iter().enumerate() {
+        let Some(owner) = claim else { continue };
+        match first {
+            None => first = Some((i, owner)),
+            Some((j, o)) if o != owner => {
+                return Some(Violation::TwoHolders {
+                    at,
+                    processes: (j, i),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+/// The hold `current` is a live record of: its owner id and token, if it is a record that
+/// is held (not `free`, not resting).
+pub fn live_hold(current: Option<&Object>) -> Option<(OwnerId, Option<u64>)> {
+    let holder = Holder::decode(&current?.body);
+    if holder.is_free() {
+        return None;
+    }
+    match holder {
+        Holder::Sets3lock(r) if !r.cooldown => Some((r.owner, r.fence.map(|f| f.token))),
+        _ => None,
+    }
+}
+
+/// The hold `current` is a record of, live or resting: its owner id and token, unless it is
+/// `free` or no sets3lock record. A resting record of a hold keeps everyone else out until
+/// its lease has run out by the store's clock, which is after any process still running
+/// under the hold has stopped claiming it (a release from a handle rests the lock while
+/// someone may run under it), so a holder standing on it is still safe.
+pub fn hold_of(current: Option<&Object>) -> Option<(OwnerId, Option<u64>)> {
+    let holder = Holder::decode(&current?.body);
+    match holder {
+        Holder::Sets3lock(r) if !holder.is_free() => Some((r.owner, r.fence.map(|f| f.token))),
+        _ => None,
+    }
+}
+
+/// Whether `current` is a live record of the hold `owner` with `token` (see [`live_hold`]).
+pub fn is_live_record_of(current: Option<&Object>, owner: OwnerId, token: Option<u64>) -> bool {
+    live_hold(current) == Some((owner, token))
+}
+
+/// The hold's own property, when process `process` claims a valid lock as the hold `claim`
+/// (owner id and token) at real time `at`: the lock object is a record of that hold, live or
+/// resting (`live`, from [`hold_of`]), whichever process of the hold wrote it.
+pub fn held_without_record(
+    at: Duration,
+    process: usize,
+    claim: (OwnerId, Option<u64>),
+    live: Option<(OwnerId, Option<u64>)>,
+) -> Option<Violation> {
+    (live != Some(claim)).then_some(Violation::HeldWithoutRecord { at, process })
+}
+
+/// Property 3 at the writer's grain, when process `process` reports a hold (acquired or
+/// renewed) standing on the version `etag`: `writer_of` is the writer id of that version if
+/// this process wrote it and the server applied it (`None` if not), `writer` the writer id
+/// of the process's hold (`None` for the acquirer, `Some` for an adopter).
+pub fn not_own_write(
+    at: Duration,
+    process: usize,
+    writer_of: Option<Option<u64>>,
+    writer: Option<u64>,
+) -> Option<Violation> {
+    (writer_of != Some(writer)).then_some(Violation::NotOwnWrite { at, process })
+}
+
+/// The superseded holder's property, when process `process`, holding, has handled a read of
+/// the lock object: if the version it read is not one it wrote (`own`), it must no longer
+/// consider itself holding (`still_holding`).
+pub fn ignored_another_write(
+    at: Duration,
+    process: usize,
+    own: bool,
+    still_holding: bool,
+) -> Option<Violation> {
+    (!own && still_holding).then_some(Violation::IgnoredAnotherWrite { at, process })
+}
+
+/// A handle used after its hold ended (`ended`: no live record of the hold when the adoption
+/// began; nothing can bring one back, since every write of a hold is conditional on a version
+/// of it): the adoption must write nothing (`wrote`) and end `NotAcquired::Ended` or `Failed`
+/// (`continued`: it ended `Acquired` or `Released`).
+pub fn ended_hold_continued(
+    at: Duration,
+    process: usize,
+    ended: bool,
+    wrote: bool,
+    continued: bool,
+) -> Option<Violation> {
+    (ended && (wrote || continued)).then_some(Violation::EndedHoldContinued { at, process })
+}
+
+/// A hold continued from a handle keeps its grant's token: `token` reported, `granted` the
+/// token its grant wrote (`None` in presence mode).
+pub fn adopted_token_changed(
+    at: Duration,
+    process: usize,
+    token: Option<u64>,
+    granted: Option<u64>,
+) -> Option<Violation> {
+    (token != granted).then_some(Violation::AdoptedTokenChanged {
+        at,
+        process,
+        token,
+        granted,
     })
 }
 
@@ -257,7 +446,8 @@ pub fn kept_waiting(
 /// Property 2, on what the server actually did with `request` from process `process`: the
 /// object was `before` and is now `after`. When a renewal, release or cleanup changed or
 /// removed it, the object it replaced must have been written by the same process (`owners`:
-/// every owner id its core has written); for a renewal, by the very owner renewing.
+/// every owner id its core has written, and the holds it was handed by a handle); for a
+/// renewal, by the very owner renewing.
 pub fn foreign_write(
     at: Duration,
     process: usize,
@@ -460,6 +650,7 @@ mod tests {
             value: None,
             writer: None,
             cooldown: false,
+            parked: false,
         }
         .encode()
     }
@@ -587,6 +778,7 @@ mod tests {
             value: None,
             writer: None,
             cooldown: false,
+            parked: false,
         }
         .encode();
         Object {

@@ -12,18 +12,18 @@ mod report;
 mod timeline;
 
 pub use check::Violation;
-pub use plan::{Exit, ProcessPlan, Round, SimConfig, Tamper};
+pub use plan::{Exit, ProcessPlan, Round, SimConfig, Start, Tamper};
 pub use report::Report;
 
 use crate::fault::Timing;
 use crate::{Fault, MockS3};
 use core::time::Duration;
-use process::{Process, Stage};
+use process::{Adoption, Process, Stage};
 use sets3lock::{
-    Ambiguity, ConfigError, ETag, Event, Holder, Instant, NotAcquired, OwnerId, Request, Response,
-    SlotChoice, SlotOutcome, SlotStep, Wait,
+    Ambiguity, ConfigError, ETag, Event, Handle, Holder, Instant, NotAcquired, OwnerId, Request,
+    Response, Resume, SlotChoice, SlotOutcome, SlotStep, Wait,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use timeline::{Timeline, What};
 
 const BUCKET: &str = "sim-bucket";
@@ -47,12 +47,17 @@ const IDLE_RECHECK: Duration = Duration::from_millis(10);
 /// and keeps driving a core that is not idle: it starts its next round only once the core is
 /// idle, and goes on driving after its last. Only a [`Exit::Crash`] abandons a core.
 ///
+/// Holds can pass between processes: a round that ends with [`Exit::Detach`] puts its
+/// hold's [`Handle`] in a pool, and a round that starts with [`Start::Adopt`] continues one
+/// from it (to hold or to release), possibly long after its hold ended, possibly while
+/// another process still runs under it.
+///
 /// ```
 /// use core::time::Duration;
 /// use sets3lock::{Event, Wait};
-/// use sets3lock_mock::{Exit, ProcessPlan, Round, Sim, SimConfig};
+/// use sets3lock_mock::{Exit, ProcessPlan, Round, Sim, SimConfig, Start};
 ///
-/// let round = Round { start_after: Duration::ZERO, wait: Wait::Forever,
+/// let round = Round { start_after: Duration::ZERO, start: Start::Acquire, wait: Wait::Forever,
 ///     hold: Duration::from_secs(1), pause: None, exit: Exit::Release };
 /// let plans = (0..3).map(|i| ProcessPlan { drift_ppm: 0, clock_offset: Duration::from_secs(i),
 ///     rounds: vec![round.clone(); 2], fenced: None }).collect();
@@ -77,7 +82,21 @@ pub struct Sim {
     resource: Vec<check::Resource>,
     /// The lock keys: `lock`, or a semaphore's `lock/slot-<i>`.
     keys: Vec<String>,
+    /// Fenced mode: each grant's token, by owner id.
+    grant_tokens: BTreeMap<OwnerId, u64>,
+    /// Every owner id whose grant has landed.
+    granted: BTreeSet<OwnerId>,
+    /// Handles of holds let go of (`Exit::Detach`), oldest first.
+    handles: Vec<Handle>,
+    /// Someone changed the bucket behind the processes' backs: a holder's record may be gone.
+    tampered: bool,
+    /// By slot: the lock object's version last looked at, and the hold it is a live record
+    /// of (owner id and token), if any.
+    live: Vec<Option<(ETag, Option<HoldId>)>>,
 }
+
+/// A hold, as the checks name it: its owner id and fencing token.
+type HoldId = (OwnerId, Option<u64>);
 
 impl Sim {
     /// A simulation of `plans` against an empty lock key, with `faults` applied to the
@@ -111,7 +130,12 @@ impl Sim {
             grants: BTreeMap::new(),
             highest_token: vec![None; keys.len()],
             resource: vec![check::Resource::default(); keys.len()],
+            live: vec![None; keys.len()],
             keys,
+            grant_tokens: BTreeMap::new(),
+            granted: BTreeSet::new(),
+            handles: Vec::new(),
+            tampered: false,
         };
         for p in 0..sim.processes.len() {
             sim.start_round_later(p);
@@ -148,9 +172,7 @@ impl Sim {
             self.now = at;
             self.handle(what);
             for slot in 0..self.keys.len() {
-                let claims = self.processes.iter().map(|p| p.claims_slot(at, slot));
-                let violation = check::two_holders(at, claims);
-                self.record(violation);
+                self.check_claims(at, slot);
             }
             if self.cfg.slots.is_some() {
                 self.check_slots(at);
@@ -168,6 +190,48 @@ impl Sim {
             self.record(violation);
         }
         self.finish()
+    }
+
+    /// Who claims slot `slot`'s lock at real time `at`: never two holds (owner ids) at once,
+    /// and every claim stands on a live record of its hold, whoever of the hold wrote it.
+    fn check_claims(&mut self, at: Duration, slot: usize) {
+        let claim = |p: &Process| {
+            let lock = &p.locks[slot];
+            let owner = lock.holding().map(|(o, _)| o)?;
+            p.claims_slot(at, slot).then(|| (owner, lock.token()))
+        };
+        let claimants = self.processes.iter().filter(|p| claim(p).is_some()).count();
+        if claimants == 0 {
+            return;
+        }
+        let claims: Vec<Option<(OwnerId, Option<u64>)>> =
+            self.processes.iter().map(claim).collect();
+        let violation = check::two_holds(at, claims.iter().map(|c| c.map(|(o, _)| o)));
+        let shared = claimants > 1 && violation.is_none();
+        self.record(violation);
+        self.report.shared_claims += usize::from(shared);
+        if self.tampered {
+            return;
+        }
+        // The object's live hold, decoded once per version.
+        let current = self.s3.object(BUCKET, &self.keys[slot]);
+        let etag = current.map(|o| o.etag.clone());
+        let live = match &self.live[slot] {
+            Some((e, live)) if Some(e) == etag.as_ref() => *live,
+            _ => {
+                let live = check::hold_of(current);
+                self.live[slot] = etag.map(|e| (e, live));
+                live
+            }
+        };
+        let violations: Vec<Violation> = claims
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| check::held_without_record(at, i, (*c)?, live))
+            .collect();
+        for v in violations {
+            self.record(Some(v));
+        }
     }
 
     /// A semaphore's properties at real time `at`: at most N processes hold a valid slot,
@@ -233,7 +297,28 @@ impl Sim {
                 response,
             } => {
                 let now = self.local(process);
+                let p = &self.processes[process];
+                // A holder's read of the lock object (what its core waits for): if the version
+                // is not one it wrote, it must let go.
+                let read =
+                    match &response {
+                        Response::Object { etag, .. }
+                            if p.stage == Stage::Holding
+                                && slot == p.slot
+                                && p.last_request[slot] == Some(id) =>
+                        {
+                            Some(p.writer[slot].is_some_and(|w| {
+                                p.own_writes.get(&(slot, etag.clone())) == Some(&w)
+                            }))
+                        }
+                        _ => None,
+                    };
                 self.processes[process].locks[slot].handle_response(id, response, now);
+                if let Some(own) = read {
+                    let still = self.processes[process].locks[slot].is_held(now);
+                    let violation = check::ignored_another_write(self.now, process, own, still);
+                    self.record(violation);
+                }
                 self.pump(process);
             }
             What::Timer { process, gen } => {
@@ -263,6 +348,7 @@ impl Sim {
                 for process in &mut self.processes {
                     process.unimpeded = false;
                 }
+                self.tampered = true;
                 match tamper {
                     Tamper::Delete => self.s3.force(BUCKET, &self.keys[0], None),
                     Tamper::Overwrite(body) => self.s3.force(BUCKET, &self.keys[0], Some(body)),
@@ -293,9 +379,27 @@ impl Sim {
             self.record(violation);
         }
         if let Some(body) = request.intent.body() {
-            if let Holder::Sets3lock(r) = Holder::decode(body) {
-                self.processes[p].owners.insert(r.owner);
+            let holder = Holder::decode(body);
+            let free = holder.is_free();
+            if let Holder::Sets3lock(r) = holder {
+                let process = &mut self.processes[p];
+                process.owners.insert(r.owner);
+                let written = Written {
+                    owner: r.owner,
+                    writer: r.writer,
+                    live: !free && !r.cooldown,
+                };
+                process.written.insert((slot, request.id), written);
+                if let Some(a) = &mut process.adopting {
+                    a.writer.get_or_insert(r.writer);
+                }
             }
+        }
+        self.processes[p].last_request[slot] = Some(request.id);
+        if let Some(a) = self.processes[p].adopting {
+            let wrote = !matches!(request.intent, sets3lock::Intent::Get { .. });
+            let violation = check::ended_hold_continued(self.now, p, a.ended, wrote, false);
+            self.record(violation);
         }
         let fault = self.faults.next().unwrap_or(Fault::Deliver {
             to_server: self.cfg.latency,
@@ -371,16 +475,26 @@ impl Sim {
     }
 
     fn apply(&mut self, p: usize, slot: usize, request: Request, timing: Timing) {
+        if let Some(base) = self.cfg.store_clock {
+            let ms = u64::try_from(self.now.as_millis()).unwrap_or(u64::MAX / 2);
+            self.s3.set_time(base.saturating_add(ms));
+        }
         let key = &self.keys[slot];
         let before = self.s3.object(BUCKET, key).cloned();
         let served = self.s3.respond(BUCKET, key, &request.intent);
-        let after = self.s3.object(BUCKET, key);
+        let after = self.s3.object(BUCKET, key).cloned();
+        let after = after.as_ref();
+        let changed = after != before.as_ref();
         let process = &mut self.processes[p];
         if let Some(sent) = process.write_sent.remove(&(slot, request.id)) {
-            if after.is_some() && after != before.as_ref() {
+            if after.is_some() && changed {
                 let latest = &mut process.latest_applied_write[slot];
                 *latest = Some(latest.map_or(sent, |l| l.max(sent)));
             }
+        }
+        let written = process.written.remove(&(slot, request.id));
+        if changed {
+            self.changed(p, slot, &request, before.as_ref(), after, written);
         }
         let foreign = check::foreign_write(
             self.now,
@@ -405,6 +519,7 @@ impl Sim {
             *highest = Some(highest.map_or(token, |h| h.max(token)));
             let number = self.grants.len();
             self.grants.insert(owner, number);
+            self.grant_tokens.insert(owner, token);
         }
         let (at, response) = match timing {
             Timing::Answered { answered, .. } => (answered, served),
@@ -425,6 +540,59 @@ impl Sim {
                 response,
             },
         );
+    }
+
+    /// Process `p`'s `request` changed slot `slot`'s object from `before` to `after`.
+    fn changed(
+        &mut self,
+        p: usize,
+        slot: usize,
+        request: &Request,
+        before: Option<&crate::Object>,
+        after: Option<&crate::Object>,
+        written: Option<Written>,
+    ) {
+        // What the request wrote, if it wrote a record (the object is then its body).
+        let new = after.and(written);
+        if let (Some(a), Some(w)) = (after, &new) {
+            self.processes[p]
+                .own_writes
+                .insert((slot, a.etag.clone()), w.writer);
+        }
+        // Another process of the same hold wrote over (or removed) a holder's record: that
+        // holder is no longer the record's writer and will rightly lose the lock.
+        // (A holder, or one releasing: its release will find the record gone.)
+        let hold_of = |q: &Process| {
+            q.holds(slot).or(q
+                .hold_owner
+                .filter(|_| q.stage == Stage::Releasing && q.slot == slot))
+        };
+        let others_hold = self
+            .processes
+            .iter()
+            .enumerate()
+            .any(|(q, other)| q != p && hold_of(other).is_some());
+        let old = others_hold
+            .then(|| before.and_then(|b| Holder::decode(&b.body).owner()))
+            .flatten();
+        if let Some(old) = old {
+            let same_hold = new.as_ref().is_none_or(|n| n.owner == old);
+            for (q, process) in self.processes.iter_mut().enumerate() {
+                if q != p && same_hold && hold_of(process) == Some(old) {
+                    process.unimpeded = false;
+                }
+            }
+        }
+        // A grant: an acquisition's write of a new owner's live record.
+        if let Some(w) = &new {
+            let grant = matches!(
+                request.purpose,
+                sets3lock::Purpose::Acquire | sets3lock::Purpose::Takeover
+            ) && w.live;
+            if grant && self.granted.insert(w.owner) {
+                self.report.grants.push((self.now, p, w.owner));
+            }
+        }
     }
 
     // ---- the processes' drivers and plans --------------------------------------------------
@@ -482,6 +650,7 @@ impl Sim {
             );
             self.record(violation);
         }
+        self.own_write(p, slot, &event);
         if self.cfg.slots.is_some() {
             let process = &self.processes[p];
             let acquiring = process.stage == Stage::Acquiring;
@@ -519,6 +688,22 @@ impl Sim {
         if !event.is_final() {
             return;
         }
+        if let Some(a) = self.processes[p].adopting.take() {
+            // A handle's hold continued (or released), or found ended.
+            self.report
+                .adoptions
+                .push((self.now, p, a.then, a.ended, event.clone()));
+            let continued = matches!(event, Event::Acquired { .. } | Event::Released { .. });
+            let violation = check::ended_hold_continued(self.now, p, a.ended, false, continued);
+            self.record(violation);
+            if let Event::Acquired { owner, token, .. } = &event {
+                let granted = self.grant_tokens.get(owner).copied();
+                let violation = check::adopted_token_changed(self.now, p, *token, granted);
+                self.record(violation);
+                let violation = check::adopted_token_changed(self.now, p, *token, a.token);
+                self.record(violation);
+            }
+        }
         match event {
             Event::Acquired {
                 etag,
@@ -530,6 +715,35 @@ impl Sim {
             // The acquisition, the hold or the release ended: so does the round.
             _ => self.end_round(p),
         }
+    }
+
+    /// Property 3 at the writer's grain: an `Acquired` or `Renewed` of process `p` on slot
+    /// `slot` stands on a version it wrote, as the writer of its hold (the acquirer writes no
+    /// writer id, an adopter its own), and the server applied.
+    fn own_write(&mut self, p: usize, slot: usize, event: &Event) {
+        let process = &mut self.processes[p];
+        let (etag, writer) = match event {
+            Event::Acquired { etag, .. } => {
+                let writer = match &process.adopting {
+                    Some(a) => a.writer,
+                    None => Some(None),
+                };
+                process.writer[slot] = writer;
+                (etag, writer)
+            }
+            Event::Renewed { etag, .. } => (etag, process.writer[slot]),
+            _ => return,
+        };
+        let writer_of = process.own_writes.get(&(slot, etag.clone())).copied();
+        let violation = match writer {
+            Some(w) => check::not_own_write(self.now, p, writer_of, w),
+            // An adoption that wrote nothing stands on nobody's write of its own.
+            None => Some(Violation::NotOwnWrite {
+                at: self.now,
+                process: p,
+            }),
+        };
+        self.record(violation);
     }
 
     /// Starts the semaphore's pending acquisitions whose slot's core is idle; whether any
@@ -636,7 +850,22 @@ impl Sim {
     ) {
         let slot = self.processes[p].slot;
         let current = self.s3.object(BUCKET, &self.keys[slot]);
-        let violation = check::acquired_without_own_write(self.now, p, current, etag, owner);
+        let violation = if self.processes[p].adopted_this_round {
+            // Another process continuing the same hold may have written over our write
+            // before its reply reached us: then the object is that process's record of the
+            // hold, and we learn at our next renewal. (That the write was ours and landed is
+            // `NotOwnWrite`'s to judge.)
+            (!check::is_live_record_of(current, owner, token)).then_some(
+                Violation::AcquiredWithoutOwnWrite {
+                    at: self.now,
+                    process: p,
+                },
+            )
+        } else {
+            check::acquired_without_own_write(self.now, p, current, etag, owner)
+        };
+        // Superseded before it knew: its hold will rightly be lost.
+        let superseded = current.is_none_or(|o| &o.etag != etag);
         self.record(violation);
         if let Some(token) = token {
             self.act(p, slot, owner, token);
@@ -653,9 +882,11 @@ impl Sim {
         let left = valid_until.map(|v| v.saturating_duration_since(local));
         let pause = process.round().pause.unwrap_or_default();
         process.unimpeded = left.is_none_or(|l| l >= lease / 3 && pause + lease / 4 < l)
-            && !std::mem::take(&mut process.impeded_before_the_event);
+            && !std::mem::take(&mut process.impeded_before_the_event)
+            && !superseded;
         process.release_requests = 0;
         process.hold = token.map(|t| (owner, t));
+        process.hold_owner = Some(owner);
         let (pause, hold) = (process.round().pause, process.round().hold);
         if let Some(pause) = pause {
             process.paused_until = self.now + pause;
@@ -685,12 +916,19 @@ impl Sim {
 
     fn end_round(&mut self, p: usize) {
         let process = &self.processes[p];
-        let wait = process.round().wait;
+        // An adoption waits for nothing: only an acquisition that waits forever must get in.
+        let wait = match process.adopted_this_round {
+            true => Wait::No,
+            false => process.round().wait,
+        };
         let violation = check::waited_in_vain(p, process.round, wait, process.acquired_this_round);
         self.record(violation);
         let process = &mut self.processes[p];
         process.round += 1;
         process.acquired_this_round = false;
+        process.adopted_this_round = false;
+        process.adopting = None;
+        process.hold_owner = None;
         process.next_step_gen();
         if process.round >= process.plan.rounds.len() {
             process.stage = Stage::Finished;
@@ -739,30 +977,106 @@ impl Sim {
                     self.slot_steps(p, steps, None);
                     return self.pump(p);
                 }
+                if let Start::Adopt { handle, then } = process.round().start {
+                    if let Some(handle) = self.pick(handle) {
+                        return self.adopt(p, handle, then);
+                    }
+                }
+                let process = &mut self.processes[p];
                 let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
                 if process.locks[0].acquire(now, unix_ms, wait).is_ok() {
                     process.stage = Stage::Acquiring;
                 }
                 self.pump(p);
             }
-            Stage::Holding => match process.round().exit {
-                Exit::Release => {
-                    // A last write to the resource while it believes it holds the lock.
-                    let slot = process.slot;
-                    if let (Some((owner, token)), true) =
-                        (process.hold, process.locks[slot].is_held(now))
-                    {
-                        self.act(p, slot, owner, token);
-                    }
-                    let process = &mut self.processes[p];
+            Stage::Holding => {
+                let slot = process.slot;
+                let mut exit = process.round().exit;
+                if self.cfg.slots.is_some() && exit == Exit::Detach {
+                    // Handles are a lock's: a semaphore's process releases.
+                    exit = Exit::Release;
+                }
+                if exit == Exit::Crash {
+                    self.processes[p].stage = Stage::Crashed;
+                    return;
+                }
+                // A last write to the resource while it believes it holds the lock.
+                let process = &self.processes[p];
+                if let (Some((owner, token)), true) =
+                    (process.hold, process.locks[slot].is_held(now))
+                {
+                    self.act(p, slot, owner, token);
+                }
+                let process = &mut self.processes[p];
+                if exit == Exit::Release {
                     if process.locks[slot].release(now).is_ok() {
                         process.stage = Stage::Releasing;
                     }
-                    self.pump(p);
+                } else if let Ok(handle) = process.locks[slot].detach(now, lock_url()) {
+                    // Let go: the hold is the handle's now. The round is over once the core
+                    // has parked the record (its `Released { Parked }`, like a release's
+                    // end), or at once when it writes nothing. (Refused only for a hold whose
+                    // validity has just run out: the core then reports it expired, which
+                    // ends the round.)
+                    self.handles.push(handle);
+                    if process.locks[slot].is_idle() {
+                        self.end_round(p);
+                    } else {
+                        process.stage = Stage::Releasing;
+                    }
                 }
-                Exit::Crash => process.stage = Stage::Crashed,
-            },
+                self.pump(p);
+            }
             Stage::Acquiring | Stage::Releasing | Stage::Finished | Stage::Crashed => {}
         }
     }
+
+    /// The handle `back` places before the newest (wrapping around), if the pool has any. A
+    /// semaphore's processes never adopt.
+    fn pick(&self, back: usize) -> Option<Handle> {
+        let n = self.handles.len();
+        if n == 0 || self.cfg.slots.is_some() {
+            return None;
+        }
+        Some(self.handles[n - 1 - back % n].clone())
+    }
+
+    /// Process `p` starts its round by continuing `handle`'s hold, whoever else may be
+    /// running under it or releasing it at the time.
+    fn adopt(&mut self, p: usize, handle: Handle, then: Resume) {
+        let now = self.local(p);
+        let current = self.s3.object(BUCKET, KEY);
+        let ended = !check::is_live_record_of(current, handle.owner, handle.token);
+        let process = &mut self.processes[p];
+        // A handle entitles its holder to the hold's records (property 2).
+        process.owners.insert(handle.owner);
+        process.adopting = Some(Adoption {
+            token: handle.token,
+            then,
+            ended,
+            writer: None,
+        });
+        process.adopted_this_round = true;
+        let unix_ms = u64::try_from(now.since_origin().as_millis()).unwrap_or(0);
+        if process.locks[0].adopt(now, unix_ms, &handle, then).is_ok() {
+            process.stage = Stage::Acquiring;
+        }
+        self.pump(p);
+    }
+}
+
+/// What a write's body says, noted when it is sent.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Written {
+    owner: OwnerId,
+    writer: Option<u64>,
+    /// A held record (not `free`, not resting).
+    live: bool,
+}
+
+/// The simulated lock's URL, for handles.
+fn lock_url() -> sets3lock::LockUrl {
+    format!("s3://{BUCKET}/{KEY}")
+        .parse()
+        .expect("the simulation's bucket and key make a valid URL")
 }

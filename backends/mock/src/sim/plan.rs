@@ -3,7 +3,7 @@
 use crate::Semantics;
 use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{Backoff, Config, Wait};
+use sets3lock::{Backoff, Config, Resume, Wait};
 
 /// Settings shared by every process of one simulation.
 #[derive(Clone, Debug)]
@@ -22,6 +22,12 @@ pub struct SimConfig {
     /// each round taking one slot as [`SlotChoice`](sets3lock::SlotChoice) decides, instead
     /// of the one lock `lock`.
     pub slots: Option<u32>,
+    /// `Some(unix_ms)`: the store keeps a clock, reading `unix_ms` at real time zero and
+    /// running at real time's rate ([`MockS3::set_time`](crate::MockS3::set_time) before every
+    /// request it applies): its replies carry `Date` and `Last-Modified`, which fresh readers
+    /// of a resting record and adopters of a handle judge a record's age by. `None`: no store
+    /// clock, no age.
+    pub store_clock: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -49,6 +55,7 @@ impl Default for SimConfig {
             semantics: Semantics::default(),
             horizon: Duration::from_secs(3600),
             slots: None,
+            store_clock: None,
         }
     }
 }
@@ -72,7 +79,10 @@ pub struct ProcessPlan {
 pub struct Round {
     /// Pause before acquiring (after the previous round ended).
     pub start_after: Duration,
-    /// How long to wait for the lock.
+    /// How the round gets its hold: acquiring it, or continuing one that an earlier round
+    /// (of any process) let go of with [`Exit::Detach`].
+    pub start: Start,
+    /// How long to wait for the lock (an acquisition's; an adoption does not wait).
     pub wait: Wait,
     /// How long to hold it once acquired (by the process's clock).
     pub hold: Duration,
@@ -83,13 +93,36 @@ pub struct Round {
     pub exit: Exit,
 }
 
+/// How a round gets its hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// [`Lock::acquire`](sets3lock::Lock::acquire), waiting as the round says.
+    Acquire,
+    /// [`Lock::adopt`](sets3lock::Lock::adopt) a handle from the run's pool of handles (every
+    /// [`Exit::Detach`] adds one), to hold it or to release it: `handle` counts back from the
+    /// newest (0: the newest; beyond the oldest it wraps around). An older handle's hold has
+    /// often been taken over or released by then. With no handle in the pool yet the round
+    /// acquires instead. A semaphore's processes always acquire.
+    Adopt {
+        /// Which handle, counting back from the newest.
+        handle: usize,
+        /// Hold it (then the round holds and exits as it says) or release it (then the round
+        /// ends with the release).
+        then: Resume,
+    },
+}
+
 /// How a hold ends: the exit section, in the words of the mutual-exclusion literature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
-    /// Release the lock.
+    /// Release the lock (even while another process runs under the same hold).
     Release,
     /// The process dies: nothing more from it (requests in flight still land).
     Crash,
+    /// [`Lock::detach`](sets3lock::Lock::detach): let go without releasing, and put the
+    /// handle in the pool for a later [`Start::Adopt`]. A semaphore's processes release
+    /// instead.
+    Detach,
 }
 
 /// Something done to the bucket behind the processes' backs.

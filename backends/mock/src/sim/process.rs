@@ -3,8 +3,8 @@
 use super::{ProcessPlan, Round};
 use crate::DriftClock;
 use core::time::Duration;
-use sets3lock::{Config, ConfigError, Lock, OwnerId, SlotChoice};
-use std::collections::BTreeSet;
+use sets3lock::{Config, ConfigError, ETag, Lock, OwnerId, RequestId, Resume, SlotChoice};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a process is in its plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +47,8 @@ pub(super) struct Process {
     pub(super) acquired_this_round: bool,
     /// The current hold's owner id and token, when it is fenced.
     pub(super) hold: Option<(OwnerId, u64)>,
+    /// The current hold's owner id (from its `Acquired` to the round's end).
+    pub(super) hold_owner: Option<OwnerId>,
     /// Real time until which the process is frozen.
     pub(super) paused_until: Duration,
     /// Every owner id its core has written: the objects its release and cleanup may remove.
@@ -71,6 +73,31 @@ pub(super) struct Process {
     /// generation is no longer current has been superseded.
     pub(super) timer_gen: u64,
     pub(super) step_gen: u64,
+    /// The round's adoption of a handle, from its start until it ends (`Acquired`, or the
+    /// round's end).
+    pub(super) adopting: Option<Adoption>,
+    /// The round started by adopting a handle (it waits for nothing).
+    pub(super) adopted_this_round: bool,
+    /// Every version of the lock object this process wrote that the server applied, by slot
+    /// and ETag: the writer id it carries.
+    pub(super) own_writes: BTreeMap<(usize, ETag), Option<u64>>,
+    /// The writer id of the current hold of each slot (from its `Acquired`).
+    pub(super) writer: Vec<Option<Option<u64>>>,
+    /// The last request sent on each slot: the one its core waits for, unless it let go.
+    pub(super) last_request: Vec<Option<RequestId>>,
+    /// What each of its writes still on the way writes, by slot and request id.
+    pub(super) written: BTreeMap<(usize, RequestId), super::Written>,
+}
+
+/// A handle being continued.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Adoption {
+    pub(super) token: Option<u64>,
+    pub(super) then: Resume,
+    /// The hold had ended when the adoption began: no live record of it was there.
+    pub(super) ended: bool,
+    /// The writer id of its writes (from the first it sent).
+    pub(super) writer: Option<Option<u64>>,
 }
 
 impl Process {
@@ -112,6 +139,7 @@ impl Process {
             stage: Stage::BeforeRound,
             acquired_this_round: false,
             hold: None,
+            hold_owner: None,
             paused_until: Duration::ZERO,
             owners: BTreeSet::new(),
             unimpeded: false,
@@ -121,6 +149,12 @@ impl Process {
             latest_applied_write: vec![None; slots],
             timer_gen: 0,
             step_gen: 0,
+            adopting: None,
+            adopted_this_round: false,
+            own_writes: BTreeMap::new(),
+            writer: vec![None; slots],
+            last_request: vec![None; slots],
+            written: BTreeMap::new(),
         })
     }
 
@@ -140,6 +174,14 @@ impl Process {
     /// back).
     pub(super) fn claims_slot(&self, now: Duration, slot: usize) -> bool {
         self.stage != Stage::Crashed && self.locks[slot].is_held(self.clock.local(now))
+    }
+
+    /// The owner id of the hold slot `slot`'s core is in (valid or not), unless crashed.
+    pub(super) fn holds(&self, slot: usize) -> Option<OwnerId> {
+        if self.stage == Stage::Crashed {
+            return None;
+        }
+        self.locks[slot].holding().map(|(owner, _)| owner)
     }
 
     /// Whether every core is idle.

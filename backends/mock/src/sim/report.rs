@@ -22,6 +22,15 @@ pub struct Report {
     pub end: Duration,
     /// Writes to the fenced resource (fenced mode): accepted, refused for a stale token.
     pub resource_writes: (usize, usize),
+    /// Every grant that landed (an acquisition's write of a new owner's live record, whether
+    /// or not its process learned of it): real time, process, owner id.
+    pub grants: Vec<(Duration, usize, sets3lock::OwnerId)>,
+    /// How many times, checked after each happening, two processes of one hold (a handle
+    /// continued twice) both claimed it.
+    pub shared_claims: usize,
+    /// How each adoption of a handle ended: real time, process, what it was for, whether the
+    /// hold had already ended when it began, and its final event.
+    pub adoptions: Vec<(Duration, usize, sets3lock::Resume, bool, Event)>,
 }
 
 impl Report {

@@ -2,9 +2,9 @@
 
 use crate::driver::clock::Stamp;
 use crate::driver::mode::Mode;
-use crate::driver::state::{Hold, Loss, Shared, Standing};
+use crate::driver::state::{Ending, Hold, Loss, Shared, Standing};
 use crate::Error;
-use sets3lock::{ETag, Handle, LockUrl, OwnerId, ReleaseOutcome};
+use sets3lock::{ETag, Handle, LockUrl, LostReason, OwnerId, ReleaseOutcome};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -194,9 +194,12 @@ impl<M: Mode> Held<M> {
         }
     }
 
-    /// Lets go of the hold without releasing it: the driver stops renewing it and finishes,
-    /// and the lock object stays, its lease running. Returns the hold's handle; an error if
-    /// the hold had already ended (lost or expired).
+    /// Lets go of the hold without releasing it: the driver stops renewing it, parks the
+    /// record (see [`Lock::detach`](sets3lock::Lock::detach)) and finishes, and the lock
+    /// object stays, its lease running. Returns the hold's handle; an error if the hold had
+    /// already ended (lost or expired), or the park found it taken over or gone. A park that
+    /// failed otherwise (the store unreachable) leaves the hold as it stood, still named by
+    /// the handle: a release from it then rests the lock rather than deleting it.
     pub(crate) async fn let_go(self) -> Result<Handle, Error> {
         let handle = self.handle();
         let shared = &self.claim.shared;
@@ -206,9 +209,22 @@ impl<M: Mode> Held<M> {
         let seen = M::wait(shared, ended, None).await;
         match &seen.standing {
             Standing::Ended {
-                how: crate::driver::state::Ending::Detached,
+                how:
+                    Ending::Detached
+                    | Ending::Failed(_)
+                    | Ending::Released(ReleaseOutcome::HeldElsewhere),
                 ..
             } => Ok(handle),
+            Standing::Ended {
+                how: Ending::Released(ReleaseOutcome::TakenOver),
+                ..
+            } => Err(Error::AlreadyLost(Box::new(LostReason::Overwritten {
+                holder: None,
+            }))),
+            Standing::Ended {
+                how: Ending::Released(_),
+                ..
+            } => Err(Error::AlreadyLost(Box::new(LostReason::Deleted))),
             _ => match seen.loss(Stamp::now()) {
                 Some(Loss::Lost(reason)) => Err(Error::AlreadyLost(Box::new(reason))),
                 Some(Loss::Expired) => Err(Error::AlreadyExpired),

@@ -203,7 +203,9 @@ impl Engine {
         if detach_asked && !self.release_sent {
             self.release_sent = true;
             // Refused when the hold has already ended: the handle then sees how it ended.
-            if self.lock.detach(self.now(), self.url.clone()).is_ok() {
+            // Otherwise the core parks the record (its `Released { Parked }` ends the hold as
+            // detached), or, when it cannot vouch for the hold, is idle at once.
+            if self.lock.detach(self.now(), self.url.clone()).is_ok() && self.lock.is_idle() {
                 self.shared.detached();
             }
         }

@@ -186,6 +186,10 @@ impl Standing {
             Event::Failed { error } => Ending::Failed(error.clone()),
             Event::Lost { reason } => Ending::Lost(reason.clone()),
             Event::Expired => Ending::Expired,
+            // A detach's parked record: the hold stays, let go of.
+            Event::Released {
+                outcome: ReleaseOutcome::Parked,
+            } => Ending::Detached,
             Event::Released { outcome } => Ending::Released(*outcome),
             // Final, but unknown to this driver: ending the operation as a failure is safe;
             // waiting on as if nothing happened is not.

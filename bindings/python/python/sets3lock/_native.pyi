@@ -10,7 +10,7 @@ from typing import AsyncIterator, Iterator, Literal, Optional, Union
 Duration = Union[int, float, str, datetime.timedelta]
 Health = Literal["renewing", "behind", "ended"]
 Loss = Literal["taken_over", "deleted", "expired", "stopped", "released"]
-Outcome = Literal["deleted", "freed", "taken_over", "already_gone"]
+Outcome = Literal["deleted", "freed", "taken_over", "already_gone", "resting", "overdue", "held_elsewhere", "other"]
 StoreCheck = Literal["cached", "once", "off"]
 
 __version__: str
