@@ -525,3 +525,96 @@ fn releasing_a_handle_in_use_rests_the_lock_until_the_runners_lease_is_over() {
         "granted at {granted:?}, before the runner's validity ended at {b_valid_until:?}"
     );
 }
+
+/// A store that refuses every adopting write on the very version it then reports again (a
+/// proxy rewriting ETags, a store that does not apply conditions) cannot keep an adopter
+/// reading and writing for ever: the refusals are paced, and after the retry limit it fails.
+#[test]
+fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
+    use sets3lock::{Intent, Lock, Record};
+    let cfg = config();
+    let limit = cfg.retry_limit;
+    let mut lock = Lock::new(cfg, [9; 32]).expect("valid");
+    let handle: Handle =
+        "s3://locks/k#sets3lock-hold:owner=000000000000000000000000000000aa,lease_ms=30000"
+            .parse()
+            .expect("a handle");
+    let body = Record {
+        owner: handle.owner,
+        seq: 3,
+        lease: secs(30),
+        host: "h".into(),
+        pid: 1,
+        acquired_unix_ms: EPOCH_MS,
+        written_unix_ms: EPOCH_MS,
+        fence: None,
+        value: None,
+        writer: None,
+        cooldown: false,
+        parked: true,
+    }
+    .encode();
+    let etag = sets3lock::ETag::parse("e1").expect("etag");
+    let mut now = Instant::ZERO;
+    lock.adopt(now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let (mut writes, mut events) = (0u32, Vec::new());
+    let mut first_refusal_at = None;
+    for _ in 0..1_000 {
+        while let Some(req) = lock.poll_request() {
+            let response = match req.intent {
+                Intent::Get { .. } => sets3lock::Response::Object {
+                    etag: etag.clone(),
+                    body: body.clone(),
+                    age: None,
+                },
+                _ => {
+                    writes += 1;
+                    first_refusal_at.get_or_insert(now);
+                    sets3lock::Response::Mismatch
+                }
+            };
+            lock.handle_response(req.id, response, now);
+        }
+        events.extend(std::iter::from_fn(|| lock.poll_event()));
+        if lock.is_idle() {
+            break;
+        }
+        now = lock.poll_timeout().expect("a timer while not idle");
+        lock.handle_timeout(now);
+    }
+    assert!(lock.is_idle(), "still adopting after 1,000 steps");
+    assert!(
+        matches!(
+            events.last(),
+            Some(Event::Failed {
+                error: sets3lock::Error::GaveUp { .. }
+            })
+        ),
+        "{events:?}"
+    );
+    assert_eq!(writes, limit + 1, "one write per attempt");
+    let paced = now.saturating_duration_since(first_refusal_at.expect("refused"));
+    assert!(paced >= Duration::from_millis(100), "paced: only {paced:?}");
+}
+
+/// An adopter given no value of its own keeps the one the hold proclaims.
+#[test]
+fn an_adopter_without_a_value_keeps_the_holds_value() {
+    let mut s3 = clocked();
+    let cfg = sets3lock::Config {
+        value: Some("leader at 10.0.0.7".into()),
+        ..config()
+    };
+    let (handle, _a) = acquired_and_detached(cfg, &mut s3, 1);
+    let mut b = process_at(config(), 2, Instant::ZERO + secs(1));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    let until = b.now;
+    run_clocked(&mut b, &mut s3, until);
+    assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+    let r = record(&s3);
+    assert!(r.writer.is_some(), "written by the adopter: {r:?}");
+    assert_eq!(r.value.as_deref(), Some("leader at 10.0.0.7"));
+}

@@ -291,6 +291,19 @@ pub(crate) fn parse_run(args: &[OsString]) -> Result<(Run, Vec<OsString>), clap:
     if run.url().is_none() {
         return Err(Run::command().error(ErrorKind::MissingRequiredArgument, "no lock URL"));
     }
+    let first = program[0].to_string_lossy();
+    if run.handle.is_some() && LockUrl::parse(&first).is_ok() {
+        return Err(Run::command().error(
+            ErrorKind::ArgumentConflict,
+            format!("--handle names the lock: give no URL ({first}) with it"),
+        ));
+    }
+    if run.handle.is_none() && (first == "--handle" || first.starts_with("--handle=")) {
+        return Err(Run::command().error(
+            ErrorKind::ArgumentConflict,
+            "--handle replaces the URL: give one or the other, before the program",
+        ));
+    }
     check_timing(&run)
         .map_err(|problem| Run::command().error(ErrorKind::ValueValidation, problem))?;
     Ok((run, program))
@@ -568,6 +581,19 @@ mod tests {
         // Further `--`s are the program's.
         let (_, prog) = split_program(&os(&["s3://b/k", "cmd", "--", "--"]));
         assert_eq!(prog, os(&["cmd", "--", "--"]));
+    }
+
+    #[test]
+    fn a_url_with_a_handle_is_a_usage_error() {
+        let h = "s3://locks/k#sets3lock-hold:owner=000000000000000000000000000000aa,lease_ms=30000";
+        for args in [
+            vec!["--handle", h, "s3://locks/k", "true"],
+            vec!["s3://locks/k", "--handle", h, "true"],
+        ] {
+            let e = parse_run(&os(&args)).expect_err("a usage error");
+            assert_eq!(e.kind(), ErrorKind::ArgumentConflict, "{args:?}: {e}");
+        }
+        assert!(parse_run(&os(&["--handle", h, "true"])).is_ok());
     }
 
     #[test]

@@ -179,7 +179,8 @@ fn with_locker(url: &LockUrl, options: S3Options, work: impl AsyncFnOnce(&Locker
 pub(crate) fn refused(url: &LockUrl, e: &Error) -> u8 {
     say!("{url}: {e}");
     match e {
-        Error::HoldEnded(_) => LOST,
+        // Ended before we came, or lost between our renewal and our letting go.
+        Error::HoldEnded(_) | Error::AlreadyLost(_) | Error::AlreadyExpired => LOST,
         _ => CANNOT_LOCK,
     }
 }

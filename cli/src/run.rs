@@ -158,7 +158,14 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
         Ok(c) => c,
         Err(e) => {
             say!("cannot run {}: {e}", program[0].to_string_lossy());
-            report_release(&url, held.release().await);
+            if args.keep {
+                // Kept as asked: the handle's next step may still run.
+                if let Err(e) = held.detach().await {
+                    say!("{url}: could not keep the lock: {e}");
+                }
+            } else {
+                report_release(&url, held.release().await);
+            }
             finish(&gate, &url).await;
             return CANNOT_LOCK;
         }

@@ -219,3 +219,62 @@ fn hold_at_least_lets_one_run_in_per_period_and_the_next_right_after() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `release HANDLE` while a `--handle` run still works under it: the release rests the lock
+/// (it says so, exit 0), a `-n` run meanwhile is refused (111), the running program is
+/// stopped at its next renewal (112), and the lock is free again about a lease later.
+#[test]
+fn releasing_a_handle_in_use_rests_the_lock_and_stops_the_program_under_it() {
+    for (name, s) in servers() {
+        let key = support::fresh_key("cli-handle-in-use");
+        let url = s.url(&key);
+        let dir = scratch_dir("handle-in-use");
+        let witness = format!("{dir}/witness");
+        let o = run(&s, &["acquire", "--lease", "6s", &url]);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let handle = stdout(&o).trim().to_owned();
+        let script = format!("echo S >> {witness}; sleep 30; echo E >> {witness}");
+        let runner = TestCommand::new(&s)
+            .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+            .args(["--handle", &handle, "sh", "-c", &script])
+            .spawn();
+        let started = Instant::now();
+        while !lines(&witness).contains(&"S".to_owned()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{name}: never ran"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = run(&s, &["release", &handle]);
+        assert_eq!(code(&o), 0, "{name}: release: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("rests"),
+            "{name}: says it rests: {}",
+            stderr(&o)
+        );
+        let released = Instant::now();
+        let o = run(&s, &["-n", &url, "true"]);
+        assert_eq!(code(&o), 111, "{name}: -n during the rest: {}", stderr(&o));
+        let o = runner.wait_with_output().expect("wait");
+        assert_eq!(code(&o), 112, "{name}: the runner learns: {}", stderr(&o));
+        assert!(
+            !lines(&witness).contains(&"E".to_owned()),
+            "{name}: stopped early"
+        );
+        // Free again once the rest (a stretched lease, 6.1 s) is over by the store's clock.
+        let mut got_in = None;
+        for _ in 0..40 {
+            if code(&run(&s, &["-n", &url, "true"])) == 0 {
+                got_in = Some(released.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let got_in = got_in.unwrap_or_else(|| panic!("{name}: never free again"));
+        assert!(
+            got_in >= Duration::from_secs(5),
+            "{name}: in after {got_in:?}, before the rest was over"
+        );
+    }
+}

@@ -49,6 +49,10 @@ pub(super) struct Resuming {
     next: Schedule<Step>,
     /// Setbacks in a row.
     retries: Tries,
+    /// Our renewals refused since the start (another writer between our read and our write,
+    /// each time): bounded, and paced, so a store that refuses every condition cannot keep
+    /// us reading and writing for ever.
+    refusals: Tries,
     last_setback: Option<Setback>,
 }
 
@@ -60,6 +64,7 @@ impl Resuming {
             then,
             next: Schedule::at(now, Step::Read),
             retries: Tries::default(),
+            refusals: Tries::default(),
             last_setback: None,
         }
     }
@@ -97,10 +102,21 @@ impl Resuming {
             (InFlight::Replace { write, .. }, Response::Written { etag }) => {
                 self.resumed(cx, etag, write, now)
             }
-            (InFlight::Replace { .. }, Response::Mismatch | Response::Absent) => {
+            (InFlight::Replace { etag, .. }, Response::Mismatch | Response::Absent) => {
                 // Someone wrote since we read (another process of this hold, or a takeover),
-                // or the object is gone: read again to see which.
-                self.next.set(now, Step::Read);
+                // or the object is gone: read again to see which (the first time at once).
+                let attempt = self.refusals.count();
+                if attempt > cx.cfg.retry_limit {
+                    cx.emit(Event::Failed {
+                        error: Error::GaveUp {
+                            attempts: attempt,
+                            last: Box::new(Setback::Incoherent { etag }),
+                        },
+                    });
+                    return Phase::Idle;
+                }
+                let at = cx.retry_at(now, attempt, 1);
+                self.next.set(at, Step::Read);
                 Phase::Resuming(self)
             }
             (InFlight::Read, Response::Object { etag, body, age }) => {

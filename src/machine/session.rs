@@ -42,6 +42,8 @@ pub(super) struct Session {
     /// whose record we adopted without its being parked, so whose last write may have given
     /// it a lease we cannot see the end of. Our release must not free the lock before.
     others_until: Option<Instant>,
+    /// The value an adopted hold's record proclaimed, kept when we were given none.
+    adopted_value: Option<String>,
 }
 
 impl Session {
@@ -56,6 +58,7 @@ impl Session {
             unresolved: Vec::new(),
             seen_token: None,
             others_until: None,
+            adopted_value: None,
         }
     }
 
@@ -85,6 +88,7 @@ impl Session {
     pub(super) fn adopt_record(&mut self, cfg: &Config, r: &Record, now: Instant) {
         self.seq = self.seq.max(r.seq);
         self.acquired_unix_ms = r.acquired_unix_ms;
+        self.adopted_value.clone_from(&r.value);
         self.saw(r.fence);
         if !r.parked && !r.lease.is_zero() {
             let until = now + cfg.stretch(r.lease);
@@ -228,7 +232,7 @@ impl Session {
             acquired_unix_ms: self.acquired_unix_ms,
             written_unix_ms,
             fence,
-            value: cfg.value.clone(),
+            value: cfg.value.clone().or_else(|| self.adopted_value.clone()),
             writer: self.writer,
             cooldown: false,
             parked: false,
