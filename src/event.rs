@@ -89,6 +89,17 @@ pub enum NotAcquired {
         /// What became of it.
         ended: HoldEnded,
     },
+    /// [`Lock::adopt`](crate::Lock::adopt) of a hold with lease 0 whose record is not parked:
+    /// a process may still be running under it, and without a lease it never renews, so it
+    /// would never learn that another process continued or released the hold. Nothing was
+    /// written; the hold is left to that process.
+    InUse {
+        /// The hold's record.
+        holder: Holder,
+        /// The lock object's ETag (what `sets3lock unlock --etag` needs, once you know
+        /// nothing runs under the hold).
+        etag: ETag,
+    },
 }
 
 /// What became of a hold that a handle names, when it cannot be continued.
@@ -163,12 +174,14 @@ pub enum ReleaseOutcome {
     /// There was no object: it had been deleted already.
     AlreadyGone,
     /// Fenced mode: our record was replaced by a `free` record with the same token (the
-    /// object stays): the lock is free.
+    /// object stays): the lock is free. Also a release that finds the hold already freed
+    /// from its handle by another process.
     Freed,
     /// `Config::hold_at_least`: released before that time was up, so our record was replaced
     /// by a resting one whose lease runs until then; nobody acquires the key before. Also a
     /// release from a handle whose record was not parked: another process may still be
     /// running under the hold, so the lock rests until that process's lease is surely over.
+    /// Also a release that finds the hold already released that way by another process.
     Resting,
     /// Not a release: the hold was let go of ([`Lock::detach`](crate::Lock::detach)) and its
     /// record now says that nobody runs under it ([`Record::parked`](crate::Record::parked)),

@@ -623,3 +623,222 @@ fn an_adopter_without_a_value_keeps_the_holds_value() {
     assert!(r.writer.is_some(), "written by the adopter: {r:?}");
     assert_eq!(r.value.as_deref(), Some("leader at 10.0.0.7"));
 }
+
+/// Lease 0: a process running under a hold never renews, so it would never learn that another
+/// process continued or released the hold. Neither adopting nor releasing from the handle may
+/// touch such a record while it is not parked (the gap: an adopter that later parked it made a
+/// release from the handle delete it while the first process still ran, and a fourth got in).
+/// A parked lease-0 hold is handed on and released as usual.
+#[test]
+fn a_lease_0_hold_in_use_is_neither_continued_nor_released_from_its_handle() {
+    let forever = sets3lock::Config {
+        lease: Duration::ZERO,
+        ..config()
+    };
+    let mut s3 = clocked();
+    let (handle, _acquirer) = acquired_and_detached(forever.clone(), &mut s3, 1);
+    assert_eq!(handle.lease, Duration::ZERO);
+
+    // A runs under the handle: its record is not parked, and it never renews.
+    let mut a = process_at(forever.clone(), 2, Instant::ZERO + secs(1));
+    a.lock
+        .adopt(a.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(2));
+    assert!(a.lock.is_held(a.now), "{:?}", a.timeline());
+    let running = etag(&s3);
+    assert!(!record(&s3).parked);
+
+    // B (to hold, then hand on) and C (to release) are both refused, and write nothing.
+    for (seed, then) in [(3, Resume::Hold), (4, Resume::Release)] {
+        let mut p = process_at(forever.clone(), seed, Instant::ZERO + secs(3));
+        p.lock.adopt(p.now, EPOCH_MS, &handle, then).expect("idle");
+        run_clocked(&mut p, &mut s3, Instant::ZERO + secs(4));
+        assert!(
+            matches!(
+                p.events.last(),
+                Some(Event::NotAcquired {
+                    reason: NotAcquired::InUse { holder: Holder::Sets3lock(r), etag: e },
+                }) if r.owner == handle.owner && Some(e) == running.as_ref()
+            ),
+            "{then:?}: {:?}",
+            p.timeline()
+        );
+        assert!(p.lock.is_idle(), "{:?}", p.timeline());
+        assert_eq!(etag(&s3), running, "{then:?} wrote nothing");
+    }
+
+    // D, try-once, finds the lock held; A still holds it, then releases it.
+    let mut d = process_at(forever.clone(), 5, Instant::ZERO + secs(5));
+    d.lock.acquire(d.now, EPOCH_MS, Wait::No).expect("idle");
+    run_clocked(&mut d, &mut s3, Instant::ZERO + secs(5));
+    assert!(
+        matches!(
+            d.events.last(),
+            Some(Event::NotAcquired {
+                reason: NotAcquired::Busy { .. }
+            })
+        ),
+        "{:?}",
+        d.timeline()
+    );
+    assert!(a.lock.is_held(Instant::ZERO + secs(6)));
+    a.lock.release(Instant::ZERO + secs(6)).expect("held");
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(6));
+    assert_eq!(
+        a.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Deleted
+        }),
+        "{:?}",
+        a.timeline()
+    );
+}
+
+/// A parked lease-0 hold goes from process to process like any other: adopted, parked again,
+/// and released from its handle at once.
+#[test]
+fn a_parked_lease_0_hold_is_handed_on_and_released() {
+    let forever = sets3lock::Config {
+        lease: Duration::ZERO,
+        ..config()
+    };
+    let mut s3 = clocked();
+    let (handle, _acquirer) = acquired_and_detached(forever.clone(), &mut s3, 1);
+    let mut b = process_at(forever.clone(), 2, Instant::ZERO + secs(1));
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    run_clocked(&mut b, &mut s3, Instant::ZERO + secs(1));
+    assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+    assert_eq!(b.lock.detach(b.now, url()), Ok(handle.clone()));
+    run_clocked(&mut b, &mut s3, Instant::ZERO + secs(1));
+    assert!(record(&s3).parked, "B parks the record it wrote");
+
+    let mut c = process_at(forever, 3, Instant::ZERO + secs(2));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(2));
+    assert_eq!(
+        c.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Deleted
+        }),
+        "{:?}",
+        c.timeline()
+    );
+    assert_eq!(etag(&s3), None, "deleted at once");
+}
+
+/// A holder of `cfg` that has not detached: its record is the hold's, not parked. Returns
+/// it with the hold's handle.
+fn running_holder(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (Process, Handle) {
+    let mut a = Process::new(cfg, seed);
+    a.lock.acquire(a.now, EPOCH_MS, Wait::No).expect("idle");
+    let until = a.now;
+    run_clocked(&mut a, s3, until);
+    assert!(a.lock.is_held(a.now), "{:?}", a.timeline());
+    let (owner, _) = a.lock.holding().expect("held");
+    let handle = Handle {
+        url: url(),
+        owner,
+        lease: a.lock.config().lease,
+        token: None,
+    };
+    (a, handle)
+}
+
+/// A release from the handle reads the runner's unparked record; the runner's detach (its
+/// `--keep`) parks it before the release's write lands. The release then finds the hold
+/// parked, so nobody runs under it: it releases that version, rather than saying another
+/// process holds it (which it did only until the park).
+#[test]
+fn a_release_from_a_handle_that_loses_to_a_late_park_releases_the_parked_record() {
+    let mut s3 = clocked();
+    let (mut a, handle) = running_holder(config(), &mut s3, 1);
+    let mut c = process_at(config(), 2, Instant::ZERO + secs(1));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    let read = c.next_request();
+    c.serve(&mut s3, &read);
+    let rest = c.next_request(); // the resting write, If-Match on A's unparked record
+
+    a.now = Instant::ZERO + secs(1);
+    a.lock.detach(a.now, url()).expect("held");
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(1));
+    assert!(record(&s3).parked, "A parked: {:?}", a.timeline());
+
+    c.serve(&mut s3, &rest); // 412: the park landed first
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(5));
+    assert_eq!(
+        c.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Deleted
+        }),
+        "{:?}",
+        c.timeline()
+    );
+    assert_eq!(etag(&s3), None, "the parked record released");
+}
+
+/// A holder whose hold was released from its handle meanwhile (a resting record of the same
+/// hold, by another process) hears, at its own release, that the lock rests: not that
+/// someone else took it over.
+#[test]
+fn a_release_that_finds_its_hold_released_from_the_handle_says_it_rests() {
+    let mut s3 = clocked();
+    let (mut a, handle) = running_holder(config(), &mut s3, 1);
+    let mut c = process_at(config(), 2, Instant::ZERO + secs(1));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(1));
+    assert_eq!(
+        c.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Resting
+        }),
+        "{:?}",
+        c.timeline()
+    );
+
+    a.now = Instant::ZERO + secs(2);
+    a.lock.release(a.now).expect("held");
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(2));
+    assert_eq!(
+        a.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Resting
+        }),
+        "{:?}",
+        a.timeline()
+    );
+    assert!(record(&s3).cooldown, "the resting record is left alone");
+}
+
+/// A detach whose park got no answer, and whose read-back finds no object, did not leave a
+/// parked hold: it says the lock was already gone (the driver's detach then reports the
+/// hold lost), not that it parked.
+#[test]
+fn an_unanswered_park_that_reads_back_nothing_is_not_reported_parked() {
+    let mut s3 = clocked();
+    let (mut a, _handle) = running_holder(config(), &mut s3, 1);
+    a.lock.detach(a.now, url()).expect("held");
+    let park = a.next_request();
+    a.answer(
+        &park,
+        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+    );
+    s3.force(B, K, None); // an operator deletes the object meanwhile
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(5));
+    assert_eq!(
+        a.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::AlreadyGone
+        }),
+        "{:?}",
+        a.timeline()
+    );
+}

@@ -1037,18 +1037,27 @@ fn periodic_schedule() -> impl Strategy<Value = Schedule> {
 /// "What it does not cover"), and they are left out.
 fn periods(r: &sets3lock_mock::Report) -> Vec<(Duration, Duration)> {
     use sets3lock::{Event, ReleaseOutcome};
-    // How each hold ended, by owner: its process's first final event after `Acquired`.
+    // Each hold's owner and when its process heard `Acquired`, until its final event.
     let mut holding = std::collections::BTreeMap::new();
+    // The grants that released holds stood on: the last of the owner's grants that landed
+    // before its process heard `Acquired` (an acquisition whose first landed write was taken
+    // over unseen lands again, with the same owner id, as a grant of its own).
     let mut released = std::collections::BTreeSet::new();
-    for (_, p, e) in &r.events {
+    for (t, p, e) in &r.events {
         match e {
             Event::Acquired { owner, .. } => {
-                holding.insert(*p, *owner);
+                holding.insert(*p, (*owner, *t));
             }
             Event::Released {
                 outcome: ReleaseOutcome::Resting | ReleaseOutcome::Deleted | ReleaseOutcome::Freed,
             } => {
-                released.extend(holding.remove(p));
+                if let Some((owner, at)) = holding.remove(p) {
+                    let grant = r
+                        .grants
+                        .iter()
+                        .rposition(|(g, _, o)| *o == owner && *g <= at);
+                    released.extend(grant);
+                }
             }
             e if e.is_final() => {
                 holding.remove(p);
@@ -1058,8 +1067,9 @@ fn periods(r: &sets3lock_mock::Report) -> Vec<(Duration, Duration)> {
     }
     r.grants
         .windows(2)
-        .filter(|w| released.contains(&w[0].2))
-        .map(|w| (w[0].0, w[1].0))
+        .enumerate()
+        .filter(|(i, _)| released.contains(i))
+        .map(|(_, w)| (w[0].0, w[1].0))
         .collect()
 }
 

@@ -62,10 +62,12 @@ pub(crate) fn acquire(
             }
         };
         drop(acquiring);
+        let before = log.failures();
         let code = match held {
             Ok(held) => match held.detach().await {
                 Ok(handle) => {
                     out!("{handle}");
+                    log.unparked_since(before, flags.lease);
                     OK
                 }
                 Err(e) => {
@@ -102,8 +104,10 @@ pub(crate) fn renew(
         ..handle.clone()
     };
     with_locker(url, options, async |locker: &Locker| {
+        let before = log.failures();
         match locker.renew_handle(&handle).await {
             Ok(valid) => {
+                log.unparked_since(before, handle.lease);
                 if let Some(v) = valid {
                     log.note(&format!("renewed: held for {} more", crate::cli::human(v)));
                 }

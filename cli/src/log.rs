@@ -22,6 +22,8 @@ pub(crate) struct Log {
     replies: Arc<(AtomicU32, AtomicU32)>,
     /// The store check was inconclusive (no reply, or no clear one).
     check_unanswered: Arc<AtomicBool>,
+    /// Operations that failed for good ([`Event::Failed`]), and what the last one said.
+    failures: Arc<Mutex<(u32, Option<String>)>>,
 }
 
 impl Log {
@@ -36,6 +38,7 @@ impl Log {
             waiting_on: Arc::new(Mutex::new(None)),
             replies: Arc::default(),
             check_unanswered: Arc::default(),
+            failures: Arc::default(),
         }
     }
 
@@ -72,6 +75,18 @@ impl Log {
         )
     }
 
+    /// How many operations have failed for good so far (see [`Log::failed_since`]).
+    pub(crate) fn failures(&self) -> u32 {
+        self.failures.lock().map_or(0, |f| f.0)
+    }
+
+    /// What the last failure said, if any failed after `before` (a count from
+    /// [`Log::failures`]).
+    pub(crate) fn failed_since(&self, before: u32) -> Option<String> {
+        let f = self.failures.lock().ok()?;
+        (f.0 > before).then(|| f.1.clone()).flatten()
+    }
+
     /// Whether the store check ended without a clear answer.
     pub(crate) fn store_check_unanswered(&self) -> bool {
         self.check_unanswered.load(Ordering::Relaxed)
@@ -91,6 +106,11 @@ impl Log {
                 ) => unanswered.fetch_add(1, Ordering::Relaxed),
                 _ => answered.fetch_add(1, Ordering::Relaxed),
             };
+        }
+        if let Observation::Event(Event::Failed { error }) = &o {
+            if let Ok(mut f) = self.failures.lock() {
+                *f = (f.0 + 1, Some(error.to_string()));
+            }
         }
         match o {
             Observation::Sending(r) if self.verbose => self.line(&format!(
@@ -188,6 +208,19 @@ impl Log {
     pub(crate) fn note(&self, what: &str) {
         if self.verbose {
             self.line(what);
+        }
+    }
+
+    /// Warns that a detach (`acquire`, `renew`, `--keep`) kept the hold but could not mark
+    /// its record parked, if an operation failed since `before` (a count from
+    /// [`Log::failures`]): a release from the handle will then rest the lock.
+    pub(crate) fn unparked_since(&self, before: u32, lease: std::time::Duration) {
+        if let Some(why) = self.failed_since(before) {
+            say!(
+                "{}: the lock stays held, but its record could not be marked parked ({why}): a release from this handle will keep the lock resting for about one lease ({}) instead of freeing it at once",
+                self.url,
+                crate::cli::human(lease)
+            );
         }
     }
 

@@ -160,8 +160,10 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             say!("cannot run {}: {e}", program[0].to_string_lossy());
             if args.keep {
                 // Kept as asked: the handle's next step may still run.
-                if let Err(e) = held.detach().await {
-                    say!("{url}: could not keep the lock: {e}");
+                let before = log.failures();
+                match held.detach().await {
+                    Ok(_) => log.unparked_since(before, args.lease()),
+                    Err(e) => say!("{url}: could not keep the lock: {e}"),
                 }
             } else {
                 report_release(&url, held.release().await);
@@ -230,11 +232,17 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
                 return LOST; // waited long enough: what is left in flight dies with us
             }
         },
-        None if args.keep => match held.detach().await {
-            // Left held for the next step: the handle is the same string.
-            Ok(_) => log.note("kept held (--keep): its lease runs, nobody renews it"),
-            Err(e) => say!("{url}: could not keep the lock: {e}"),
-        },
+        None if args.keep => {
+            let before = log.failures();
+            match held.detach().await {
+                // Left held for the next step: the handle is the same string.
+                Ok(_) => {
+                    log.unparked_since(before, args.lease());
+                    log.note("kept held (--keep): its lease runs, nobody renews it");
+                }
+                Err(e) => say!("{url}: could not keep the lock: {e}"),
+            }
+        }
         None => report_release(&url, held.release().await),
     }
     if stopped.is_some() {

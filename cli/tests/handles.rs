@@ -278,3 +278,55 @@ fn releasing_a_handle_in_use_rests_the_lock_and_stops_the_program_under_it() {
         );
     }
 }
+
+/// `--lease 0`: a program under the handle never renews, so it would never learn of a
+/// release. Neither `release` nor a second `--handle` run touches its record (exit 111, the
+/// ETag named for `sets3lock unlock`); the runner keeps the lock and frees it at its end.
+#[test]
+fn a_lease_0_handle_in_use_is_neither_released_nor_continued() {
+    for (name, s) in servers() {
+        let key = support::fresh_key("cli-handle-lease-0");
+        let url = s.url(&key);
+        let dir = scratch_dir("handle-lease-0");
+        let witness = format!("{dir}/witness");
+        let o = run(&s, &["acquire", "--lease", "0", &url]);
+        assert_eq!(code(&o), 0, "{name}: {}", stderr(&o));
+        let handle = stdout(&o).trim().to_owned();
+        let script = format!("echo S >> {witness}; sleep 4; echo E >> {witness}");
+        let runner = TestCommand::new(&s)
+            .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+            .args(["--handle", &handle, "sh", "-c", &script])
+            .spawn();
+        let started = Instant::now();
+        while !lines(&witness).contains(&"S".to_owned()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{name}: never ran"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let running = etag(&s, &key).expect("held");
+        for args in [
+            vec!["release", handle.as_str()],
+            vec!["--handle", handle.as_str(), "true"],
+        ] {
+            let o = run(&s, &args);
+            assert_eq!(code(&o), 111, "{name}: {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("may still run under this hold")
+                    && stderr(&o).contains("sets3lock unlock"),
+                "{name}: {args:?} says why and what to do: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                etag(&s, &key).as_ref(),
+                Some(&running),
+                "{name}: {args:?} wrote"
+            );
+        }
+        let o = runner.wait_with_output().expect("wait");
+        assert_eq!(code(&o), 0, "{name}: the runner: {}", stderr(&o));
+        assert_eq!(lines(&witness), ["S", "E"], "{name}: ran to its end");
+        assert_eq!(etag(&s, &key), None, "{name}: released at the runner's end");
+    }
+}

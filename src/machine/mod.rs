@@ -314,7 +314,10 @@ impl Lock {
     /// (taken over, deleted, released, or older than its lease by the store's clock) ends the
     /// call with [`NotAcquired::Ended`](crate::NotAcquired::Ended) and nothing written (a
     /// release of an expired hold still removes it, and says
-    /// [`ReleaseOutcome::Overdue`](crate::ReleaseOutcome::Overdue)).
+    /// [`ReleaseOutcome::Overdue`](crate::ReleaseOutcome::Overdue)). A hold with lease 0
+    /// whose record is not parked may have a process running under it that would never learn
+    /// of us (it never renews): both kinds of resumption end with
+    /// [`NotAcquired::InUse`](crate::NotAcquired::InUse) and nothing written.
     ///
     /// Our writes carry a writer id of our own (from the seed), so if two processes continue
     /// one hold at once, the last to resume keeps it and the other learns at its next renewal

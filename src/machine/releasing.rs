@@ -39,6 +39,9 @@ pub(super) struct Releasing {
     overdue: bool,
     /// Not a release: a detach, which parks the record ([`crate::Record::parked`]).
     park: bool,
+    /// A release from a handle ([`crate::Resume::Release`]): the user asked to end the hold
+    /// wherever it is, so a record of it parked since our read is released too.
+    from_handle: bool,
 }
 
 impl Releasing {
@@ -60,7 +63,14 @@ impl Releasing {
             rest: None,
             overdue: false,
             park: false,
+            from_handle: false,
         }
+    }
+
+    /// This release comes from a handle: it ends the hold, whichever process parked it last.
+    pub(super) fn from_handle(mut self) -> Releasing {
+        self.from_handle = true;
+        self
     }
 
     /// This is a detach: it parks the record instead of removing it.
@@ -183,6 +193,17 @@ impl Releasing {
                 {
                     // Our `free` (resting, parked) record: the release (or detach) landed.
                     Some(self.done())
+                } else if self.from_handle && self.s.parked_elsewhere(&holder) {
+                    // Parked since our read (a detach that landed after it): nobody runs
+                    // under the hold now, so release that version as a parked one, paced and
+                    // a bounded number of times.
+                    let incoherent = Setback::Incoherent { etag: etag.clone() };
+                    self.etag = etag;
+                    self.rest = None;
+                    if !self.retry(cx, Step::Release, now, incoherent) {
+                        return Phase::Idle;
+                    }
+                    None
                 } else if self.s.held_elsewhere(&holder) {
                     // Another process continued this hold from its handle: it holds the lock
                     // now, and learns nothing from us.
@@ -192,11 +213,14 @@ impl Releasing {
                     // Nobody can have taken over before our validity ended, so our release
                     // landed and someone acquired the free lock since.
                     Some(self.done())
+                } else if let Some(ended) = self.s.ended_elsewhere(&holder) {
+                    // Another process of this hold released it from the handle meanwhile.
+                    Some(ended)
                 } else {
                     Some(ReleaseOutcome::TakenOver)
                 }
             }
-            (InFlight::Read, Response::Absent) => Some(if self.unconfirmed {
+            (InFlight::Read, Response::Absent) => Some(if self.unconfirmed && !self.park {
                 self.done()
             } else {
                 ReleaseOutcome::AlreadyGone

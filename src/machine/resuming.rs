@@ -172,8 +172,15 @@ impl Resuming {
             // The same owner with another token cannot be this hold's record.
             return ended(cx, HoldEnded::TakenOver { holder });
         }
-        self.s.adopt_record(&cx.cfg, record, now);
         let (lease, parked) = (record.lease, record.parked);
+        if lease.is_zero() && !parked {
+            // Whoever runs under it never renews, so would never learn of us: leave it be.
+            cx.emit(Event::NotAcquired {
+                reason: NotAcquired::InUse { holder, etag },
+            });
+            return Phase::Idle;
+        }
+        self.s.adopt_record(&cx.cfg, record, now);
         // Older than its lease by the store's clock, with a second for the headers' rounding:
         // a waiter may be taking it over now.
         let expired = age.filter(|&a| !lease.is_zero() && a >= lease + Duration::from_secs(1));
@@ -186,12 +193,11 @@ impl Resuming {
             (Resume::Release, expired) => {
                 // Validity unknown on our clock: treat it as over, so a read after a lost
                 // reply never assumes that nobody could have taken over.
-                let r = Releasing::start(self.s, etag, Some(now), self.token, now);
+                let r = Releasing::start(self.s, etag, Some(now), self.token, now).from_handle();
                 Phase::Releasing(match expired {
                     Some(_) => r.overdue(),
-                    // Parked: nobody runs under it. A lease of zero never ends, so resting
-                    // cannot help whoever may run under it.
-                    None if parked || lease.is_zero() => r,
+                    // Parked: nobody runs under it.
+                    None if parked => r,
                     // Someone may still be running under it, and learns of this release only
                     // at its next renewal: the lock rests until that process's lease is
                     // surely over (it sent its last write before our read was answered).

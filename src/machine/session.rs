@@ -289,6 +289,32 @@ impl Session {
             && !holder.is_free()
     }
 
+    /// Whether `holder` is another process's parked record of this very hold: it detached
+    /// since, so nobody runs under the hold.
+    pub(super) fn parked_elsewhere(&self, holder: &Holder) -> bool {
+        matches!(holder, Holder::Sets3lock(r)
+            if r.owner == self.owner && r.writer != self.writer && r.parked && !r.cooldown)
+            && !holder.is_free()
+    }
+
+    /// What another process of this very hold did when `holder` is its release: a resting
+    /// record ([`ReleaseOutcome::Resting`](crate::ReleaseOutcome::Resting)) or a `free` one
+    /// ([`ReleaseOutcome::Freed`](crate::ReleaseOutcome::Freed)), written from its handle.
+    pub(super) fn ended_elsewhere(&self, holder: &Holder) -> Option<crate::ReleaseOutcome> {
+        match holder {
+            Holder::Sets3lock(r) if r.owner == self.owner && r.writer != self.writer => {
+                if r.cooldown {
+                    Some(crate::ReleaseOutcome::Resting)
+                } else if holder.is_free() {
+                    Some(crate::ReleaseOutcome::Freed)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Whether `holder` is a `free` record written by us: our release (or cleanup) landed.
     pub(super) fn freed_by_us(&self, holder: &Holder) -> bool {
         matches!(holder, Holder::Sets3lock(r) if r.owner == self.owner && r.writer == self.writer)

@@ -170,6 +170,16 @@ pub enum Error {
     /// there is nothing to continue, and nothing was written.
     #[error("the hold this handle names has ended: {0}")]
     HoldEnded(Box<sets3lock::HoldEnded>),
+    /// [`Locker::adopt`](crate::tokio::Locker::adopt) (or a release from a handle) of a hold
+    /// with lease 0 whose record is not parked: a process may still be running under it, and
+    /// it never renews, so it would never learn of us. Nothing was written.
+    #[error("a process may still run under this hold ({holder}), and with lease 0 it would never learn of another: left to it; once you know it has stopped, `sets3lock unlock URL --etag {etag}` removes it")]
+    HoldInUse {
+        /// The hold's record.
+        holder: Box<Holder>,
+        /// The lock object's ETag.
+        etag: ETag,
+    },
     /// A handle was given to a locker of another lock.
     #[error("the handle names the lock {handle}, not {locker}: use a locker for the handle's URL")]
     HandleElsewhere {

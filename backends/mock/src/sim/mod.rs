@@ -23,7 +23,7 @@ use sets3lock::{
     Ambiguity, ConfigError, ETag, Event, Handle, Holder, Instant, NotAcquired, OwnerId, Request,
     Response, Resume, SlotChoice, SlotOutcome, SlotStep, Wait,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use timeline::{Timeline, What};
 
 const BUCKET: &str = "sim-bucket";
@@ -84,8 +84,6 @@ pub struct Sim {
     keys: Vec<String>,
     /// Fenced mode: each grant's token, by owner id.
     grant_tokens: BTreeMap<OwnerId, u64>,
-    /// Every owner id whose grant has landed.
-    granted: BTreeSet<OwnerId>,
     /// Handles of holds let go of (`Exit::Detach`), oldest first.
     handles: Vec<Handle>,
     /// Someone changed the bucket behind the processes' backs: a holder's record may be gone.
@@ -133,7 +131,6 @@ impl Sim {
             live: vec![None; keys.len()],
             keys,
             grant_tokens: BTreeMap::new(),
-            granted: BTreeSet::new(),
             handles: Vec::new(),
             tampered: false,
         };
@@ -589,7 +586,15 @@ impl Sim {
                 request.purpose,
                 sets3lock::Purpose::Acquire | sets3lock::Purpose::Takeover
             ) && w.live;
-            if grant && self.granted.insert(w.owner) {
+            // Not a write over this owner's own live record (a renewal-like rewrite): an
+            // acquisition whose first landed write was taken over unseen can land again later
+            // with the same owner id, and that is a grant of its own.
+            let over_own = before.is_some_and(|b| {
+                let h = Holder::decode(&b.body);
+                matches!(&h, Holder::Sets3lock(r) if r.owner == w.owner && !r.cooldown)
+                    && !h.is_free()
+            });
+            if grant && !over_own {
                 self.report.grants.push((self.now, p, w.owner));
             }
         }

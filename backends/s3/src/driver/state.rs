@@ -221,6 +221,10 @@ impl Ending {
             Ending::NotAcquired(NotAcquired::TimedOut { holder }) => Error::TimedOut {
                 holder: holder.clone().map(Box::new),
             },
+            Ending::NotAcquired(NotAcquired::InUse { holder, etag }) => Error::HoldInUse {
+                holder: Box::new(holder.clone()),
+                etag: etag.clone(),
+            },
             Ending::NotAcquired(NotAcquired::Ended { ended }) => {
                 Error::HoldEnded(Box::new(ended.clone()))
             }
