@@ -113,6 +113,14 @@ pub(crate) struct Run {
     /// Log every request, reply and decision to stderr.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    /// Write the lock's and the job's metrics to this file in the Prometheus text format
+    /// (for node_exporter's textfile collector), replaced whole at the start, at each change
+    /// of the lock's state and at exit.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) metrics_textfile: Option<std::path::PathBuf>,
+    /// A label for every metric in the textfile, name=value (repeatable): job=nightly.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = crate::textfile::label, requires = "metrics_textfile")]
+    pub(crate) metrics_label: Vec<(String, String)>,
     #[command(flatten)]
     pub(crate) s3: S3Flags,
     /// The lock: s3://bucket/key.

@@ -24,10 +24,12 @@ mod log;
 mod options;
 mod run;
 mod status;
+mod textfile;
 mod unlock;
 mod watch;
 
 use exit_codes::{CANNOT_LOCK, OK, USAGE};
+use sets3lock::LockUrl;
 use std::ffi::OsString;
 
 pub use unlock::{force_unlock, Unlocked};
@@ -124,6 +126,18 @@ fn run_mode(args: &[OsString]) -> u8 {
     let Some(url) = run.url() else {
         return USAGE;
     };
+    if let Some(path) = &run.metrics_textfile {
+        if let Err(e) = textfile::install(path, run.metrics_label.clone()) {
+            say!("{e}");
+            return USAGE;
+        }
+    }
+    let code = run_mode_in(run, program, &url, unavailable);
+    textfile::finish(code);
+    code
+}
+
+fn run_mode_in(run: cli::Run, program: Vec<OsString>, url: &LockUrl, unavailable: u8) -> u8 {
     let options = match options::s3_options(&run.s3, url.scheme()) {
         Ok(o) => o,
         Err(e) => {

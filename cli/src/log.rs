@@ -107,6 +107,12 @@ impl Log {
                 _ => answered.fetch_add(1, Ordering::Relaxed),
             };
         }
+        if let Observation::Event(e) = &o {
+            // A change of the lock's state: the metrics textfile says it (if there is one).
+            if !matches!(e, Event::Contended { .. }) {
+                crate::textfile::changed();
+            }
+        }
         if let Observation::Event(Event::Failed { error }) = &o {
             if let Ok(mut f) = self.failures.lock() {
                 *f = (f.0 + 1, Some(error.to_string()));

@@ -172,6 +172,8 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             return CANNOT_LOCK;
         }
     };
+    let ran = std::time::Instant::now();
+    crate::textfile::program_started();
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
     // Why the program was stopped, if it was.
     let mut stopped = None;
@@ -206,6 +208,8 @@ pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString
             }
         }
     };
+
+    crate::textfile::program_ended(ran.elapsed());
 
     // ---- release, whatever happened ----
     match &stopped {

@@ -47,6 +47,8 @@ mod driver;
 mod error;
 #[cfg(feature = "gcs")]
 mod gcs;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod options;
 mod s3;
 pub mod tokio;

@@ -52,6 +52,9 @@ pub struct S3Options {
     pub lock: sets3lock::Config,
     /// Sees every request, reply and event (for logging).
     pub observer: Option<crate::Observer>,
+    /// The `lock` label of the instruments (feature `metrics`, see `sets3lock_s3::metrics`);
+    /// `None`: the lock's URL. One name for many keys keeps the number of series small.
+    pub metrics_name: Option<String>,
     /// How the store is checked before the first lock (once per process by default).
     pub store_check: crate::StoreCheck,
     /// How to reach Azure Blob Storage, for `az://` URLs (feature `azure`).
@@ -75,6 +78,7 @@ impl Default for S3Options {
             ca_bundle: None,
             lock: sets3lock::Config::default(),
             observer: None,
+            metrics_name: None,
             store_check: crate::StoreCheck::default(),
             #[cfg(feature = "azure")]
             azure: crate::AzureOptions::default(),

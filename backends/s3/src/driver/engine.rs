@@ -2,6 +2,7 @@
 
 use crate::driver::clock::Stamp;
 use crate::driver::http::time_limit;
+use crate::driver::meter::Meter;
 use crate::driver::mode::Mode;
 use crate::driver::state::{FinishOnDrop, Shared};
 use crate::driver::store::Store;
@@ -29,6 +30,8 @@ pub(crate) struct Engine {
     /// While acquiring: when the wait ends. No request of the acquisition may run on past it
     /// by more than `http::LAST_REQUEST` (none with lease 0).
     deadline: Option<Stamp>,
+    /// The instruments (feature `metrics`).
+    meter: Meter,
 }
 
 /// What a new driver's core starts with.
@@ -101,6 +104,11 @@ impl Engine {
         }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
+        let name = options
+            .metrics_name
+            .clone()
+            .unwrap_or_else(|| url.to_string());
+        let meter = Meter::new(&name, config.fenced, matches!(start, Start::Acquire(_)));
         let mut engine = Engine {
             lock: Lock::new(config, seed)?,
             store,
@@ -117,6 +125,7 @@ impl Engine {
                 Wait::Timeout(d) if !options.lock.lease.is_zero() => Some(origin.plus(d)),
                 _ => None,
             },
+            meter,
         };
         let now = engine.now();
         let started = match start {
@@ -152,6 +161,8 @@ impl Engine {
     /// Hands the core's events to the shared state (and to the observer).
     fn publish(&mut self) {
         while let Some(event) = self.lock.poll_event() {
+            // The meter first: an observer that reads the instruments sees this event in them.
+            self.meter.event(&event);
             self.observe(Observation::Event(&event));
             if !matches!(event, Event::Contended { .. }) {
                 // The acquisition is over: held, given up, failed or cancelled.
@@ -167,6 +178,12 @@ impl Engine {
         if let Some(request) = self.lock.poll_request() {
             self.requests.fetch_add(1, Ordering::Relaxed);
             self.observe(Observation::Sending(&request));
+            let now = self.now();
+            let left = self
+                .lock
+                .valid_until()
+                .map(|v| v.saturating_duration_since(now));
+            self.meter.sending(&request, left);
             let started = std::time::Instant::now();
             return Next::Send(Sending { request, started });
         }
@@ -188,11 +205,9 @@ impl Engine {
     /// Feeds a reply to the core (and to the observer).
     pub(crate) fn answer(&mut self, sending: Sending, response: Response) {
         let Sending { request, started } = sending;
-        self.observe(Observation::Received(
-            &request,
-            &response,
-            started.elapsed(),
-        ));
+        let took = started.elapsed();
+        self.meter.received(&request, &response, took);
+        self.observe(Observation::Received(&request, &response, took));
         let now = self.now();
         self.lock.handle_response(request.id, response, now);
     }

@@ -6,6 +6,7 @@ pub(crate) mod clock;
 pub(crate) mod engine;
 pub(crate) mod http;
 pub(crate) mod hub;
+pub(crate) mod meter;
 pub(crate) mod mode;
 pub(crate) mod observe;
 pub(crate) mod server_time;

@@ -1,0 +1,288 @@
+//! `--metrics-textfile`: the textfile a run leaves, read back and checked against what happened
+//! (one contended acquisition, renewals, the release, the program's exit status and run time),
+//! checked by `promtool check metrics` (Debian's prometheus package; `scripts/test.sh`
+//! installs it), never seen half-written by a reader in a loop, and bad paths and labels
+//! refused with one line.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use support::command::{code, stderr, TestCommand};
+use support::{scratch_dir, Server};
+
+fn seaweedfs() -> Option<Server> {
+    support::real("seaweedfs")
+}
+
+fn run(s: &Server, args: &[&str]) -> Output {
+    TestCommand::new(s)
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+        .args(args)
+        .output()
+}
+
+/// The samples of a textfile: `name{labels}` to value. Fails on a line that is not a comment
+/// or a sample.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("{line:?}"));
+        out.insert(series.to_owned(), value);
+    }
+    out
+}
+
+/// The sum over the series of `name` whose labels include every `label="value"` in `want`.
+fn sum(samples: &BTreeMap<String, f64>, name: &str, want: &[&str]) -> f64 {
+    samples
+        .iter()
+        .filter(|(series, _)| {
+            series.split('{').next() == Some(name) && want.iter().all(|w| series.contains(w))
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// `promtool check metrics` on `path`, if promtool is here (required under
+/// SETS3LOCK_REQUIRE_S3=1, as in CI).
+fn promtool(path: &str) {
+    let Ok(file) = std::fs::File::open(path) else {
+        panic!("no textfile at {path}");
+    };
+    match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(file)
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "promtool check metrics: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() != Ok("1") => {
+            eprintln!("SKIPPED: promtool is not installed (apt-get install prometheus)")
+        }
+        Err(e) => panic!("promtool: {e} (apt-get install prometheus; scripts/test.sh does)"),
+    }
+}
+
+#[test]
+fn a_runs_textfile_says_what_happened_and_is_never_seen_half_written() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-metrics");
+    let url = s.url(&key);
+    let dir = scratch_dir("metrics");
+    let (first, second) = (format!("{dir}/first.prom"), format!("{dir}/second.prom"));
+    // The first run holds the lock for 2.5 s; the second waits for it, then runs 3.2 s with a
+    // 3 s lease (renewed every second) and exits 3.
+    let holder = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+        .args(["--metrics-textfile", &first, &url, "sleep", "2.5"])
+        .spawn();
+    let started = Instant::now();
+    while !std::fs::read_to_string(&first).is_ok_and(|t| t.contains("sets3lock_job_running 1")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the first run never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut waiter = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+        .args([
+            "--metrics-textfile",
+            &second,
+            "--metrics-label",
+            "job=nightly",
+            "--lease",
+            "3s",
+            &url,
+            "sh",
+            "-c",
+            "sleep 3.2; exit 3",
+        ])
+        .spawn();
+    // A reader in a loop meanwhile: every read is a whole file.
+    let mut reads = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = waiter.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the second run did not end");
+        if let Ok(text) = std::fs::read_to_string(&second) {
+            reads += 1;
+            let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
+            let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
+            assert!(
+                text.ends_with('\n') && helps == types && text.contains("sets3lock_job_running"),
+                "read {reads} is not a whole file:\n{text}"
+            );
+            samples(&text);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(reads > 100, "only {reads} reads");
+    assert_eq!(status.code(), Some(3));
+    assert_eq!(
+        holder.wait_with_output().expect("first run").status.code(),
+        Some(0)
+    );
+
+    promtool(&first);
+    promtool(&second);
+    let text = std::fs::read_to_string(&second).expect("the textfile");
+    let got = samples(&text);
+    let job = r#"job="nightly""#;
+    let lock = format!(r#"lock="{url}""#);
+    let lock = lock.as_str();
+    assert_eq!(sum(&got, "sets3lock_job_exit_code", &[job]), 3.0, "{text}");
+    assert_eq!(sum(&got, "sets3lock_job_running", &[job]), 0.0, "{text}");
+    let ran = sum(&got, "sets3lock_job_duration_seconds", &[job]);
+    assert!((3.2..10.0).contains(&ran), "ran {ran} s:\n{text}");
+    let waited = [lock, job, r#"outcome="acquired""#, r#"contended="true""#];
+    assert_eq!(
+        sum(&got, "sets3lock_acquire_duration_seconds_count", &waited),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        sum(&got, "sets3lock_acquire_duration_seconds_sum", &waited) > 0.5,
+        "{text}"
+    );
+    let renewed = sum(&got, "sets3lock_renewals_total", &[lock, r#"result="ok""#]);
+    assert!(
+        (3.0..=4.0).contains(&renewed),
+        "renewed {renewed} times:\n{text}"
+    );
+    assert_eq!(
+        sum(
+            &got,
+            "sets3lock_releases_total",
+            &[lock, r#"outcome="deleted""#]
+        ),
+        1.0
+    );
+    assert_eq!(sum(&got, "sets3lock_locks_held", &[lock]), 0.0, "{text}");
+    assert_eq!(
+        sum(&got, "sets3lock_hold_duration_seconds_count", &[lock]),
+        1.0
+    );
+    assert_eq!(
+        sum(
+            &got,
+            "sets3lock_store_requests_total",
+            &[lock, r#"method="PUT""#, r#"result="written""#]
+        ),
+        1.0 + renewed,
+        "the grant and each renewal:\n{text}"
+    );
+    assert_eq!(
+        sum(
+            &got,
+            "sets3lock_store_requests_total",
+            &[lock, r#"method="DELETE""#]
+        ),
+        1.0,
+        "{text}"
+    );
+    let first = samples(&std::fs::read_to_string(&first).expect("the first textfile"));
+    let alone = [lock, r#"outcome="acquired""#, r#"contended="false""#];
+    assert_eq!(
+        sum(&first, "sets3lock_acquire_duration_seconds_count", &alone),
+        1.0
+    );
+    assert_eq!(sum(&first, "sets3lock_job_exit_code", &[]), 0.0);
+}
+
+#[test]
+fn a_run_that_cannot_lock_says_so_in_its_textfile() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-metrics-busy");
+    let url = s.url(&key);
+    let dir = scratch_dir("metrics-busy");
+    let path = format!("{dir}/busy.prom");
+    let holder = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+        .args([&url, "sleep", "3"])
+        .spawn();
+    let started = Instant::now();
+    loop {
+        let o = run(&s, &["--metrics-textfile", &path, "-n", &url, "true"]);
+        if code(&o) == 111 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never busy");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    promtool(&path);
+    let got = samples(&std::fs::read_to_string(&path).expect("textfile"));
+    assert_eq!(sum(&got, "sets3lock_job_exit_code", &[]), 111.0);
+    let busy = [r#"outcome="busy""#, r#"contended="true""#];
+    assert_eq!(
+        sum(&got, "sets3lock_acquire_duration_seconds_count", &busy),
+        1.0
+    );
+    assert_eq!(sum(&got, "sets3lock_job_start_timestamp_seconds", &[]), 0.0);
+    holder.wait_with_output().expect("holder");
+}
+
+#[test]
+fn bad_textfile_paths_and_labels_are_refused_with_one_line() {
+    // No server needed: these are refused before anything is sent.
+    let s = Server {
+        endpoint: "http://127.0.0.1:9".into(),
+        access_key: "k".into(),
+        secret: "s".into(),
+        bucket: "b".into(),
+    };
+    for (args, says) in [
+        (
+            vec![
+                "--metrics-textfile",
+                "/nonexistent-dir/x.prom",
+                "s3://bucket/k",
+                "true",
+            ],
+            "existing directory",
+        ),
+        (
+            vec![
+                "--metrics-textfile",
+                "/tmp/x.prom",
+                "--metrics-label",
+                "lock=x",
+                "s3://bucket/k",
+                "true",
+            ],
+            "sets3lock's own",
+        ),
+        (
+            vec![
+                "--metrics-textfile",
+                "/tmp/x.prom",
+                "--metrics-label",
+                "job",
+                "s3://bucket/k",
+                "true",
+            ],
+            "not name=value",
+        ),
+        (
+            vec!["--metrics-label", "job=x", "s3://bucket/k", "true"],
+            "--metrics-textfile",
+        ),
+    ] {
+        let o = run(&s, &args);
+        assert_eq!(code(&o), 100, "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(says) && e.trim().lines().count() == 1,
+            "{args:?}: {e}"
+        );
+    }
+}
