@@ -2,7 +2,8 @@
 # The whole test suite: unit, scenario, simulation, doc tests; the conformance suite against
 # the mock, SeaweedFS, MiniStack, Azurite (Azure Blob Storage) and fake-gcs-server (GCS); the contention test and the command-line tests against
 # SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
-# (installed from Debian if missing); the fuzz corpora replayed on stable; the Python
+# (installed from Debian if missing); the metrics textfile checked by promtool (Debian's prometheus
+# package, installed if missing); the fuzz corpora replayed on stable; the Python
 # package (its wheel built and installed into a fresh venv, then pytest against the servers). The servers are
 # installed into .local/, started here and stopped at the end.
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
@@ -23,6 +24,18 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
   else
     sudo apt-get install -y -qq faketime >/dev/null \
       || { echo "install Debian's faketime package (apt-get install faketime)" >&2; exit 1; }
+  fi
+fi
+
+echo "== promtool, to check the metrics textfile (Debian's prometheus package)"
+if ! command -v promtool >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+  else
+    sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+      || { echo "install Debian's prometheus package (apt-get install prometheus) for promtool" >&2; exit 1; }
   fi
 fi
 
@@ -48,6 +61,9 @@ cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
 
 echo "== the tracing feature: a lock's life as tracing events in its span"
 cargo test -p sets3lock-s3 --features tracing --test tracing --locked
+
+echo "== the metrics feature: the instruments read back on the mock and SeaweedFS"
+cargo test -p sets3lock-s3 --features metrics --test metrics --locked
 
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay

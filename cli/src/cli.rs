@@ -198,11 +198,19 @@ pub(crate) enum Command {
         /// changes): 30 a minute with the default.
         #[arg(long, value_parser = duration, default_value = "2s", value_name = "DURATION")]
         interval: Duration,
+        /// Keep each lock's state in this file in the Prometheus text format (for
+        /// node_exporter's textfile collector): held, stale, the holder's age, the token, the
+        /// time since the last change; rewritten whole every interval.
+        #[arg(long, value_name = "PATH")]
+        metrics_textfile: Option<std::path::PathBuf>,
+        /// A label for every metric in the textfile, name=value (repeatable).
+        #[arg(long, value_name = "NAME=VALUE", value_parser = crate::textfile::label, requires = "metrics_textfile")]
+        metrics_label: Vec<(String, String)>,
         #[command(flatten)]
         s3: S3Flags,
-        /// The lock: s3://bucket/key.
-        #[arg(value_parser = LockUrl::parse)]
-        url: LockUrl,
+        /// The locks: s3://bucket/key (one or more).
+        #[arg(value_parser = LockUrl::parse, required = true, num_args = 1..)]
+        url: Vec<LockUrl>,
     },
     /// Remove a lock, but only the version you saw, never a newer one: DELETE If-Match, or
     /// for a fenced lock a `free` record written with If-Match (its token is kept).

@@ -191,9 +191,23 @@ fn command(args: &[OsString]) -> u8 {
         cli::Command::Watch {
             json,
             interval,
+            metrics_textfile,
+            metrics_label,
             s3: flags,
             url,
-        } => s3(&flags, url.scheme()).map(|o| watch::watch(&url, o, json, interval)),
+        } => {
+            if let Some(path) = &metrics_textfile {
+                if let Err(e) = textfile::install(path, metrics_label) {
+                    say!("{e}");
+                    return USAGE;
+                }
+                textfile::describe_watch();
+            }
+            url.into_iter()
+                .map(|u| s3(&flags, u.scheme()).map(|o| (u, o)))
+                .collect::<Result<Vec<_>, u8>>()
+                .map(|locks| watch::watch(locks, json, interval))
+        }
         cli::Command::Unlock {
             etag,
             s3: flags,

@@ -8,7 +8,7 @@ use sets3lock_s3::{tokio::Watcher, S3Options};
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
-pub(crate) fn watch(url: &LockUrl, options: S3Options, json: bool, interval: Duration) -> u8 {
+pub(crate) fn watch(locks: Vec<(LockUrl, S3Options)>, json: bool, interval: Duration) -> u8 {
     let Some(runtime) = crate::runtime() else {
         return CANNOT_LOCK;
     };
@@ -16,14 +16,20 @@ pub(crate) fn watch(url: &LockUrl, options: S3Options, json: bool, interval: Dur
         interval,
         ..WatchConfig::default()
     };
-    let code = runtime.block_on(watch_until_interrupted(url, options, cfg, json));
+    let code = runtime.block_on(watch_until_interrupted(locks, cfg, json));
     runtime.shutdown_background();
     code
 }
 
+/// What one lock's watcher reports: its event, and how long it has seen the holder.
+struct Report {
+    lock: usize,
+    event: WatchEvent,
+    seen: Option<Duration>,
+}
+
 async fn watch_until_interrupted(
-    url: &LockUrl,
-    options: S3Options,
+    locks: Vec<(LockUrl, S3Options)>,
     cfg: WatchConfig,
     json: bool,
 ) -> u8 {
@@ -37,23 +43,64 @@ async fn watch_until_interrupted(
             return CANNOT_LOCK;
         }
     };
-    let mut watcher = match Watcher::new(&url.to_string(), options, cfg) {
-        Ok(w) => w,
-        Err(e) => {
-            say!("{url}: {e}");
-            return CANNOT_LOCK;
-        }
-    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut gauges = Vec::new();
+    for (i, (url, options)) in locks.iter().enumerate() {
+        let mut watcher = match Watcher::new(&url.to_string(), options.clone(), cfg.clone()) {
+            Ok(w) => w,
+            Err(e) => {
+                say!("{url}: {e}");
+                return CANNOT_LOCK;
+            }
+        };
+        gauges.push(crate::textfile::Watched::new(url));
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Some(event) = watcher.next().await {
+                let seen = watcher.current().and_then(|s| match s {
+                    Sighting::Held { since, .. } | Sighting::Stale { since, .. } => {
+                        Some(watcher.now().saturating_duration_since(*since))
+                    }
+                    _ => None,
+                });
+                let failed = matches!(event, WatchEvent::Failed { .. });
+                if tx
+                    .send(Report {
+                        lock: i,
+                        event,
+                        seen,
+                    })
+                    .is_err()
+                    || failed
+                {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    // The textfile's ages move on between changes: it is written again every interval.
+    let mut tick = tokio::time::interval(cfg.interval);
     loop {
         tokio::select! {
-            event = watcher.next() => match event {
-                Some(WatchEvent::Failed { error }) => {
-                    say!("{url}: {error}");
+            report = rx.recv() => match report {
+                Some(Report { lock, event: WatchEvent::Failed { error }, .. }) => {
+                    say!("{}: {error}", locks[lock].0);
                     return CANNOT_LOCK;
                 }
-                Some(event) => print(url, &event, json, &watcher),
+                Some(Report { lock, event, seen }) => {
+                    print(&locks[lock].0, &event, json, seen);
+                    gauges[lock].saw(&event, seen);
+                    crate::textfile::changed();
+                }
                 None => return CANNOT_LOCK,
             },
+            _ = tick.tick() => {
+                for g in &mut gauges {
+                    g.tick();
+                }
+                crate::textfile::changed();
+            }
             // Interrupted: the normal way to end a watch.
             _ = int.recv() => return OK,
             _ = term.recv() => return OK,
@@ -61,10 +108,10 @@ async fn watch_until_interrupted(
     }
 }
 
-fn print(url: &LockUrl, event: &WatchEvent, json: bool, watcher: &Watcher) {
+fn print(url: &LockUrl, event: &WatchEvent, json: bool, seen: Option<Duration>) {
     let at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ");
     if json {
-        out!("{}", event_json(url, &at.to_string(), event, watcher));
+        out!("{}", event_json(url, &at.to_string(), event, seen));
         return;
     }
     let what = match event {
@@ -91,7 +138,7 @@ fn print(url: &LockUrl, event: &WatchEvent, json: bool, watcher: &Watcher) {
 /// and for a record: `etag`, `holder` (as people read it), `owner`, `host`, `pid`, `since`
 /// (the holder's acquisition, by its clock), `lease_ms`, `value` (the holder's `--value`),
 /// `token` (fenced), `seen_ms` (how long this watcher has seen this holder).
-fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, watcher: &Watcher) -> String {
+fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, seen: Option<Duration>) -> String {
     let mut s = format!("{{\"at\":{},\"url\":{}", quote(at), quote(&url.to_string()));
     let sighting = match event {
         WatchEvent::Changed(sighting) => sighting,
@@ -142,8 +189,7 @@ fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, watcher: &Watcher) ->
             s.push_str(&format!(",\"token\":{}", f.token));
         }
     }
-    if let Sighting::Held { since, .. } | Sighting::Stale { since, .. } = sighting {
-        let seen = watcher.now().saturating_duration_since(*since);
+    if let Some(seen) = seen {
         s.push_str(&format!(",\"seen_ms\":{}", seen.as_millis()));
     }
     s.push('}');

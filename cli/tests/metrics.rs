@@ -286,3 +286,107 @@ fn bad_textfile_paths_and_labels_are_refused_with_one_line() {
         );
     }
 }
+
+/// `watch --metrics-textfile` over two locks: one whose holder was killed (stale after a
+/// lease, held far longer than it ran), one fenced and released (its token kept).
+#[test]
+fn a_watchers_textfile_shows_a_stale_holder_and_a_released_token() {
+    let Some(s) = seaweedfs() else { return };
+    let (k1, k2) = (
+        support::fresh_key("cli-watch-stale"),
+        support::fresh_key("cli-watch-fenced"),
+    );
+    let (u1, u2) = (s.url(&k1), s.url(&k2));
+    let dir = scratch_dir("watch-metrics");
+    let path = format!("{dir}/watch.prom");
+    // A holder with a 2 s lease, killed while holding: its record goes stale.
+    let mut killed = TestCommand::new(&s)
+        .env("XDG_CACHE_HOME", &scratch_dir("cache"))
+        .args(["--lease", "2s", &u1, "sleep", "30"])
+        .spawn();
+    let o = run(&s, &["--fenced", &u2, "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut watcher = TestCommand::new(&s)
+        .args([
+            "watch",
+            "--interval",
+            "300ms",
+            "--metrics-textfile",
+            &path,
+            "--metrics-label",
+            "env=test",
+            &u1,
+            &u2,
+        ])
+        .spawn();
+    let started = Instant::now();
+    let mut killed_at = None;
+    let text = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no stale holder in the textfile: {:?}",
+            std::fs::read_to_string(&path)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let got = samples(&text);
+        let one = format!(r#"lock="{u1}""#);
+        if killed_at.is_none() && sum(&got, "sets3lock_watch_held", &[&one]) == 1.0 {
+            let _ = killed.kill(); // SIGKILL: nothing releases the lock
+            killed_at = Some(Instant::now());
+        }
+        if sum(&got, "sets3lock_watch_stale", &[&one]) == 1.0 {
+            break text;
+        }
+    };
+    let _ = killed.wait();
+    let killed_at = killed_at.expect("held, then killed");
+    assert!(
+        killed_at.elapsed() >= Duration::from_secs(1),
+        "stale only once unrenewed for a lease"
+    );
+    let _ = nix_kill_int(&watcher);
+    let _ = watcher.wait();
+    promtool(&path);
+    let got = samples(&text);
+    let (one, two) = (format!(r#"lock="{u1}""#), format!(r#"lock="{u2}""#));
+    let env = r#"env="test""#;
+    assert_eq!(
+        sum(&got, "sets3lock_watch_held", &[&one, env]),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        sum(&got, "sets3lock_watch_holder_age_seconds", &[&one]) >= 1.0,
+        "{text}"
+    );
+    assert_eq!(sum(&got, "sets3lock_watch_up", &[&one]), 1.0, "{text}");
+    assert_eq!(sum(&got, "sets3lock_watch_held", &[&two]), 0.0, "{text}");
+    assert_eq!(sum(&got, "sets3lock_watch_stale", &[&two]), 0.0, "{text}");
+    assert_eq!(sum(&got, "sets3lock_watch_token", &[&two]), 1.0, "{text}");
+    assert!(
+        sum(
+            &got,
+            "sets3lock_watch_last_change_timestamp_seconds",
+            &[&two]
+        ) > 1.7e9
+    );
+    assert!(
+        sum(&got, "sets3lock_holder_changes_total", &[&one]) >= 1.0,
+        "held, then stale: {text}"
+    );
+    assert!(
+        sum(
+            &got,
+            "sets3lock_store_requests_total",
+            &[&two, r#"method="GET""#]
+        ) >= 1.0
+    );
+}
+
+/// SIGINT, the normal way to end a watch.
+fn nix_kill_int(child: &std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+}

@@ -28,6 +28,10 @@ pub struct Watcher<M: Mode> {
     /// The poll handed out and not yet answered: sent again if a `next` was dropped while it
     /// was on its way (the core answers each request once).
     unanswered: Option<sets3lock::Request>,
+    /// The `lock` label of the instruments (feature `metrics`).
+    name: String,
+    /// A first sighting was reported: each one after is a change of hands.
+    sighted: bool,
     mode: PhantomData<M>,
 }
 
@@ -40,6 +44,10 @@ impl<M: Mode> Watcher<M> {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
         let watch = Watch::new(cfg, seed)?;
+        let name = options
+            .metrics_name
+            .clone()
+            .unwrap_or_else(|| url.to_string());
         Ok(Watcher {
             store,
             url,
@@ -48,6 +56,8 @@ impl<M: Mode> Watcher<M> {
             origin: Stamp::now(),
             requests: 0,
             unanswered: None,
+            name,
+            sighted: false,
             mode: PhantomData,
         })
     }
@@ -79,8 +89,13 @@ impl<M: Mode> Watcher<M> {
     pub(crate) async fn next_event(&mut self) -> Option<WatchEvent> {
         loop {
             if let Some(event) = self.watch.poll_event() {
-                if let (Some(o), WatchEvent::Changed(s)) = (&self.options.observer, &event) {
-                    o.see(Observation::Sighting(s));
+                if let WatchEvent::Changed(s) = &event {
+                    if std::mem::replace(&mut self.sighted, true) {
+                        crate::driver::meter::changed_hands(&self.name);
+                    }
+                    if let Some(o) = &self.options.observer {
+                        o.see(Observation::Sighting(s));
+                    }
                 }
                 return Some(event);
             }
@@ -97,12 +112,10 @@ impl<M: Mode> Watcher<M> {
                 let sender =
                     Sender::new(self.store.as_ref(), self.options.request_timeout, observer);
                 let response = sender.send(self.url.key(), &request.intent).await;
+                let took = started.elapsed();
+                crate::driver::meter::request(&self.name, &request, &response, took);
                 if let Some(o) = observer {
-                    o.see(Observation::Received(
-                        &request,
-                        &response,
-                        started.elapsed(),
-                    ));
+                    o.see(Observation::Received(&request, &response, took));
                 }
                 let now = self.now();
                 self.unanswered = None;

@@ -4,10 +4,10 @@
 //! reply was lost). Without the feature the meter is empty and every call does nothing.
 
 #[cfg(feature = "metrics")]
-pub(crate) use on::Meter;
+pub(crate) use on::{changed_hands, request, Meter};
 
 #[cfg(not(feature = "metrics"))]
-pub(crate) use off::Meter;
+pub(crate) use off::{changed_hands, request, Meter};
 
 #[cfg(not(feature = "metrics"))]
 mod off {
@@ -25,6 +25,10 @@ mod off {
         pub(crate) fn received(&mut self, _request: &Request, _reply: &Response, _took: Duration) {}
         pub(crate) fn event(&mut self, _event: &Event) {}
     }
+
+    pub(crate) fn request(_lock: &str, _request: &Request, _reply: &Response, _took: Duration) {}
+
+    pub(crate) fn changed_hands(_lock: &str) {}
 }
 
 #[cfg(feature = "metrics")]
@@ -91,14 +95,7 @@ mod on {
         /// `request` was answered with `reply` after `took`.
         pub(crate) fn received(&mut self, request: &Request, reply: &Response, took: Duration) {
             let method = request.intent.method();
-            let labels = vec![
-                self.lock_label(),
-                Label::new("method", method),
-                Label::new("result", result(reply)),
-            ];
-            counter!(m::STORE_REQUESTS, labels).increment(1);
-            let labels = vec![self.lock_label(), Label::new("method", method)];
-            histogram!(m::STORE_REQUEST_DURATION, labels).record(took.as_secs_f64());
+            count_request(self.lock_label(), method, reply, took);
             if request.purpose == Purpose::Renew {
                 histogram!(m::RENEWAL_DURATION, self.labels.to_vec()).record(took.as_secs_f64());
             }
@@ -207,6 +204,28 @@ mod on {
         fn drop(&mut self) {
             self.ended();
         }
+    }
+
+    /// A store request of lock `lock` (a watcher's: no [`Meter`]) was answered.
+    pub(crate) fn request(lock: &str, request: &Request, reply: &Response, took: Duration) {
+        let lock = Label::new("lock", lock.to_owned());
+        count_request(lock, request.intent.method(), reply, took);
+    }
+
+    fn count_request(lock: Label, method: &'static str, reply: &Response, took: Duration) {
+        let labels = vec![
+            lock.clone(),
+            Label::new("method", method),
+            Label::new("result", result(reply)),
+        ];
+        counter!(m::STORE_REQUESTS, labels).increment(1);
+        let labels = vec![lock, Label::new("method", method)];
+        histogram!(m::STORE_REQUEST_DURATION, labels).record(took.as_secs_f64());
+    }
+
+    /// A watcher of lock `lock` saw it change hands (or go free, or go stale).
+    pub(crate) fn changed_hands(lock: &str) {
+        counter!(m::HOLDER_CHANGES, vec![Label::new("lock", lock.to_owned())]).increment(1);
     }
 
     /// The `result` label of a reply.
