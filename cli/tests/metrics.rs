@@ -390,3 +390,24 @@ fn nix_kill_int(child: &std::process::Child) -> std::io::Result<std::process::Ex
         .args(["-INT", &child.id().to_string()])
         .status()
 }
+
+/// The example alerting rules in docs/alerts.yml are valid rules.
+#[test]
+fn the_example_alert_rules_pass_promtool() {
+    let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/alerts.yml");
+    match Command::new("promtool")
+        .args(["check", "rules", rules])
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "promtool check rules: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) if std::env::var("SETS3LOCK_REQUIRE_S3").as_deref() != Ok("1") => {
+            eprintln!("SKIPPED: promtool is not installed (apt-get install prometheus)")
+        }
+        Err(e) => panic!("promtool: {e} (apt-get install prometheus; scripts/test.sh does)"),
+    }
+}

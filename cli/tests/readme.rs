@@ -40,7 +40,8 @@ fn the_readme_marks_its_examples() {
             "semaphores",
             "pipeline",
             "workflow",
-            "cron"
+            "cron",
+            "metrics"
         ]
     );
 }
@@ -125,6 +126,20 @@ fn the_readme_examples_run_against_seaweedfs() {
             "cron" => {
                 let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("ran on ")).collect();
                 assert_eq!(runs, ["ran on a"], "one run in the period: {out}");
+            }
+            "metrics" => {
+                assert!(
+                    out.lines()
+                        .any(|l| l == r#"sets3lock_job_exit_code{job="backup"} 0"#),
+                    "{out}"
+                );
+                assert!(
+                    out.lines()
+                        .any(|l| l.starts_with("sets3lock_releases_total{")
+                            && l.contains(r#"outcome="deleted""#)
+                            && l.ends_with(" 1")),
+                    "{out}"
+                );
             }
             other => panic!("an example without a check: {other}"),
         }

@@ -37,7 +37,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// update is an atomic.
 #[cfg(feature = "metrics")]
 mod recorder {
-    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
     use std::collections::HashMap;
     use std::sync::atomic::AtomicU64;
     use std::sync::{Arc, Mutex};
@@ -50,7 +52,10 @@ mod recorder {
             self.0.lock().map_or(0, |m| m.len())
         }
         fn cell(&self, key: &Key) -> Arc<AtomicU64> {
-            let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut map = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             map.entry(key.clone()).or_default().clone()
         }
     }
@@ -59,7 +64,8 @@ mod recorder {
     struct Last(Arc<AtomicU64>);
     impl metrics::HistogramFn for Last {
         fn record(&self, value: f64) {
-            self.0.store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
+            self.0
+                .store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
         }
     }
 
