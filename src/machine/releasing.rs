@@ -68,7 +68,7 @@ impl Releasing {
     }
 
     /// This release comes from a handle: it ends the hold, whichever process parked it last.
-    pub(super) fn from_handle(mut self) -> Releasing {
+    pub(super) fn of_a_handle(mut self) -> Releasing {
         self.from_handle = true;
         self
     }

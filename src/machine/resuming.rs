@@ -193,7 +193,7 @@ impl Resuming {
             (Resume::Release, expired) => {
                 // Validity unknown on our clock: treat it as over, so a read after a lost
                 // reply never assumes that nobody could have taken over.
-                let r = Releasing::start(self.s, etag, Some(now), self.token, now).from_handle();
+                let r = Releasing::start(self.s, etag, Some(now), self.token, now).of_a_handle();
                 Phase::Releasing(match expired {
                     Some(_) => r.overdue(),
                     // Parked: nobody runs under it.
