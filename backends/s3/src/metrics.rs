@@ -9,7 +9,7 @@
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `sets3lock_acquire_duration_seconds` | histogram | lock, mode, outcome, contended | from the call to its end; `outcome` is `acquired`, `busy`, `timed_out`, `cancelled`, `ended` (a handle's hold) or `error`; `contended` is `true` if another holder was seen |
+//! | `sets3lock_acquire_duration_seconds` | histogram | lock, mode, outcome, contended | from the call to its end; `outcome` is `acquired`, `busy`, `timed_out`, `cancelled` (given up by the caller; under a semaphore, also each slot's wait dropped when another slot was won), `ended` (a handle's hold) or `error`; `contended` is `true` if another holder was seen |
 //! | `sets3lock_locks_held` | gauge | lock, mode | locks held by this process now |
 //! | `sets3lock_hold_duration_seconds` | histogram | lock, mode | from acquisition to the end of the hold (released, lost, expired, detached) |
 //! | `sets3lock_renewals_total` | counter | lock, mode, result | renewals: `ok`, or `delayed` (one that did not get through, retried) |
@@ -25,6 +25,8 @@
 //!
 //! `result` is the reply as the store's reply table reads it, not the HTTP status: the same
 //! condition failing is 412 on S3 and may be 409 on Azure, and both count as `mismatch`.
+//! The store check's probes (five requests per endpoint and bucket, at most once a day with
+//! the command's cache) are not counted: they belong to no lock.
 //!
 //! ```
 //! // Once, after installing the application's recorder: help texts and units for exporters.

@@ -858,9 +858,10 @@ impl Sim {
         let violation = if self.processes[p].adopted_this_round {
             // Another process continuing the same hold may have written over our write
             // before its reply reached us: then the object is that process's record of the
-            // hold, and we learn at our next renewal. (That the write was ours and landed is
-            // `NotOwnWrite`'s to judge.)
-            (!check::is_live_record_of(current, owner, token)).then_some(
+            // hold, or the resting record of a release from the handle (which keeps everyone
+            // else out until our lease is surely over), and we learn at our next renewal.
+            // (That the write was ours and landed is `NotOwnWrite`'s to judge.)
+            (check::hold_of(current) != Some((owner, token))).then_some(
                 Violation::AcquiredWithoutOwnWrite {
                     at: self.now,
                     process: p,
