@@ -70,6 +70,7 @@ pub enum Event {
 
 /// Why an acquisition ended without the lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotAcquired {
     /// Try-once: the lock is held.
     Busy {
@@ -92,7 +93,8 @@ pub enum NotAcquired {
     /// [`Lock::adopt`](crate::Lock::adopt) of a hold with lease 0 whose record is not parked:
     /// a process may still be running under it, and without a lease it never renews, so it
     /// would never learn that another process continued or released the hold. Nothing was
-    /// written; the hold is left to that process.
+    /// written; the hold is left to that process. Also an adoption with lease 0 over an
+    /// unparked record with a lease (its write could never be parked).
     InUse {
         /// The hold's record.
         holder: Holder,

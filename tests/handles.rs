@@ -842,3 +842,117 @@ fn an_unanswered_park_that_reads_back_nothing_is_not_reported_parked() {
         a.timeline()
     );
 }
+
+/// A holder's own release whose reply was lost, which then finds the hold released from its
+/// handle by another process (a resting record of the hold, by another writer), says the lock
+/// rests: that record proves its own release did not land (after it, nobody of the hold
+/// writes again), so it must not claim a deletion.
+#[test]
+fn a_release_with_a_lost_reply_that_finds_a_resting_record_of_its_hold_says_it_rests() {
+    let mut s3 = clocked();
+    let (mut a, handle) = running_holder(config(), &mut s3, 1);
+    let mut c = process_at(config(), 2, Instant::ZERO + secs(1));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(1));
+    assert!(record(&s3).cooldown, "{:?}", c.timeline());
+
+    a.now = Instant::ZERO + secs(2);
+    a.lock.release(a.now).expect("held");
+    let delete = a.next_request();
+    let refused = s3.execute(B, K, &delete.intent); // 412: the record is the resting one
+    assert_eq!(refused.status.as_u16(), 412);
+    a.answer(
+        &delete,
+        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+    );
+    run_clocked(&mut a, &mut s3, Instant::ZERO + secs(3));
+    assert_eq!(
+        a.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::Resting
+        }),
+        "{:?}",
+        a.timeline()
+    );
+}
+
+/// A record that claims to be the hold's, parked, but with another token (written by hand,
+/// or by a broken client) is not released by a release from the handle: only the hold's own
+/// parked record is, so no fenced token goes down.
+#[test]
+fn a_release_from_a_handle_leaves_a_parked_record_with_another_token_alone() {
+    let fenced = sets3lock::Config {
+        fenced: true,
+        ..config()
+    };
+    let mut s3 = clocked();
+    let (_a, handle) = running_holder(fenced.clone(), &mut s3, 1);
+    let handle = Handle {
+        token: Some(1),
+        ..handle
+    };
+    let mut c = process_at(fenced, 2, Instant::ZERO + secs(1));
+    c.lock
+        .adopt(c.now, EPOCH_MS, &handle, Resume::Release)
+        .expect("idle");
+    let read = c.next_request();
+    c.serve(&mut s3, &read);
+    let rest = c.next_request();
+    // Meanwhile someone writes a parked record of the hold with token 7.
+    let mut forged = record(&s3);
+    forged.parked = true;
+    forged.writer = Some(99);
+    forged.seq += 1;
+    forged.fence = Some(sets3lock::Fence {
+        state: sets3lock::LockState::Held,
+        token: 7,
+    });
+    s3.force(B, K, Some(forged.encode()));
+    let before = etag(&s3);
+    c.serve(&mut s3, &rest); // 412
+    run_clocked(&mut c, &mut s3, Instant::ZERO + secs(5));
+    assert_eq!(
+        c.events.last(),
+        Some(&Event::Released {
+            outcome: ReleaseOutcome::HeldElsewhere
+        }),
+        "{:?}",
+        c.timeline()
+    );
+    assert_eq!(etag(&s3), before, "left alone");
+}
+
+/// Renewing a hold from its handle with lease 0 while a process runs under it with a lease
+/// would write a record nobody could ever park: refused as in use, nothing written.
+#[test]
+fn a_lease_0_adoption_over_a_running_hold_with_a_lease_is_refused() {
+    let mut s3 = clocked();
+    let (_a, handle) = running_holder(config(), &mut s3, 1);
+    let before = etag(&s3);
+    let forever = sets3lock::Config {
+        lease: Duration::ZERO,
+        ..config()
+    };
+    let mut b = process_at(forever, 2, Instant::ZERO + secs(1));
+    let handle = Handle {
+        lease: Duration::ZERO,
+        ..handle
+    };
+    b.lock
+        .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+        .expect("idle");
+    run_clocked(&mut b, &mut s3, Instant::ZERO + secs(2));
+    assert!(
+        matches!(
+            b.events.last(),
+            Some(Event::NotAcquired {
+                reason: NotAcquired::InUse { .. }
+            })
+        ),
+        "{:?}",
+        b.timeline()
+    );
+    assert_eq!(etag(&s3), before, "nothing written");
+}

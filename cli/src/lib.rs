@@ -127,7 +127,7 @@ fn run_mode(args: &[OsString]) -> u8 {
         return USAGE;
     };
     if let Some(path) = &run.metrics_textfile {
-        if let Err(e) = textfile::install(path, run.metrics_label.clone()) {
+        if let Err(e) = textfile::install(path, run.metrics_label.clone(), true) {
             say!("{e}");
             return USAGE;
         }
@@ -197,7 +197,7 @@ fn command(args: &[OsString]) -> u8 {
             url,
         } => {
             if let Some(path) = &metrics_textfile {
-                if let Err(e) = textfile::install(path, metrics_label) {
+                if let Err(e) = textfile::install(path, metrics_label, false) {
                     say!("{e}");
                     return USAGE;
                 }
@@ -206,7 +206,11 @@ fn command(args: &[OsString]) -> u8 {
             url.into_iter()
                 .map(|u| s3(&flags, u.scheme()).map(|o| (u, o)))
                 .collect::<Result<Vec<_>, u8>>()
-                .map(|locks| watch::watch(locks, json, interval))
+                .map(|locks| {
+                    let code = watch::watch(locks, json, interval);
+                    textfile::flush();
+                    code
+                })
         }
         cli::Command::Unlock {
             etag,

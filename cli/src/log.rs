@@ -107,11 +107,10 @@ impl Log {
                 _ => answered.fetch_add(1, Ordering::Relaxed),
             };
         }
-        if let Observation::Event(e) = &o {
-            // A change of the lock's state: the metrics textfile says it (if there is one).
-            if !matches!(e, Event::Contended { .. }) {
-                crate::textfile::changed();
-            }
+        if let Observation::Event(_) = &o {
+            // A change of the lock's state (a wait for a holder included): the metrics
+            // textfile says it, if there is one.
+            crate::textfile::changed();
         }
         if let Observation::Event(Event::Failed { error }) = &o {
             if let Ok(mut f) = self.failures.lock() {
@@ -222,11 +221,18 @@ impl Log {
     /// [`Log::failures`]): a release from the handle will then rest the lock.
     pub(crate) fn unparked_since(&self, before: u32, lease: std::time::Duration) {
         if let Some(why) = self.failed_since(before) {
-            say!(
-                "{}: the lock stays held, but its record could not be marked parked ({why}): a release from this handle will keep the lock resting for about one lease ({}) instead of freeing it at once",
-                self.url,
-                crate::cli::human(lease)
-            );
+            if lease.is_zero() {
+                say!(
+                    "{}: the lock stays held, but its record may not have been marked parked ({why}): with lease 0, later --handle runs and releases from this handle then refuse it as in use (exit 111) until `sets3lock unlock --etag` removes it",
+                    self.url
+                );
+            } else {
+                say!(
+                    "{}: the lock stays held, but its record may not have been marked parked ({why}): a release from this handle may then keep the lock resting for about one lease ({}) instead of freeing it at once",
+                    self.url,
+                    crate::cli::human(lease)
+                );
+            }
         }
     }
 

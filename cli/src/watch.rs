@@ -79,14 +79,23 @@ async fn watch_until_interrupted(
         });
     }
     drop(tx);
-    // The textfile's ages move on between changes: it is written again every interval.
-    let mut tick = tokio::time::interval(cfg.interval);
+    // The textfile's ages move on between changes: it is written again every interval (at
+    // least every minute).
+    let mut tick = tokio::time::interval(cfg.interval.min(Duration::from_secs(60)));
+    let mut failed = 0;
     loop {
         tokio::select! {
             report = rx.recv() => match report {
                 Some(Report { lock, event: WatchEvent::Failed { error }, .. }) => {
+                    // That lock is given up (unreadable for good); the others are watched on
+                    // until they all are.
                     say!("{}: {error}", locks[lock].0);
-                    return CANNOT_LOCK;
+                    gauges[lock].given_up();
+                    crate::textfile::changed();
+                    failed += 1;
+                    if failed == locks.len() {
+                        return CANNOT_LOCK;
+                    }
                 }
                 Some(Report { lock, event, seen }) => {
                     print(&locks[lock].0, &event, json, seen);

@@ -130,7 +130,7 @@ fn the_readme_examples_run_against_seaweedfs() {
             "metrics" => {
                 assert!(
                     out.lines()
-                        .any(|l| l == r#"sets3lock_job_exit_code{job="backup"} 0"#),
+                        .any(|l| l == r#"sets3lock_job_exit_code{task="backup"} 0"#),
                     "{out}"
                 );
                 assert!(

@@ -193,13 +193,17 @@ impl Releasing {
                 {
                     // Our `free` (resting, parked) record: the release (or detach) landed.
                     Some(self.done())
-                } else if self.from_handle && self.s.parked_elsewhere(&holder) {
+                } else if self.from_handle && self.s.parked_elsewhere(&holder, self.token) {
                     // Parked since our read (a detach that landed after it): nobody runs
-                    // under the hold now, so release that version as a parked one, paced and
-                    // a bounded number of times.
+                    // under the hold now, so release that version as a parked one (not
+                    // overdue: it was renewed since), paced and a bounded number of times.
+                    if let Holder::Sets3lock(r) = &holder {
+                        self.s.follow(r);
+                    }
                     let incoherent = Setback::Incoherent { etag: etag.clone() };
                     self.etag = etag;
                     self.rest = None;
+                    self.overdue = false;
                     if !self.retry(cx, Step::Release, now, incoherent) {
                         return Phase::Idle;
                     }
@@ -208,14 +212,16 @@ impl Releasing {
                     // Another process continued this hold from its handle: it holds the lock
                     // now, and learns nothing from us.
                     Some(ReleaseOutcome::HeldElsewhere)
+                } else if let Some(ended) = self.s.ended_elsewhere(&holder) {
+                    // Another process of this hold released it from the handle meanwhile (a
+                    // record of the hold by another writer: ours did not land, for after our
+                    // release nobody of the hold writes again).
+                    Some(ended)
                 } else if self.unconfirmed && !self.park && self.valid_until.is_none_or(|v| now < v)
                 {
                     // Nobody can have taken over before our validity ended, so our release
                     // landed and someone acquired the free lock since.
                     Some(self.done())
-                } else if let Some(ended) = self.s.ended_elsewhere(&holder) {
-                    // Another process of this hold released it from the handle meanwhile.
-                    Some(ended)
                 } else {
                     Some(ReleaseOutcome::TakenOver)
                 }

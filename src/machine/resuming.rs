@@ -173,8 +173,10 @@ impl Resuming {
             return ended(cx, HoldEnded::TakenOver { holder });
         }
         let (lease, parked) = (record.lease, record.parked);
-        if lease.is_zero() && !parked {
-            // Whoever runs under it never renews, so would never learn of us: leave it be.
+        if !parked && (lease.is_zero() || cx.cfg.lease.is_zero()) {
+            // Whoever runs under a lease-0 hold never renews, so would never learn of us:
+            // leave it be. And a lease-0 write of ours over someone's live lease could never
+            // be parked, which would leave the hold stuck as in use.
             cx.emit(Event::NotAcquired {
                 reason: NotAcquired::InUse { holder, etag },
             });

@@ -86,10 +86,9 @@ impl Session {
     /// was answered (`now`), so by `now` plus the lease stretched by the drift bound on our
     /// clock (see [`Session::others_may_run`]).
     pub(super) fn adopt_record(&mut self, cfg: &Config, r: &Record, now: Instant) {
-        self.seq = self.seq.max(r.seq);
+        self.follow(r);
         self.acquired_unix_ms = r.acquired_unix_ms;
         self.adopted_value.clone_from(&r.value);
-        self.saw(r.fence);
         if !r.parked && !r.lease.is_zero() {
             let until = now + cfg.stretch(r.lease);
             self.others_until = Some(self.others_until.map_or(until, |u| u.max(until)));
@@ -289,12 +288,23 @@ impl Session {
             && !holder.is_free()
     }
 
-    /// Whether `holder` is another process's parked record of this very hold: it detached
-    /// since, so nobody runs under the hold.
-    pub(super) fn parked_elsewhere(&self, holder: &Holder) -> bool {
+    /// Whether `holder` is another process's parked record of this very hold (its owner and
+    /// its token, `token`): it detached since, so nobody runs under the hold.
+    pub(super) fn parked_elsewhere(&self, holder: &Holder, token: Option<u64>) -> bool {
         matches!(holder, Holder::Sets3lock(r)
-            if r.owner == self.owner && r.writer != self.writer && r.parked && !r.cooldown)
+            if r.owner == self.owner
+                && r.writer != self.writer
+                && r.parked
+                && !r.cooldown
+                && r.fence.map(|f| f.token) == token)
             && !holder.is_free()
+    }
+
+    /// Numbers our next writes above record `r` of this hold (written by another process of
+    /// it), and notes its fence: no body comes back.
+    pub(super) fn follow(&mut self, r: &Record) {
+        self.seq = self.seq.max(r.seq);
+        self.saw(r.fence);
     }
 
     /// What another process of this very hold did when `holder` is its release: a resting

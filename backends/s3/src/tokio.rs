@@ -117,10 +117,13 @@ impl crate::Locker<Tokio> {
     /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
     /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
     /// taken over, deleted, released, or is older than its lease by the store's clock; with
-    /// [`Error::HandleElsewhere`] if the handle names another lock.
+    /// [`Error::HandleElsewhere`] if the handle names another lock; with
+    /// [`Error::HoldInUse`] if the hold has lease 0 and its record is not parked (a process
+    /// running under it would never learn of us), or if this adoption would write lease 0
+    /// over an unparked record with a lease.
     ///
-    /// If two processes continue one hold at once, the last to adopt it keeps it: the other
-    /// learns it lost the lock at its next renewal ([`Loss::Lost`]).
+    /// If two processes continue one hold with a lease at once, the last to adopt it keeps
+    /// it: the other learns it lost the lock at its next renewal ([`Loss::Lost`]).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), sets3lock_s3::Error> {

@@ -11,7 +11,7 @@ pub(crate) use watched::{describe_watch, Watched};
 use recorder::TextRecorder;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The job's instruments (the command's, beside the library's).
@@ -21,8 +21,9 @@ const JOB_ENDED: &str = "sets3lock_job_end_timestamp_seconds";
 const JOB_DURATION: &str = "sets3lock_job_duration_seconds";
 const JOB_EXIT: &str = "sets3lock_job_exit_code";
 
-/// Labels the library's instruments use: `--metrics-label` may not name them.
-const RESERVED: [&str; 8] = [
+/// Labels the library's instruments use, and those Prometheus sets on every scrape (a `job`
+/// in the file would be renamed `exported_job`): `--metrics-label` may not name them.
+const RESERVED: [&str; 10] = [
     "lock",
     "mode",
     "method",
@@ -31,11 +32,19 @@ const RESERVED: [&str; 8] = [
     "reason",
     "contended",
     "le",
+    "job",
+    "instance",
 ];
+
+/// How long the command's exit waits for its last write.
+const LAST_WRITE: Duration = Duration::from_secs(5);
 
 struct Textfile {
     path: PathBuf,
     recorder: &'static TextRecorder,
+    /// Writes asked for and writes done (generations), for the writer thread.
+    writes: Mutex<(u64, u64)>,
+    bell: Condvar,
     /// A failed write is said once.
     failed: AtomicBool,
 }
@@ -60,7 +69,7 @@ pub(crate) fn label(s: &str) -> Result<(String, String), String> {
     }
     if RESERVED.contains(&name) {
         return Err(format!(
-            "the label {name:?} is sets3lock's own: choose another name (job, for one)"
+            "the label {name:?} is taken (by sets3lock, or by Prometheus on every scrape): choose another name (task, for one)"
         ));
     }
     Ok((name.to_owned(), value.to_owned()))
@@ -68,7 +77,14 @@ pub(crate) fn label(s: &str) -> Result<(String, String), String> {
 
 /// Installs the recorder and writes the file a first time. `Err` says what is wrong with
 /// `path` (the command then exits 100).
-pub(crate) fn install(path: &Path, labels: Vec<(String, String)>) -> Result<(), String> {
+/// The file is written by a thread of its own, so that a slow disk never holds up the
+/// lock's driver (which runs the observer that asks for the writes); `run_mode` says whether
+/// the job's gauges belong in it.
+pub(crate) fn install(
+    path: &Path,
+    labels: Vec<(String, String)>,
+    run_mode: bool,
+) -> Result<(), String> {
     let recorder: &'static TextRecorder = Box::leak(Box::new(TextRecorder::new(labels)));
     if metrics::set_global_recorder(recorder).is_err() {
         return Err("the metrics recorder was installed twice".into());
@@ -82,10 +98,14 @@ pub(crate) fn install(path: &Path, labels: Vec<(String, String)>) -> Result<(), 
         JOB_EXIT,
         "The command's exit status (111: the lock could not be had; 112: it was lost)."
     );
-    metrics::gauge!(JOB_RUNNING).set(0.0);
+    if run_mode {
+        metrics::gauge!(JOB_RUNNING).set(0.0);
+    }
     let textfile = Textfile {
         path: path.to_owned(),
         recorder,
+        writes: Mutex::new((0, 0)),
+        bell: Condvar::new(),
         failed: AtomicBool::new(false),
     };
     textfile.write().map_err(|e| {
@@ -94,21 +114,32 @@ pub(crate) fn install(path: &Path, labels: Vec<(String, String)>) -> Result<(), 
             path.display()
         )
     })?;
-    let _ = TEXTFILE.set(textfile);
+    let textfile = TEXTFILE.get_or_init(|| textfile);
+    std::thread::Builder::new()
+        .name("metrics-textfile".into())
+        .spawn(move || textfile.writer())
+        .map_err(|e| format!("--metrics-textfile: cannot start its writer: {e}"))?;
     Ok(())
 }
 
 impl Textfile {
-    /// Renders, writes `PATH.tmp-PID` beside it, and renames it over `PATH`.
+    /// Renders, writes a new file beside `PATH` (a name of its own, created new, readable by
+    /// all as node_exporter must), and renames it over `PATH`: readers see the old file or the
+    /// new one, never part of one.
     fn write(&self) -> std::io::Result<()> {
         use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut suffix = [0u8; 8];
+        getrandom::fill(&mut suffix).map_err(|e| std::io::Error::other(e.to_string()))?;
         let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".tmp-{}", std::process::id()));
+        tmp.push(format!(".tmp-{:016x}", u64::from_le_bytes(suffix)));
         let tmp = PathBuf::from(tmp);
-        let written = std::fs::File::create(&tmp).and_then(|mut f| {
-            f.write_all(self.recorder.render().as_bytes())?;
-            f.sync_all()
-        });
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(self.recorder.render().as_bytes()));
         match written.and_then(|()| std::fs::rename(&tmp, &self.path)) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -117,18 +148,54 @@ impl Textfile {
             }
         }
     }
+
+    /// Asks for a write of the state as it is now; returns its generation.
+    fn ask(&self) -> u64 {
+        let mut w = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        w.0 += 1;
+        self.bell.notify_all();
+        w.0
+    }
+
+    /// The writer thread: writes whenever asked, the newest state each time.
+    fn writer(&self) {
+        loop {
+            let wanted = {
+                let w = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+                let w = self
+                    .bell
+                    .wait_while(w, |w| w.1 >= w.0)
+                    .unwrap_or_else(PoisonError::into_inner);
+                w.0
+            };
+            if let Err(e) = self.write() {
+                if !self.failed.swap(true, Ordering::Relaxed) {
+                    say!(
+                        "--metrics-textfile {}: {e} (the job goes on)",
+                        self.path.display()
+                    );
+                }
+            }
+            let mut w = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+            w.1 = w.1.max(wanted);
+            self.bell.notify_all();
+        }
+    }
+
+    /// Waits (at most `within`) until write `generation` or a later one is done.
+    fn wait_for(&self, generation: u64, within: Duration) {
+        let w = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .bell
+            .wait_timeout_while(w, within, |w| w.1 < generation);
+    }
 }
 
-/// Writes the file again, if there is one (a failure is said once, and the job goes on).
+/// Asks for the file to be written again, if there is one. It never waits for the disk: the
+/// writer thread writes (a failure is said once, and the job goes on).
 pub(crate) fn changed() {
-    let Some(t) = TEXTFILE.get() else { return };
-    if let Err(e) = t.write() {
-        if !t.failed.swap(true, Ordering::Relaxed) {
-            say!(
-                "--metrics-textfile {}: {e} (the job goes on)",
-                t.path.display()
-            );
-        }
+    if let Some(t) = TEXTFILE.get() {
+        t.ask();
     }
 }
 
@@ -166,7 +233,15 @@ pub(crate) fn finish(code: u8) {
     metrics::gauge!(JOB_RUNNING).set(0.0);
     metrics::gauge!(JOB_EXIT).set(f64::from(code));
     metrics::gauge!(JOB_ENDED).set(unix_now());
-    changed();
+    flush();
+}
+
+/// Writes the last state and waits for it (bounded): the command is about to exit.
+pub(crate) fn flush() {
+    if let Some(t) = TEXTFILE.get() {
+        let generation = t.ask();
+        t.wait_for(generation, LAST_WRITE);
+    }
 }
 
 #[cfg(test)]
@@ -175,14 +250,15 @@ mod tests {
 
     #[test]
     fn labels_are_name_value_with_a_name_of_their_own() {
-        assert_eq!(label("job=nightly"), Ok(("job".into(), "nightly".into())));
+        assert_eq!(label("task=nightly"), Ok(("task".into(), "nightly".into())));
         assert_eq!(label("host=a=b"), Ok(("host".into(), "a=b".into())));
         for (bad, says) in [
             ("job", "not name=value"),
             ("9x=1", "not a label name"),
             ("__x=1", "not a label name"),
             ("a-b=1", "not a label name"),
-            ("lock=x", "sets3lock's own"),
+            ("lock=x", "is taken"),
+            ("job=x", "is taken"),
         ] {
             let e = label(bad).expect_err(bad);
             assert!(e.contains(says), "{bad}: {e}");

@@ -18,7 +18,7 @@ const WATCH_STALE: &str = "sets3lock_watch_stale";
 const WATCH_AGE: &str = "sets3lock_watch_holder_age_seconds";
 const WATCH_TOKEN: &str = "sets3lock_watch_token";
 const WATCH_CHANGED_AT: &str = "sets3lock_watch_last_change_timestamp_seconds";
-const WATCH_SINCE_CHANGE: &str = "sets3lock_watch_seconds_since_change";
+const WATCH_SINCE_CHANGE: &str = "sets3lock_watch_since_change_seconds";
 
 /// Gives the watcher's gauges their help texts (after [`install`]).
 pub(crate) fn describe_watch() {
@@ -80,6 +80,11 @@ impl Watched {
             _ => {}
         }
         self.tick();
+    }
+
+    /// The watch of this lock failed for good (a refusal: no such bucket, access denied).
+    pub(crate) fn given_up(&mut self) {
+        self.gauge(WATCH_UP, 0.0);
     }
 
     /// Moves the ages on to now.

@@ -40,6 +40,11 @@ pub struct Locks<M: Mode> {
 }
 
 impl<M: Mode> Locks<M> {
+    /// The options these locks were opened with.
+    pub(crate) fn options(&self) -> &S3Options {
+        &self.options
+    }
+
     /// Locks on the bucket of `url` (`s3://bucket`, or any key of it; `az://container` and
     /// `gs://bucket` with their features), with these options.
     pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {

@@ -73,8 +73,33 @@ impl<M: Mode> Semaphore<M> {
         format!("{}/slot-{i}", self.name.key())
     }
 
-    /// Takes a slot, as [`SlotChoice`] decides (see the type's docs).
+    /// Takes a slot, as [`SlotChoice`] decides (see the type's docs), and measures the
+    /// acquisition once (feature `metrics`; the slots' drivers do not).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
+        let started = std::time::Instant::now();
+        let mut contended = false;
+        let result = self.take_slot(wait, &mut contended).await;
+        let outcome = match &result {
+            Ok(_) => "acquired",
+            Err(Error::AllSlotsBusy { .. } | Error::Busy { .. }) => "busy",
+            Err(Error::TimedOut { .. }) => "timed_out",
+            Err(Error::Cancelled) => "cancelled",
+            Err(_) => "error",
+        };
+        let options = self.locks.options();
+        let name = options.metrics_name.clone();
+        crate::driver::meter::acquisition(
+            &name.unwrap_or_else(|| self.name.to_string()),
+            options.lock.fenced,
+            outcome,
+            contended || matches!(outcome, "busy" | "timed_out"),
+            started.elapsed(),
+        );
+        result
+    }
+
+    /// Takes a slot; `contended` is set when a slot was found held on the way.
+    async fn take_slot(&self, wait: Wait, contended: &mut bool) -> Result<Held<M>, Error> {
         let deadline = match wait {
             Wait::Timeout(d) => Some(Stamp::now().plus(d)),
             Wait::No | Wait::Forever => None,
@@ -150,6 +175,7 @@ impl<M: Mode> Semaphore<M> {
                 }
                 *reported = true;
                 let outcome = outcome(&claim.shared().get());
+                *contended |= matches!(outcome, SlotOutcome::Busy);
                 steps.extend(choice.settled(i as u32, outcome));
             }
         }

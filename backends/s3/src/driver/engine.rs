@@ -108,7 +108,9 @@ impl Engine {
             .metrics_name
             .clone()
             .unwrap_or_else(|| url.to_string());
-        let meter = Meter::new(&name, config.fenced, matches!(start, Start::Acquire(_)));
+        // A semaphore's slots (the drivers with a bell) are measured by the semaphore, once.
+        let measured = matches!(start, Start::Acquire(_)) && bell.is_none();
+        let meter = Meter::new(&name, config.fenced, measured);
         let mut engine = Engine {
             lock: Lock::new(config, seed)?,
             store,

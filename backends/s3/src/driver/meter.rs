@@ -4,10 +4,10 @@
 //! reply was lost). Without the feature the meter is empty and every call does nothing.
 
 #[cfg(feature = "metrics")]
-pub(crate) use on::{changed_hands, request, Meter};
+pub(crate) use on::{acquisition, changed_hands, request, Meter};
 
 #[cfg(not(feature = "metrics"))]
-pub(crate) use off::{changed_hands, request, Meter};
+pub(crate) use off::{acquisition, changed_hands, request, Meter};
 
 #[cfg(not(feature = "metrics"))]
 mod off {
@@ -29,6 +29,15 @@ mod off {
     pub(crate) fn request(_lock: &str, _request: &Request, _reply: &Response, _took: Duration) {}
 
     pub(crate) fn changed_hands(_lock: &str) {}
+
+    pub(crate) fn acquisition(
+        _lock: &str,
+        _fenced: bool,
+        _outcome: &'static str,
+        _contended: bool,
+        _took: Duration,
+    ) {
+    }
 }
 
 #[cfg(feature = "metrics")]
@@ -37,57 +46,69 @@ mod on {
     use core::time::Duration;
     use metrics::{counter, gauge, histogram, Label};
     use sets3lock::{
-        Event, LostReason, NotAcquired, Purpose, ReleaseOutcome, Request, Response, Setback,
+        Ambiguity, Event, LostReason, NotAcquired, Purpose, ReleaseOutcome, Request, Response,
     };
     use std::time::Instant;
 
+    /// The reasons a hold is lost: each series starts at 0, so that the first loss is an
+    /// increase a rule can see.
+    const LOSS_REASONS: [&str; 4] = ["taken_over", "deleted", "expired", "unreachable"];
+
     /// One lock's instruments and what they need to remember.
     pub(crate) struct Meter {
-        /// `lock` and `mode`.
-        labels: [Label; 2],
+        lock: Label,
+        /// `presence` or `fenced`: the configuration's, until a grant says (its token).
+        mode: &'static str,
         /// While acquiring: since when, and whether another holder was seen.
         acquiring: Option<(Instant, bool)>,
         /// While held: since when.
         held: Option<Instant>,
         /// A write's reply was lost (it may have landed): the next read-back settles it.
         unanswered_write: bool,
-        /// The last renewal that did not get through got no answer at all.
-        renewals_unanswered: bool,
+        /// While held: a request was sent and not answered yet.
+        awaiting: bool,
+        /// While held: the last request got no answer at all (timeout, broken connection).
+        unanswered: bool,
     }
 
     impl Meter {
-        /// The meter of lock `lock` (the `lock` label); `acquiring` when the driver starts by
-        /// acquiring (an adoption of a handle is not an acquisition).
+        /// The meter of lock `lock` (the `lock` label); `acquiring` when the driver's
+        /// acquisition is to be measured (not an adoption of a handle, nor a semaphore's slot,
+        /// whose semaphore measures it once).
         pub(crate) fn new(lock: &str, fenced: bool, acquiring: bool) -> Meter {
-            let mode = if fenced { "fenced" } else { "presence" };
-            Meter {
-                labels: [
-                    Label::new("lock", lock.to_owned()),
-                    Label::new("mode", mode),
-                ],
+            let meter = Meter {
+                lock: Label::new("lock", lock.to_owned()),
+                mode: mode(fenced),
                 acquiring: acquiring.then(|| (Instant::now(), false)),
                 held: None,
                 unanswered_write: false,
-                renewals_unanswered: false,
+                awaiting: false,
+                unanswered: false,
+            };
+            for reason in LOSS_REASONS {
+                counter!(m::LOSSES, meter.with("reason", reason)).increment(0);
             }
+            meter
         }
 
-        fn lock_label(&self) -> Label {
-            self.labels[0].clone()
+        fn labels(&self) -> Vec<Label> {
+            vec![self.lock.clone(), Label::new("mode", self.mode)]
         }
 
         fn with(&self, name: &'static str, value: &'static str) -> Vec<Label> {
-            let mut labels = self.labels.to_vec();
+            let mut labels = self.labels();
             labels.push(Label::new(name, value));
             labels
         }
 
         /// A request is about to go out; for a renewal, `lease_left` is the validity left.
         pub(crate) fn sending(&mut self, request: &Request, lease_left: Option<Duration>) {
+            if self.held.is_some() {
+                self.awaiting = true;
+            }
             if request.purpose == Purpose::Renew {
                 if let Some(left) = lease_left {
-                    histogram!(m::RENEWAL_LEASE_LEFT, self.labels.to_vec())
-                        .record(left.as_secs_f64());
+                    histogram!(m::RENEWAL_LEASE_LEFT, self.labels()).record(left.as_secs_f64());
                 }
             }
         }
@@ -95,20 +116,33 @@ mod on {
         /// `request` was answered with `reply` after `took`.
         pub(crate) fn received(&mut self, request: &Request, reply: &Response, took: Duration) {
             let method = request.intent.method();
-            count_request(self.lock_label(), method, reply, took);
+            count_request(self.lock.clone(), method, reply, took);
             if request.purpose == Purpose::Renew {
-                histogram!(m::RENEWAL_DURATION, self.labels.to_vec()).record(took.as_secs_f64());
+                histogram!(m::RENEWAL_DURATION, self.labels()).record(took.as_secs_f64());
             }
+            self.awaiting = false;
+            self.unanswered = matches!(
+                reply,
+                Response::Ambiguous(
+                    Ambiguity::Timeout | Ambiguity::Connection { .. } | Ambiguity::NotSent { .. }
+                )
+            );
+            let write = method != "GET";
             match reply {
-                Response::Ambiguous(a) if method != "GET" && a.may_have_landed() => {
+                // A write that may have landed unheard of: a read-back will settle it.
+                Response::Ambiguous(a) if write && a.may_have_landed() => {
                     self.unanswered_write = true;
                 }
-                Response::Object { .. } | Response::Absent
-                    if method == "GET" && self.unanswered_write =>
+                // The read-back answered: the lost reply is recovered.
+                Response::Object { .. } | Response::Absent | Response::NotModified
+                    if request.purpose == Purpose::Resolve && self.unanswered_write =>
                 {
                     self.unanswered_write = false;
-                    counter!(m::LOST_REPLIES_RECOVERED, self.labels.to_vec()).increment(1);
+                    counter!(m::LOST_REPLIES_RECOVERED, self.labels()).increment(1);
                 }
+                // A definite answer to a write settles what came before it.
+                Response::Ambiguous(_) => {}
+                _ if write => self.unanswered_write = false,
                 _ => {}
             }
         }
@@ -118,30 +152,39 @@ mod on {
             match event {
                 Event::Contended { .. } => {
                     if let Some((_, contended)) = &mut self.acquiring {
-                        *contended = true;
+                        if !std::mem::replace(contended, true) {
+                            gauge!(m::LOCKS_WAITING, self.labels()).increment(1.0);
+                        }
                     }
                 }
-                Event::Acquired { token, .. } => {
-                    self.acquired("acquired");
+                Event::Acquired {
+                    token, took_over, ..
+                } => {
+                    if token.is_some() {
+                        self.mode = "fenced";
+                    }
+                    self.acquired("acquired", took_over.is_some());
                     self.held = Some(Instant::now());
-                    gauge!(m::LOCKS_HELD, self.labels.to_vec()).increment(1.0);
+                    gauge!(m::LOCKS_HELD, self.labels()).increment(1.0);
                     if let Some(token) = token {
                         #[allow(clippy::cast_precision_loss)] // tokens stay far below 2^53
-                        gauge!(m::FENCING_TOKEN, vec![self.lock_label()]).set(*token as f64);
+                        gauge!(m::FENCING_TOKEN, vec![self.lock.clone()]).set(*token as f64);
                     }
                 }
-                Event::NotAcquired { reason } => self.acquired(match reason {
-                    NotAcquired::Busy { .. } | NotAcquired::InUse { .. } => "busy",
-                    NotAcquired::TimedOut { .. } => "timed_out",
-                    NotAcquired::Ended { .. } => "ended",
-                }),
-                Event::Cancelled => self.acquired("cancelled"),
+                Event::NotAcquired { reason } => match reason {
+                    NotAcquired::Busy { .. } | NotAcquired::InUse { .. } => {
+                        self.acquired("busy", true);
+                    }
+                    NotAcquired::TimedOut { holder } => {
+                        self.acquired("timed_out", holder.is_some());
+                    }
+                    _ => self.acquired("error", false),
+                },
+                Event::Cancelled => self.acquired("cancelled", false),
                 Event::Renewed { .. } => {
-                    self.renewals_unanswered = false;
                     counter!(m::RENEWALS, self.with("result", "ok")).increment(1);
                 }
-                Event::RenewalDelayed { setback } => {
-                    self.renewals_unanswered = matches!(setback, Setback::Ambiguous(_));
+                Event::RenewalDelayed { .. } => {
                     counter!(m::RENEWALS, self.with("result", "delayed")).increment(1);
                 }
                 Event::Lost { reason } => {
@@ -153,7 +196,8 @@ mod on {
                     self.ended();
                 }
                 Event::Expired => {
-                    let why = if self.renewals_unanswered {
+                    // Cut off: a request still unanswered, or the last one got no answer.
+                    let why = if self.awaiting || self.unanswered {
                         "unreachable"
                     } else {
                         "expired"
@@ -165,7 +209,7 @@ mod on {
                     counter!(m::RELEASES, self.with("outcome", released(*outcome))).increment(1);
                     self.ended();
                 }
-                Event::Failed { .. } if self.acquiring.is_some() => self.acquired("error"),
+                Event::Failed { .. } if self.acquiring.is_some() => self.acquired("error", false),
                 Event::Failed { .. } if self.held.is_some() => {
                     counter!(m::RELEASES, self.with("outcome", "failed")).increment(1);
                     self.ended();
@@ -174,36 +218,67 @@ mod on {
             }
         }
 
-        /// The acquisition under way, if any, ended with `outcome`.
-        fn acquired(&mut self, outcome: &'static str) {
+        /// The acquisition under way, if any, ended with `outcome`; `contended` if another
+        /// holder was in the way (besides a wait that saw one).
+        fn acquired(&mut self, outcome: &'static str, contended: bool) {
             if let Some((since, seen)) = self.acquiring.take() {
-                // Refused or timed out: someone held it, whether or not a wait saw them.
-                let contended = seen || matches!(outcome, "busy" | "timed_out");
-                let mut labels = self.with("outcome", outcome);
-                labels.push(Label::new(
-                    "contended",
-                    if contended { "true" } else { "false" },
-                ));
-                histogram!(m::ACQUIRE_DURATION, labels).record(since.elapsed().as_secs_f64());
+                if seen {
+                    gauge!(m::LOCKS_WAITING, self.labels()).decrement(1.0);
+                }
+                record(self.labels(), outcome, seen || contended, since.elapsed());
             }
         }
 
         /// The hold, if any, is over in this process.
         fn ended(&mut self) {
             if let Some(since) = self.held.take() {
-                gauge!(m::LOCKS_HELD, self.labels.to_vec()).decrement(1.0);
-                histogram!(m::HOLD_DURATION, self.labels.to_vec())
-                    .record(since.elapsed().as_secs_f64());
+                gauge!(m::LOCKS_HELD, self.labels()).decrement(1.0);
+                histogram!(m::HOLD_DURATION, self.labels()).record(since.elapsed().as_secs_f64());
             }
         }
     }
 
     impl Drop for Meter {
-        /// A driver that stops while its meter counts a hold (a detach that wrote nothing)
-        /// ends the hold here, so the gauge never counts a lock nobody holds.
+        /// A driver that stops while its meter counts a hold (a detach that wrote nothing) or
+        /// a wait ends them here, so the gauges never count what is over.
         fn drop(&mut self) {
+            if let Some((_, true)) = self.acquiring.take() {
+                gauge!(m::LOCKS_WAITING, self.labels()).decrement(1.0);
+            }
             self.ended();
         }
+    }
+
+    fn mode(fenced: bool) -> &'static str {
+        if fenced {
+            "fenced"
+        } else {
+            "presence"
+        }
+    }
+
+    fn record(mut labels: Vec<Label>, outcome: &'static str, contended: bool, took: Duration) {
+        labels.push(Label::new("outcome", outcome));
+        labels.push(Label::new(
+            "contended",
+            if contended { "true" } else { "false" },
+        ));
+        histogram!(m::ACQUIRE_DURATION, labels).record(took.as_secs_f64());
+    }
+
+    /// One acquisition measured outside a driver (a semaphore's, over its slots).
+    pub(crate) fn acquisition(
+        lock: &str,
+        fenced: bool,
+        outcome: &'static str,
+        contended: bool,
+        took: Duration,
+    ) {
+        let labels = vec![
+            Label::new("lock", lock.to_owned()),
+            Label::new("mode", mode(fenced)),
+        ];
+        record(labels, outcome, contended, took);
     }
 
     /// A store request of lock `lock` (a watcher's: no [`Meter`]) was answered.

@@ -228,6 +228,9 @@ impl Ending {
             Ending::NotAcquired(NotAcquired::Ended { ended }) => {
                 Error::HoldEnded(Box::new(ended.clone()))
             }
+            Ending::NotAcquired(reason) => Error::UnknownEvent(Box::new(Event::NotAcquired {
+                reason: reason.clone(),
+            })),
             Ending::Cancelled => Error::Cancelled,
             Ending::Failed(e) => Error::S3(e.clone()),
             Ending::Lost(reason) => Error::AlreadyLost(Box::new(reason.clone())),
