@@ -33,7 +33,10 @@ def test_semaphore_election(s3: S3) -> None:
     done = python([str(EXAMPLES / "semaphore_election.py"), prefix], timeout=120)
     out = done.stdout
     assert sum(" runs in slot " in line for line in out.splitlines()) == 4, out
-    assert "slots used: [0" in out, out
+    # Each thread takes a free slot starting at a random one; threads that do not overlap may
+    # all draw the same slot (1 run in 16 drew slot 1 four times), so any of 0 and 1 will do.
+    used = [line for line in out.splitlines() if line.startswith("slots used: ")]
+    assert used and used[0] in ("slots used: [0]", "slots used: [1]", "slots used: [0, 1]"), out
     assert "no leader yet" in out and "elected: " in out and "stepped down" in out, out
 
 
