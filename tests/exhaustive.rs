@@ -28,6 +28,14 @@
 //! (`Lock::adopt`, to hold or to release), whatever became of it since, and while the other
 //! process may still run under it (a release then rests the lock), or release it.
 //!
+//! With removals (`Bound::removals`), the lock object may also be removed behind the
+//! processes' backs (an operator's `aws s3 rm`, a lifecycle rule), at any step. That is outside
+//! the protocol: mutual exclusion and the resource's order are not promised after it (a holder
+//! runs beside a newcomer until its next renewal fails), and are not checked. What is checked:
+//! no process grants a token at or below one it has seen, whatever the record says; between
+//! removals tokens increase over grants; nothing deletes a fenced object or writes over another
+//! owner's.
+//!
 //! Clocks are perfect and a message takes no time unless held up: drift and latency are the
 //! simulation's business (tests/simulation.rs); here the interleavings are.
 //!
@@ -74,6 +82,8 @@ struct Bound {
     seaweed: bool,
     /// Holds may be let go of (detached) and continued (adopted) by a process's next round.
     handles: bool,
+    /// How many times the lock object may be removed behind the processes' backs.
+    removals: u8,
 }
 
 impl Bound {
@@ -139,6 +149,8 @@ enum Action {
     /// Process `p` freezes (a fault); `Thaw` ends it.
     Freeze(usize),
     Thaw(usize),
+    /// The lock object is removed behind every process's back.
+    Remove,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +208,9 @@ struct Process {
     adopting: Option<(OwnerId, Option<u64>, bool, bool)>,
     /// Its round started by adopting.
     adopted: bool,
+    /// The highest fencing token it has seen on the key: in a record handed to its core, or in
+    /// a grant it reported.
+    seen_token: Option<u64>,
 }
 
 /// What the exploration has seen happen somewhere (not part of a state's identity): shows
@@ -210,6 +225,9 @@ struct Seen {
     adopted: bool,
     released_from_handle: bool,
     handle_ended: bool,
+    /// After a removal, a process created the lock object with a token above 1: numbered from
+    /// what it had seen, not from the (absent) record.
+    remembered: bool,
 }
 
 #[derive(Debug)]
@@ -231,6 +249,8 @@ struct World {
     /// Handles of holds let go of, oldest first; grants' tokens by owner id.
     handles: Vec<Handle>,
     grant_tokens: BTreeMap<OwnerId, u64>,
+    /// Times the lock object was removed behind the processes' backs.
+    removed: u8,
 }
 
 impl World {
@@ -257,6 +277,7 @@ impl World {
                 grant: None,
                 adopting: None,
                 adopted: false,
+                seen_token: None,
             })
             .collect();
         World {
@@ -273,6 +294,7 @@ impl World {
             acquired_by: [false; 2],
             handles: Vec::new(),
             grant_tokens: BTreeMap::new(),
+            removed: 0,
         }
     }
 
@@ -306,6 +328,9 @@ impl World {
             return; // A counterexample: nothing after it matters.
         }
         let spare = self.faults < bound.faults;
+        if self.removed < bound.removals && self.s3.object(BUCKET, KEY).is_some() {
+            out.push(Action::Remove);
+        }
         for message in &self.network {
             match message {
                 Message::ToBucket { p, request, late } => {
@@ -498,6 +523,8 @@ impl World {
                 };
                 // Only the request waited for has a connection to reply on (`reply`).
                 self.processes[p].waiting = None;
+                let process = &mut self.processes[p];
+                process.seen_token = check::higher(process.seen_token, check::token_in(&response));
                 self.processes[p].lock.handle_response(id, response, now);
                 self.pump(p, seen);
             }
@@ -534,6 +561,13 @@ impl World {
             Action::Freeze(p) => {
                 self.faults += 1;
                 self.processes[p].frozen = true;
+            }
+            Action::Remove => {
+                self.removed += 1;
+                self.s3.force(BUCKET, KEY, None);
+                // Tokens may start again from nothing: later grants are judged among
+                // themselves (and each against what its process saw).
+                self.highest_token = None;
             }
             Action::Thaw(p) => {
                 self.processes[p].frozen = false;
@@ -607,7 +641,12 @@ impl World {
             before.as_ref(),
             after,
         );
-        let (tokens, grant) = check::tokens(
+        let judge = if self.removed > 0 {
+            check::tokens_after_removal
+        } else {
+            check::tokens
+        };
+        let (tokens, grant) = judge(
             self.now,
             p,
             request,
@@ -642,6 +681,15 @@ impl World {
                     process.write_sent.insert(request.id, now);
                 }
                 process.waiting = Some((request.id, self.now));
+                let v = check::token_at_or_below_seen(self.now, p, &request, process.seen_token);
+                self.violations.extend(v);
+                if self.removed > 0 && request.purpose == Purpose::Acquire {
+                    let token = request
+                        .intent
+                        .body()
+                        .and_then(|b| Holder::decode(b).fence());
+                    seen.remembered |= token.is_some_and(|f| f.token > 1);
+                }
                 if let Some((_, _, _, ended)) = process.adopting {
                     let wrote = !matches!(request.intent, sets3lock::Intent::Get { .. });
                     let v = check::ended_hold_continued(self.now, p, ended, wrote, false);
@@ -698,8 +746,12 @@ impl World {
             Event::Acquired {
                 etag, owner, token, ..
             } => {
+                process.seen_token = check::higher(process.seen_token, token);
                 let current = self.s3.object(BUCKET, KEY);
-                let v = if process.adopted {
+                let v = if self.removed > 0 {
+                    // Removed behind its back, perhaps between its write and the reply.
+                    None
+                } else if process.adopted {
                     // Another process continuing the hold may have written over our write
                     // before its reply came: the object is then that process's record of it,
                     // or the resting record of a release from the handle (which keeps
@@ -739,6 +791,9 @@ impl World {
 
     /// Process `p`, believing it holds the lock, writes to the fenced resource.
     fn act(&mut self, p: usize) {
+        if self.removed > 0 {
+            return; // The resource's order is not promised after a removal.
+        }
         if let Some((owner, token)) = self.processes[p].grant {
             if let Some(&grant) = self.grants.get(&owner) {
                 let v = self.resource.write(self.now, p, token, grant);
@@ -749,6 +804,9 @@ impl World {
 
     /// Property 1, after every step.
     fn check_holders(&mut self) {
+        if self.removed > 0 {
+            return; // Not promised after a removal: a holder learns of it at its renewal.
+        }
         let now = self.local();
         let claims: Vec<Option<(OwnerId, Option<u64>)>> = self
             .processes
@@ -778,7 +836,7 @@ impl World {
         let mut text = HashWriter(std::collections::hash_map::DefaultHasher::new());
         let _ = write!(
             text,
-            "{:?} {:?} {:?} {network:?} {} {:?} {:?} {:?} {:?} {:?} {:?}",
+            "{:?} {:?} {:?} {network:?} {} {:?} {:?} {:?} {:?} {:?} {:?} {}",
             self.now,
             self.s3,
             self.processes,
@@ -789,6 +847,7 @@ impl World {
             self.resource,
             self.handles,
             self.grant_tokens,
+            self.removed,
         );
         text.0.finish()
     }
@@ -910,6 +969,12 @@ impl Model for Explore {
                 properties.push(Property::sometimes(name, seen));
             }
         }
+        if self.bound.removals > 0 {
+            properties.push(Property::sometimes(
+                "after a removal, a grant is numbered from what its process saw",
+                |_, s: &State| s.seen.remembered,
+            ));
+        }
         properties
     }
 }
@@ -962,6 +1027,7 @@ fn small(fenced: bool) -> Bound {
         fenced,
         seaweed: false,
         handles: false,
+        removals: 0,
     }
 }
 
@@ -978,6 +1044,7 @@ fn handles(fenced: bool, faults: u8, horizon: u64) -> Bound {
         fenced,
         seaweed: false,
         handles: true,
+        removals: 0,
     }
 }
 
@@ -1021,6 +1088,26 @@ fn every_interleaving_of_two_processes_with_one_fault_in_fenced_mode() {
     explore("fenced", small(true), Duration::from_secs(240));
 }
 
+/// Fenced mode with the lock object removed behind the processes' backs once, at any step:
+/// one round each (the other waits meanwhile), no other fault, over a lease.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "slow unoptimized: cargo test --release --test exhaustive"
+)]
+fn every_interleaving_of_a_fenced_key_removed_behind_the_clients_backs() {
+    let bound = Bound {
+        rounds: [1, 1],
+        faults: 0,
+        horizon: Duration::from_secs(3),
+        fenced: true,
+        seaweed: false,
+        handles: false,
+        removals: 1,
+    };
+    explore("removed", bound, Duration::from_secs(240));
+}
+
 /// A larger bound, for the record (README, "Numbers"): `EXHAUSTIVE="rounds faults horizon"`
 /// (default "1 2 3": one round each, two faults, three seconds), both modes. Takes long.
 #[test]
@@ -1042,6 +1129,7 @@ fn every_interleaving_of_a_larger_bound() {
             fenced,
             seaweed: false,
             handles: false,
+            removals: 0,
         };
         explore("larger", bound, Duration::from_secs(6 * 3600));
     }

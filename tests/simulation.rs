@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use sets3lock::{ConditionalDelete, ReleaseOutcome, Resume, Wait};
 use sets3lock_mock::{
-    Dialect, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Start, Violation,
+    Dialect, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Start, Tamper,
+    Violation,
 };
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
@@ -118,6 +119,8 @@ struct Schedule {
     store_clock: bool,
     /// `Config::hold_at_least`, if any.
     hold_at_least: Option<Duration>,
+    /// What is done to the lock object behind the processes' backs, and when (real time).
+    tampers: Vec<(Duration, Tamper)>,
 }
 
 impl Schedule {
@@ -153,9 +156,12 @@ impl Schedule {
         if let Mode::Fenced(conditional_delete) = self.mode {
             cfg.semantics.conditional_delete = conditional_delete;
         }
-        Sim::new(cfg, plans, self.faults.clone(), self.seed)
-            .expect("the default config is valid")
-            .run()
+        let mut sim = Sim::new(cfg, plans, self.faults.clone(), self.seed)
+            .expect("the default config is valid");
+        for (at, tamper) in &self.tampers {
+            sim.tamper(*at, tamper.clone());
+        }
+        sim.run()
     }
 }
 
@@ -207,6 +213,7 @@ fn schedules_of(
                     slots,
                     store_clock,
                     hold_at_least: None,
+                    tampers: Vec::new(),
                 }
             },
         )
@@ -320,10 +327,97 @@ fn fenced_tokens_strictly_increase_over_grants_and_never_change_within_one() {
         matches!(
             v,
             Violation::TokenNotIncreasing { .. }
+                | Violation::TokenAtOrBelowSeen { .. }
                 | Violation::TokenChanged { .. }
                 | Violation::FencedObjectDeleted { .. }
         )
     });
+}
+
+/// A Go sets3lock record (no token): what that tool writes over a key it takes over.
+const GO_RECORD: &str =
+    r#"{"id":"6f9619ff-8b86-d011-b42d-00c04fc964ff","created_at":"2026-11-30T10:00:00Z"}"#;
+
+/// Fenced schedules in which the lock object is removed (or overwritten by the Go tool, with
+/// no token) behind the clients' backs, one to three times in the first minute: an operator's
+/// `aws s3 rm`, a lifecycle rule, a bucket emptied by hand.
+fn removal_schedule() -> impl Strategy<Value = Schedule> {
+    let modes = prop_oneof![
+        2 => Just(Mode::Fenced(ConditionalDelete::Honored)),
+        1 => Just(Mode::Fenced(ConditionalDelete::NotImplemented)),
+    ];
+    let tamper = prop_oneof![
+        3 => Just(Tamper::Delete),
+        1 => Just(Tamper::Overwrite(bytes::Bytes::from_static(GO_RECORD.as_bytes()))),
+    ];
+    (
+        schedules(3..=4, modes, Just(None)),
+        proptest::collection::vec((ms(0..60_000), tamper), 1..4),
+    )
+        .prop_map(|(s, tampers)| Schedule { tampers, ..s })
+}
+
+/// Removing the lock object behind the clients' backs is outside the protocol: a holder may
+/// then run beside a newcomer until its next renewal fails, and a client that never saw the
+/// key grants token 1 again. What still holds: no client ever grants a token at or below one
+/// it has seen (in a record it read, or its own grant), whatever the record it writes over
+/// says; between removals, tokens increase over grants and renewals keep them; no client
+/// deletes a fenced object or writes over another's.
+#[test]
+fn fenced_tokens_never_go_back_for_a_client_that_saw_them_after_the_object_is_removed() {
+    check_on(removal_schedule(), "tokens after a removal", |v| {
+        matches!(
+            v,
+            Violation::TokenAtOrBelowSeen { .. }
+                | Violation::TokenNotIncreasing { .. }
+                | Violation::TokenChanged { .. }
+                | Violation::FencedObjectDeleted { .. }
+                | Violation::ForeignWrite { .. }
+        )
+    });
+}
+
+/// The removal schedules reach what the property is about: a grant right after a removal
+/// that a client's memory numbered above 1 (without it, it would have written 1), and a grant
+/// right after a removal by a client that had seen nothing, which starts again at 1 (what a
+/// resource then sees: a lower token, which it refuses).
+#[test]
+fn removal_schedules_reach_every_path() {
+    use proptest::strategy::ValueTree;
+    let mut runner = TestRunner::deterministic();
+    let (mut remembered, mut restarted, mut removals) = (0, 0, 0);
+    for _ in 0..300 {
+        let s = removal_schedule()
+            .new_tree(&mut runner)
+            .expect("a schedule")
+            .current();
+        let report = s.run();
+        for (at, _) in &s.tampers {
+            // The first grant after this removal, before any later one.
+            let next = s.tampers.iter().map(|(t, _)| *t).filter(|t| t > at).min();
+            let first = report.events.iter().find_map(|(t, _, e)| match e {
+                sets3lock::Event::Acquired {
+                    token: Some(token), ..
+                } if t > at && next.is_none_or(|n| *t < n) => Some(token),
+                _ => None,
+            });
+            removals += 1;
+            match first {
+                Some(&1) => restarted += 1,
+                Some(_) => remembered += 1,
+                None => {}
+            }
+        }
+    }
+    eprintln!("{removals} removals: first grant after it numbered from memory {remembered}, from 1 {restarted}");
+    assert!(
+        remembered >= 20,
+        "only {remembered} grants numbered from a client's memory"
+    );
+    assert!(
+        restarted >= 5,
+        "only {restarted} grants starting again at 1"
+    );
 }
 
 #[test]

@@ -106,7 +106,7 @@ impl Acquiring {
     pub(super) fn poll_send(&mut self, cx: &Context, now: Instant) -> Option<Outgoing> {
         Some(match self.next.take_due(now)? {
             Step::Create => {
-                let fence = self.s.grant_fence(&cx.cfg, None);
+                let fence = cx.grant_fence(None);
                 let (w, body) = self.s.next_write(&cx.cfg, now, fence);
                 Outgoing::create(Purpose::Acquire, w, body)
             }
@@ -301,8 +301,8 @@ impl Acquiring {
         age: Option<core::time::Duration>,
         now: Instant,
     ) -> Phase {
-        self.s.saw(holder.fence());
-        let fence = self.s.grant_fence(&cx.cfg, holder.fence());
+        cx.saw(holder.fence());
+        let fence = cx.grant_fence(holder.fence());
         if self.refused.take().as_ref() == Some(&etag) {
             // Our takeover's If-Match was refused, yet the store still reports that ETag:
             // weak ETags, or a proxy that rewrites them. Retry a few times, then give up.
@@ -388,7 +388,7 @@ impl Acquiring {
             // Our write landed, but so long ago that it is no longer valid: replace it. The
             // observation is our own record, so that reading it again leads back here.
             let holder = self.s.own_holder(&cx.cfg, write);
-            let fence = self.s.grant_fence(&cx.cfg, holder.fence());
+            let fence = cx.grant_fence(holder.fence());
             self.observed = Some(Observed {
                 etag: etag.clone(),
                 holder,
@@ -399,6 +399,7 @@ impl Acquiring {
             return self.retry_or(cx, Step::Takeover { etag, fence }, now, Pace::Progress);
         }
         self.s.settle_all();
+        cx.saw(write.fence);
         let token = write.fence.map(|f| f.token);
         cx.emit(Event::Acquired {
             owner: self.s.owner,

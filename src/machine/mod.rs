@@ -19,8 +19,8 @@ mod session;
 
 use crate::rng::Rng;
 use crate::{
-    Ambiguity, Config, ConfigError, ETag, Event, Instant, OwnerId, Request, RequestId, Response,
-    Wait,
+    Ambiguity, Config, ConfigError, ETag, Event, Fence, Holder, Instant, LockState, OwnerId,
+    Request, RequestId, Response, Wait,
 };
 use acquiring::Acquiring;
 use cleanup::Cleanup;
@@ -208,6 +208,7 @@ impl Lock {
                 cfg: config,
                 rng: Rng::from_seed(seed),
                 events: VecDeque::new(),
+                seen_token: None,
             },
             next_id: 0,
             now: Instant::ZERO,
@@ -432,6 +433,11 @@ impl Lock {
     /// ```
     pub fn handle_response(&mut self, id: RequestId, response: Response, now: Instant) {
         let now = self.clock(now);
+        // Every record read on the key counts towards the highest token seen, even one that
+        // answers a request given up on: a later grant never writes a token at or below it.
+        if let Response::Object { body, .. } = &response {
+            self.cx.saw(Holder::decode(body).fence());
+        }
         if self.pending.as_ref().map(|p| p.id) != Some(id) {
             return;
         }
@@ -585,6 +591,44 @@ impl Lock {
             Phase::Holding(h) => h.token(),
             _ => None,
         }
+    }
+
+    /// The highest fencing token this lock has seen on its key, over all its acquisitions:
+    /// in any record it read, or granted itself. `None` until it has seen the key fenced.
+    ///
+    /// A grant never writes a token at or below it, whatever the record says (someone may
+    /// have removed the lock object, or overwritten it without a token), so that tokens
+    /// never go back for a client that saw them. A driver that builds a new `Lock` for each
+    /// acquisition carries it over with [`saw_token`](Lock::saw_token).
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Lock};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// assert_eq!(lock.highest_token_seen(), None);
+    /// lock.saw_token(41);
+    /// assert_eq!(lock.highest_token_seen(), Some(41));
+    /// ```
+    pub fn highest_token_seen(&self) -> Option<u64> {
+        self.cx.seen_token
+    }
+
+    /// Tells the lock that `token` was granted on its key (seen by an earlier `Lock` of the
+    /// same key, for one): its grants write tokens above it, and it treats the key as fenced.
+    ///
+    /// ```
+    /// # use sets3lock::{Config, Instant, Intent, Lock, Holder, Wait};
+    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
+    /// lock.saw_token(41);
+    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
+    /// let request = lock.poll_request().unwrap();
+    /// let body = request.intent.body().unwrap();
+    /// assert_eq!(Holder::decode(body).fence().unwrap().token, 42);
+    /// ```
+    pub fn saw_token(&mut self, token: u64) {
+        self.cx.saw(Some(Fence {
+            state: LockState::Held,
+            token,
+        }));
     }
 
     // ---- time and sending ------------------------------------------------------------------

@@ -198,7 +198,7 @@ impl Releasing {
                     // under the hold now, so release that version as a parked one (not
                     // overdue: it was renewed since), paced and a bounded number of times.
                     if let Holder::Sets3lock(r) = &holder {
-                        self.s.follow(r);
+                        self.s.follow(cx, r);
                     }
                     let incoherent = Setback::Incoherent { etag: etag.clone() };
                     self.etag = etag;

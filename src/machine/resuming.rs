@@ -182,7 +182,7 @@ impl Resuming {
             });
             return Phase::Idle;
         }
-        self.s.adopt_record(&cx.cfg, record, now);
+        self.s.adopt_record(cx, record, now);
         // Older than its lease by the store's clock, with a second for the headers' rounding:
         // a waiter may be taking it over now.
         let expired = age.filter(|&a| !lease.is_zero() && a >= lease + Duration::from_secs(1));

@@ -1,6 +1,7 @@
 //! One acquisition's identity and the writes it has made: a fresh owner id, a sequence number
 //! that makes every body (so every ETag) unique, and the writes whose outcome is unknown.
 
+use super::context::Context;
 use crate::{Config, Fence, Holder, Instant, LockState, OwnerId, Record};
 use bytes::Bytes;
 
@@ -35,9 +36,6 @@ pub(super) struct Session {
     writer: Option<u64>,
     /// Writes that got no definite answer: they may still land.
     unresolved: Vec<Write>,
-    /// The highest fencing token seen on the key, if it was seen fenced: a key once fenced
-    /// stays fenced, and a grant never writes a smaller token than one it has seen.
-    seen_token: Option<u64>,
     /// Until when (on our clock) another process may still be running under this hold: one
     /// whose record we adopted without its being parked, so whose last write may have given
     /// it a lease we cannot see the end of. Our release must not free the lock before.
@@ -56,7 +54,6 @@ impl Session {
             acquired_unix_ms: started_unix_ms,
             writer: None,
             unresolved: Vec::new(),
-            seen_token: None,
             others_until: None,
             adopted_value: None,
         }
@@ -85,8 +82,9 @@ impl Session {
     /// its validity ends at most a lease after it sent that write, which was before our read
     /// was answered (`now`), so by `now` plus the lease stretched by the drift bound on our
     /// clock (see [`Session::others_may_run`]).
-    pub(super) fn adopt_record(&mut self, cfg: &Config, r: &Record, now: Instant) {
-        self.follow(r);
+    pub(super) fn adopt_record(&mut self, cx: &mut Context, r: &Record, now: Instant) {
+        self.follow(cx, r);
+        let cfg = &cx.cfg;
         self.acquired_unix_ms = r.acquired_unix_ms;
         self.adopted_value.clone_from(&r.value);
         if !r.parked && !r.lease.is_zero() {
@@ -301,10 +299,10 @@ impl Session {
     }
 
     /// Numbers our next writes above record `r` of this hold (written by another process of
-    /// it), and notes its fence: no body comes back.
-    pub(super) fn follow(&mut self, r: &Record) {
+    /// it), and notes its fence (in `cx`): no body comes back.
+    pub(super) fn follow(&mut self, cx: &mut Context, r: &Record) {
         self.seq = self.seq.max(r.seq);
-        self.saw(r.fence);
+        cx.saw(r.fence);
     }
 
     /// What another process of this very hold did when `holder` is its release: a resting
@@ -329,28 +327,5 @@ impl Session {
     pub(super) fn freed_by_us(&self, holder: &Holder) -> bool {
         matches!(holder, Holder::Sets3lock(r) if r.owner == self.owner && r.writer == self.writer)
             && holder.is_free()
-    }
-
-    /// Notes the fence of a record seen on the key.
-    pub(super) fn saw(&mut self, fence: Option<Fence>) {
-        if let Some(f) = fence {
-            self.seen_token = Some(self.seen_token.map_or(f.token, |t| t.max(f.token)));
-        }
-    }
-
-    /// The fence a grant over a record with fence `over` writes: the next token after it, or,
-    /// over an absent, presence-mode or foreign record, the next after the highest token seen,
-    /// if the key is fenced (by configuration, or because we saw it fenced).
-    pub(super) fn grant_fence(&self, cfg: &Config, over: Option<Fence>) -> Option<Fence> {
-        let last = match (over, self.seen_token) {
-            (Some(f), seen) => Some(seen.map_or(f.token, |t| t.max(f.token))),
-            (None, Some(seen)) => Some(seen),
-            (None, None) if cfg.fenced => Some(0),
-            (None, None) => None,
-        }?;
-        Some(Fence {
-            state: LockState::Held,
-            token: last.saturating_add(1),
-        })
     }
 }

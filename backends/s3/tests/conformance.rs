@@ -45,6 +45,7 @@ fn fenced_scenarios<D: Driver>(server: &Server) {
     fenced_takeover_of_a_stale_holder::<D>(server);
     fenced_lost_reply_is_recovered::<D>(server);
     fenced_release_after_takeover::<D>(server);
+    fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed::<D>(server);
 }
 
 fn fenced(s: &Server) -> sets3lock_s3::S3Options {
@@ -93,6 +94,38 @@ fn fenced_tokens_grow<D: Driver>(s: &Server) {
             s.name
         );
     }
+    s.raw_delete(&key);
+}
+
+/// Someone removes the lock object behind the lock's back (an operator's `aws s3 rm`, a
+/// lifecycle rule): a locker that saw token 2 grants 3 next, not 1, while a fresh locker,
+/// which saw nothing, starts again at 1.
+fn fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed<D: Driver>(s: &Server) {
+    let key = fresh_key("fenced-removed");
+    let locker = sets3lock_s3::Locker::<D>::new(&s.url(&key), fenced(s)).expect("locker");
+    for n in 1..=2 {
+        let held = D::acquire_with(&locker, Wait::No).expect("acquire");
+        assert_eq!(held.token(), Some(n), "{}", s.name);
+        D::release(held).expect("release");
+    }
+    s.raw_delete(&key);
+    let held = D::acquire_with(&locker, Wait::No).expect("acquire over nothing");
+    assert_eq!(
+        held.token(),
+        Some(3),
+        "{}: the locker remembers token 2",
+        s.name
+    );
+    D::release(held).expect("release");
+    s.raw_delete(&key);
+    let fresh = D::acquire(&s.url(&key), fenced(s), Wait::No).expect("a fresh locker");
+    assert_eq!(
+        fresh.token(),
+        Some(1),
+        "{}: a locker that saw nothing",
+        s.name
+    );
+    D::release(fresh).expect("release");
     s.raw_delete(&key);
 }
 

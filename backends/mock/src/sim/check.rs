@@ -15,7 +15,7 @@
 
 use crate::Object;
 use core::time::Duration;
-use sets3lock::{ETag, Holder, LockState, OwnerId, Purpose, Request, Wait};
+use sets3lock::{ETag, Holder, LockState, OwnerId, Purpose, Request, Response, Wait};
 use std::collections::BTreeSet;
 
 /// A broken property, with when and who.
@@ -85,6 +85,20 @@ pub enum Violation {
         token: u64,
         /// The largest token granted before.
         previous: u64,
+    },
+    /// Fenced mode: a process sent a grant (an acquisition or a takeover writing a `held`
+    /// fenced record) with a token at or below one it had seen on the key (in a record it
+    /// read, or in a grant of its own), whatever the record it wrote over said: after the
+    /// lock object is removed behind the clients' backs, tokens would go back.
+    TokenAtOrBelowSeen {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+        /// The token it sent.
+        token: u64,
+        /// The highest token it had seen.
+        seen: u64,
     },
     /// Fenced mode: a renewal, release or cleanup wrote another token than the one of the
     /// record it replaced (its own grant's).
@@ -547,6 +561,69 @@ pub fn tokens(
             });
             (violation, None)
         }
+    }
+}
+
+/// [`tokens`], once the lock object has been removed behind the clients' backs: a renewal,
+/// release or cleanup may then also raise the token of the record it replaces, never lower it.
+/// (A grant's own earlier write, sent before the removal and landed after it, carries a lower
+/// token than the grant; the release of the grant writes the grant's.)
+pub fn tokens_after_removal(
+    at: Duration,
+    process: usize,
+    request: &Request,
+    before: Option<&Object>,
+    after: Option<&Object>,
+    highest: Option<u64>,
+) -> (Option<Violation>, Option<(OwnerId, u64)>) {
+    let (violation, grant) = tokens(at, process, request, before, after, highest);
+    let token = |o: Option<&Object>| {
+        o.and_then(|o| Holder::decode(&o.body).fence())
+            .map(|f| f.token)
+    };
+    let raised = matches!(violation, Some(Violation::TokenChanged { .. }))
+        && matches!((token(before), token(after)), (Some(old), Some(new)) if new > old);
+    (violation.filter(|_| !raised), grant)
+}
+
+/// Fenced mode, on a request process `process` sends (`seen`: the highest token it had seen
+/// on the key before, in a record it read or a grant it reported): a grant it sends carries a
+/// token above `seen`. See [`Violation::TokenAtOrBelowSeen`].
+pub fn token_at_or_below_seen(
+    at: Duration,
+    process: usize,
+    request: &Request,
+    seen: Option<u64>,
+) -> Option<Violation> {
+    if !matches!(request.purpose, Purpose::Acquire | Purpose::Takeover) {
+        return None;
+    }
+    let fence = Holder::decode(request.intent.body()?).fence()?;
+    let seen = seen?;
+    (fence.state == LockState::Held && fence.token <= seen).then_some(
+        Violation::TokenAtOrBelowSeen {
+            at,
+            process,
+            token: fence.token,
+            seen,
+        },
+    )
+}
+
+/// The token of the record a reply carries, if it is a fenced record: what a process that
+/// receives the reply has seen.
+pub fn token_in(response: &Response) -> Option<u64> {
+    match response {
+        Response::Object { body, .. } => Holder::decode(body).fence().map(|f| f.token),
+        _ => None,
+    }
+}
+
+/// The higher of two tokens seen.
+pub fn higher(seen: Option<u64>, token: Option<u64>) -> Option<u64> {
+    match (seen, token) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
     }
 }
 

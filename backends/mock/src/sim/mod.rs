@@ -310,6 +310,8 @@ impl Sim {
                         }
                         _ => None,
                     };
+                let seen = &mut self.processes[process].seen_token[slot];
+                *seen = check::higher(*seen, check::token_in(&response));
                 self.processes[process].locks[slot].handle_response(id, response, now);
                 if let Some(own) = read {
                     let still = self.processes[process].locks[slot].is_held(now);
@@ -346,6 +348,12 @@ impl Sim {
                     process.unimpeded = false;
                 }
                 self.tampered = true;
+                // Tokens may start again from what the bucket now holds: the grants after it
+                // are judged among themselves (and each against what its process saw).
+                self.highest_token[0] = match &tamper {
+                    Tamper::Delete => None,
+                    Tamper::Overwrite(body) => Holder::decode(body).fence().map(|f| f.token),
+                };
                 match tamper {
                     Tamper::Delete => self.s3.force(BUCKET, &self.keys[0], None),
                     Tamper::Overwrite(body) => self.s3.force(BUCKET, &self.keys[0], Some(body)),
@@ -363,6 +371,9 @@ impl Sim {
 
     fn send(&mut self, p: usize, slot: usize, request: Request) {
         self.report.requests.push((self.now, p, request.purpose));
+        let seen = self.processes[p].seen_token[slot];
+        let violation = check::token_at_or_below_seen(self.now, p, &request, seen);
+        self.record(violation);
         self.note(p, || {
             format!("  (slot {slot}: {} {})", request.purpose, request.id)
         });
@@ -501,7 +512,12 @@ impl Sim {
             before.as_ref(),
             after,
         );
-        let (tokens, grant) = check::tokens(
+        let judge = if self.tampered {
+            check::tokens_after_removal
+        } else {
+            check::tokens
+        };
+        let (tokens, grant) = judge(
             self.now,
             p,
             &request,
@@ -654,6 +670,10 @@ impl Sim {
                 self.cfg.lock.validity(),
             );
             self.record(violation);
+        }
+        if let Event::Acquired { token, .. } = &event {
+            let seen = &mut self.processes[p].seen_token[slot];
+            *seen = check::higher(*seen, *token);
         }
         self.own_write(p, slot, &event);
         if self.cfg.slots.is_some() {

@@ -85,6 +85,9 @@ pub(super) struct Process {
     pub(super) writer: Vec<Option<Option<u64>>>,
     /// The last request sent on each slot: the one its core waits for, unless it let go.
     pub(super) last_request: Vec<Option<RequestId>>,
+    /// By slot: the highest fencing token it has seen on the key (in a record its core was
+    /// handed, or a grant it reported), over all its rounds.
+    pub(super) seen_token: Vec<Option<u64>>,
     /// What each of its writes still on the way writes, by slot and request id.
     pub(super) written: BTreeMap<(usize, RequestId), super::Written>,
 }
@@ -154,6 +157,7 @@ impl Process {
             own_writes: BTreeMap::new(),
             writer: vec![None; slots],
             last_request: vec![None; slots],
+            seen_token: vec![None; slots],
             written: BTreeMap::new(),
         })
     }

@@ -30,6 +30,9 @@ pub struct Locker<M: Mode> {
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
     drivers: Drivers,
+    /// The highest fencing token any of its drivers has seen on the key (0: none): each new
+    /// acquisition grants above it.
+    tokens: Arc<AtomicU64>,
     mode: core::marker::PhantomData<M>,
 }
 
@@ -63,6 +66,7 @@ impl<M: Mode> Locker<M> {
             url,
             options,
             requests: Arc::new(AtomicU64::new(0)),
+            tokens: Arc::new(AtomicU64::new(0)),
             drivers: Drivers::default(),
             mode: core::marker::PhantomData,
         }
@@ -181,7 +185,7 @@ impl<M: Mode> Locker<M> {
 
     /// Starts a driver doing what `start` says; dropping the claim cancels it (or releases).
     fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
-        let engine = Engine::starting(
+        let mut engine = Engine::starting(
             self.store.clone(),
             self.url.clone(),
             &self.options,
@@ -189,6 +193,7 @@ impl<M: Mode> Locker<M> {
             self.requests.clone(),
             None,
         )?;
+        engine.remember_tokens(self.tokens.clone());
         let shared = engine.shared().clone();
         M::spawn(driver::<M>(engine))?;
         self.drivers.track(shared.clone());

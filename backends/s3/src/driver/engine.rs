@@ -32,6 +32,9 @@ pub(crate) struct Engine {
     deadline: Option<Stamp>,
     /// The instruments (feature `metrics`).
     meter: Meter,
+    /// The locker's memory of the highest fencing token seen on the key (0: none), carried
+    /// from one acquisition to the next: see [`Engine::remember_tokens`].
+    tokens: Option<Arc<AtomicU64>>,
 }
 
 /// What a new driver's core starts with.
@@ -128,6 +131,7 @@ impl Engine {
                 _ => None,
             },
             meter,
+            tokens: None,
         };
         let now = engine.now();
         let started = match start {
@@ -137,6 +141,18 @@ impl Engine {
         // A new core is idle: it cannot refuse.
         started.map_err(|_| Error::DriverGone)?;
         Ok(engine)
+    }
+
+    /// Numbers this driver's grants above every token `memory` holds (the highest seen on the
+    /// key by the locker's earlier drivers), and adds what this one sees to it: tokens never
+    /// go back for a locker that saw them, even if the lock object is removed behind its back.
+    /// Call before the first request is taken.
+    pub(crate) fn remember_tokens(&mut self, memory: Arc<AtomicU64>) {
+        let seen = memory.load(Ordering::Relaxed);
+        if seen > 0 {
+            self.lock.saw_token(seen);
+        }
+        self.tokens = Some(memory);
     }
 
     /// The state this driver shares with its handle.
@@ -212,6 +228,9 @@ impl Engine {
         self.observe(Observation::Received(&request, &response, took));
         let now = self.now();
         self.lock.handle_response(request.id, response, now);
+        if let (Some(memory), Some(seen)) = (&self.tokens, self.lock.highest_token_seen()) {
+            memory.fetch_max(seen, Ordering::Relaxed);
+        }
     }
 
     /// After a wait: passes on the handle's release (or detach) if it asked for one, and the

@@ -357,6 +357,8 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// methods (the rest of the handle is one type).
 pub trait Driver: Mode {
     fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error>;
+    /// Acquires through `locker` (which may have acquired before).
+    fn acquire_with(locker: &sets3lock_s3::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error>;
     fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error>;
     /// Waits up to `timeout` for the hold to be lost.
     fn wait_lost(held: &Held<Self>, timeout: Duration) -> Option<Loss>;
@@ -390,6 +392,10 @@ pub trait Driver: Mode {
 impl Driver for Tokio {
     fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
         let locker = sets3lock_s3::tokio::Locker::new(url, options)?;
+        runtime().block_on(locker.acquire(wait))
+    }
+
+    fn acquire_with(locker: &sets3lock_s3::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error> {
         runtime().block_on(locker.acquire(wait))
     }
 
@@ -451,6 +457,10 @@ impl Driver for Tokio {
 impl Driver for Blocking {
     fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
         sets3lock_s3::blocking::Locker::new(url, options)?.acquire(wait)
+    }
+
+    fn acquire_with(locker: &sets3lock_s3::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error> {
+        locker.acquire(wait)
     }
 
     fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error> {
