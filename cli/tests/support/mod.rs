@@ -29,6 +29,17 @@ pub fn real(name: &str) -> Option<Server> {
     })
 }
 
+/// No server: an endpoint nothing listens on, for tests of what the command does before it
+/// sends anything (help, usage errors). Such tests never skip.
+pub fn offline() -> Server {
+    Server {
+        endpoint: "http://127.0.0.1:9".into(),
+        access_key: "offline".into(),
+        secret: "offline".into(),
+        bucket: "offline".into(),
+    }
+}
+
 impl Server {
     pub fn url(&self, key: &str) -> String {
         format!("s3://{}/{}", self.bucket, key)
