@@ -18,6 +18,11 @@ pub(crate) struct Log {
     slots: Option<u32>,
     started: Instant,
     waiting_on: Arc<Mutex<Option<String>>>,
+    /// Under a semaphore: the latest holders seen, one per slot at most (by the ETag of their
+    /// record, newest last), each described with what becomes of it if it stops renewing.
+    slot_holders: Arc<Mutex<std::collections::VecDeque<(String, String)>>>,
+    /// The waiting line has named every slot's holder once.
+    said_every_slot: Arc<AtomicBool>,
     /// Requests that got a reply, and requests that got none (timeouts, broken connections).
     replies: Arc<(AtomicU32, AtomicU32)>,
     /// The store check was inconclusive (no reply, or no clear one).
@@ -36,6 +41,8 @@ impl Log {
             slots: None,
             started: Instant::now(),
             waiting_on: Arc::new(Mutex::new(None)),
+            slot_holders: Arc::default(),
+            said_every_slot: Arc::default(),
             replies: Arc::default(),
             check_unanswered: Arc::default(),
             failures: Arc::default(),
@@ -142,6 +149,7 @@ impl Log {
                     "never taken over: no lease"
                 };
                 let resting = matches!(holder, sets3lock::Holder::Sets3lock(r) if r.cooldown);
+                let mut complete = false;
                 let text = match self.slots {
                     None if resting => format!(
                         "waiting for {}: {} (ETag {})",
@@ -155,18 +163,28 @@ impl Log {
                         crate::holder::describe(holder),
                         etag.as_str()
                     ),
-                    Some(n) => format!(
-                        "waiting for a slot of {}: all {n} are held (the latest seen by {}; each {takeover})",
-                        self.url,
-                        crate::holder::describe(holder),
-                    ),
+                    Some(n) => {
+                        let this = if resting {
+                            crate::holder::describe(holder)
+                        } else {
+                            format!("{}: {takeover}", crate::holder::describe(holder))
+                        };
+                        let (all, known) = self.slot_holders(n, etag.as_str(), this);
+                        // Said again once, when every slot's holder is known.
+                        complete = known == n as usize
+                            && !self.said_every_slot.swap(true, Ordering::Relaxed);
+                        format!(
+                            "waiting for a slot of {}: all {n} are held ({all})",
+                            self.url
+                        )
+                    }
                 };
                 // Under a semaphore each slot reports its holder: one line says it all.
                 let first = match self.waiting_on.lock() {
                     Ok(mut w) => w.replace(text.clone()).is_none(),
                     Err(_) => true,
                 };
-                if !self.quiet && (first || self.slots.is_none()) {
+                if !self.quiet && (first || complete || self.slots.is_none()) {
                     say!("{text}");
                 }
             }
@@ -195,6 +213,27 @@ impl Log {
             }
             _ => {}
         }
+    }
+
+    /// Notes the holder of one slot (`etag`: its record's; `this`: it described) and lists
+    /// the holders of the `n` slots seen last, each with its own clause: "by A: taken over if
+    /// it stops renewing for a full lease; by B: never taken over: no lease".
+    /// Returns the list and how many holders it names.
+    fn slot_holders(&self, n: u32, etag: &str, this: String) -> (String, usize) {
+        let Ok(mut seen) = self.slot_holders.lock() else {
+            return (format!("by {this}"), 1);
+        };
+        seen.retain(|(e, _)| e != etag);
+        seen.push_back((etag.to_owned(), this));
+        while seen.len() > n as usize {
+            seen.pop_front();
+        }
+        let all = seen
+            .iter()
+            .map(|(_, h)| format!("by {h}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        (all, seen.len())
     }
 
     /// Repeats the holder line while the wait goes on.

@@ -58,6 +58,33 @@ pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
     }
 }
 
+/// The holder as a JSON object, the same in `status --json` and `watch --json`: `kind`
+/// (`sets3lock`, `go-sets3lock` or `unknown`) and what that kind of record says.
+pub(crate) fn holder_object(holder: &Holder) -> String {
+    match holder {
+        Holder::Sets3lock(r) => {
+            let mut s = format!(
+                "{{\"kind\":\"sets3lock\",\"owner\":{},\"seq\":{},\"host\":{},\"pid\":{},\"lease_ms\":{},\"acquired_ms\":{},\"written_ms\":{}",
+                quote(&r.owner.to_string()), r.seq, quote(&r.host), r.pid, r.lease.as_millis(), r.acquired_unix_ms, r.written_unix_ms
+            );
+            if let Some(v) = &r.value {
+                s.push_str(&format!(",\"value\":{}", quote(v)));
+            }
+            s.push('}');
+            s
+        }
+        Holder::GoSets3lock { id, created_at } => format!(
+            "{{\"kind\":\"go-sets3lock\",\"id\":{},\"created_at\":{}}}",
+            quote(id),
+            quote(created_at)
+        ),
+        Holder::Unknown { len, preview } => format!(
+            "{{\"kind\":\"unknown\",\"len\":{len},\"preview\":{}}}",
+            quote(preview)
+        ),
+    }
+}
+
 pub(crate) fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -74,31 +101,11 @@ pub(crate) fn quote(s: &str) -> String {
 
 fn holder_json(url: &LockUrl, etag: &str, holder: &Holder) -> String {
     let mut s = format!(
-        "{{\"url\":{},\"held\":true,\"etag\":{}",
+        "{{\"url\":{},\"held\":true,\"etag\":{},\"holder\":{}",
         quote(&url.to_string()),
-        quote(etag)
+        quote(etag),
+        holder_object(holder)
     );
-    match holder {
-        Holder::Sets3lock(r) => {
-            s.push_str(&format!(
-                ",\"holder\":{{\"kind\":\"sets3lock\",\"owner\":{},\"seq\":{},\"host\":{},\"pid\":{},\"lease_ms\":{},\"acquired_ms\":{},\"written_ms\":{}",
-                quote(&r.owner.to_string()), r.seq, quote(&r.host), r.pid, r.lease.as_millis(), r.acquired_unix_ms, r.written_unix_ms
-            ));
-            if let Some(v) = &r.value {
-                s.push_str(&format!(",\"value\":{}", quote(v)));
-            }
-            s.push('}');
-        }
-        Holder::GoSets3lock { id, created_at } => s.push_str(&format!(
-            ",\"holder\":{{\"kind\":\"go-sets3lock\",\"id\":{},\"created_at\":{}}}",
-            quote(id),
-            quote(created_at)
-        )),
-        Holder::Unknown { len, preview } => s.push_str(&format!(
-            ",\"holder\":{{\"kind\":\"unknown\",\"len\":{len},\"preview\":{}}}",
-            quote(preview)
-        )),
-    }
     if let Some(f) = holder.fence() {
         s.push_str(&format!(",\"fenced\":true,\"token\":{}", f.token));
     }

@@ -144,7 +144,8 @@ fn print(url: &LockUrl, event: &WatchEvent, json: bool, seen: Option<Duration>) 
 }
 
 /// One JSON line: `at`, `url`, `state` (free, held, stale, released, unreachable, readable),
-/// and for a record: `etag`, `holder` (as people read it), `owner`, `host`, `pid`, `since`
+/// and for a record: `etag`, `holder` (an object, as `status --json` gives it: `kind` and the
+/// record's fields), `describe` (the holder as people read it), `owner`, `host`, `pid`, `since`
 /// (the holder's acquisition, by its clock), `lease_ms`, `value` (the holder's `--value`),
 /// `token` (fenced), `seen_ms` (how long this watcher has seen this holder).
 fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, seen: Option<Duration>) -> String {
@@ -175,7 +176,8 @@ fn event_json(url: &LockUrl, at: &str, event: &WatchEvent, seen: Option<Duration
     }
     if let Some(holder) = sighting.holder() {
         s.push_str(&format!(
-            ",\"holder\":{}",
+            ",\"holder\":{},\"describe\":{}",
+            crate::status::holder_object(holder),
             quote(&crate::holder::describe(holder))
         ));
         if let Holder::Sets3lock(r) = holder {

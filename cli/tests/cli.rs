@@ -343,6 +343,29 @@ fn status_and_a_force_unlock_that_cannot_delete_a_newer_lock() {
         stdout(&o)
     );
     assert!(stdout(&o).contains("go-sets3lock"));
+    // `watch --json` describes the same holder with the same object as `status --json`.
+    let status: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+    let mut watcher = TestCommand::new(&s)
+        .args(["watch", "--json", "--interval", "200ms", &url])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(&watcher, nix::sys::signal::Signal::SIGINT);
+    let o = watcher.wait_with_output().expect("watcher");
+    let first = stdout(&o)
+        .lines()
+        .next()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let watched: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| {
+        panic!(
+            "watch --json's first line {first:?}: {e}; stderr {}",
+            stderr(&o)
+        )
+    });
+    assert_eq!(watched["state"], "held", "{first}");
+    assert_eq!(watched["holder"], status["holder"], "{first}");
+    assert_eq!(watched["holder"]["kind"], "go-sets3lock", "{first}");
+    assert_eq!(watched["holder"]["id"], "abc", "{first}");
     // The operator saw `stale`; meanwhile a new holder took the lock.
     let newer = s.raw_put(
         &key,
@@ -869,4 +892,50 @@ fn rough_edges_the_help_example_options_before_a_command_and_a_short_lease_alone
         .output();
     assert_eq!(code(&o), 100);
     one_line(&o, "use less than 2.58s");
+}
+
+/// With `--slots 2`, one slot held by the Go tool (no lease) and the other by a leased
+/// sets3lock holder: the waiting line names each holder with its own clause.
+#[test]
+fn the_slots_waiting_line_says_of_each_holder_whether_it_can_be_taken_over() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-slots-line");
+    let url = s.url(&key);
+    s.raw_put(
+        &format!("{key}/slot-0"),
+        b"{\"id\":\"go-holder\",\"created_at\":\"2026-11-30T10:00:00Z\"}",
+    );
+    let o = TestCommand::new(&s)
+        .args(["acquire", "--lease", "1m", &s.url(&format!("{key}/slot-1"))])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let handle = stdout(&o).trim().to_owned();
+    let o = TestCommand::new(&s)
+        .args(["--slots", "2", "--timeout", "2s", &url, "true"])
+        .output();
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    let said = stderr(&o);
+    let line = said
+        .lines()
+        .filter(|l| l.contains("waiting for a slot"))
+        .find(|l| l.contains("go-holder") && l.contains("pid"))
+        .unwrap_or_else(|| panic!("no waiting line names both holders:\n{said}"));
+    let (go, ours) = line
+        .split_once("; by ")
+        .map(|(a, b)| {
+            if a.contains("go-holder") {
+                (a, b)
+            } else {
+                (b, a)
+            }
+        })
+        .unwrap_or_else(|| panic!("one clause per holder: {line}"));
+    assert!(go.contains("never taken over: no lease"), "{line}");
+    assert!(
+        ours.contains("taken over if it stops renewing for a full lease"),
+        "{line}"
+    );
+    let o = TestCommand::new(&s).args(["release", &handle]).output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    s.raw_delete(&format!("{key}/slot-0"));
 }
