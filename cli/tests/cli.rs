@@ -345,7 +345,7 @@ fn status_and_a_force_unlock_that_cannot_delete_a_newer_lock() {
     assert!(stdout(&o).contains("go-sets3lock"));
     // `watch --json` describes the same holder with the same object as `status --json`.
     let status: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
-    let mut watcher = TestCommand::new(&s)
+    let watcher = TestCommand::new(&s)
         .args(["watch", "--json", "--interval", "200ms", &url])
         .spawn();
     std::thread::sleep(Duration::from_millis(1500));
