@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks against real local S3-compatible servers (started and stopped here): the table
-# for the README and handoff-gap.svg. Usage: bash scripts/bench-s3.sh [seaweedfs|ministack]
+# for docs/BENCHMARKS.md and handoff-gap.svg. Usage: bash scripts/bench-s3.sh [seaweedfs|ministack]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:-seaweedfs}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing: how many small changes to the code (a `<` for a `<=`, a deleted match
 # arm, a function returning a default) the tests notice. Not run by CI (a full run of the core
-# takes about an hour on two cores); its summary goes into README ("Numbers").
+# takes about an hour on two cores); its summary goes into docs/VERIFICATION.md ("Mutation testing").
 #
 #   bash scripts/mutants.sh core                  # src/ (the core), against the core's tests
 #   bash scripts/mutants.sh core src/rng.rs ...   # only these files of the core
@@ -52,7 +52,7 @@ if [ "$target" != core ]; then
 fi
 # The test targets only (`--tests`: the doc tests add minutes per mutant and little else), and
 # not the exhaustive exploration (a minute per mutant; its teeth are shown by planted bugs,
-# docs/PROTOCOL.md "Properties"): the score is a lower bound.
+# docs/VERIFICATION.md): the score is a lower bound.
 cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
   ${ITERATE:+--iterate} --profile release --timeout-multiplier 3 -j 1 -o "$out" \
   -- --tests -- --skip every_interleaving || true

@@ -31,9 +31,10 @@
 //! Storage and [`gcs::classify`] for Google Cloud Storage. Each maps the store's native
 //! replies onto the same [`Response`]s, so the state machine is the same on every store.
 //!
-//! The protocol itself (the record format, the reply table, every path and why it is safe, the
-//! rules a driver must follow, and which test checks each property) is written down in
-//! `docs/PROTOCOL.md` in the repository.
+//! The protocol itself (the record format, the reply tables, every path and why it is safe,
+//! the properties) is written down in `docs/PROTOCOL.md` in the repository; the rules a
+//! driver must follow in `docs/LIBRARY.md`; which test checks each property in
+//! `docs/VERIFICATION.md`.
 
 #![forbid(unsafe_code)]
 
@@ -78,8 +79,3 @@ pub use time::Instant;
 pub use url::{LockUrl, Scheme, UrlError};
 pub use wait::Wait;
 pub use watch::{Sighting, Watch, WatchConfig, WatchEvent};
-
-/// The README's examples are compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;

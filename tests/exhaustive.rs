@@ -43,7 +43,7 @@
 //! are ignored in unoptimized builds, which explore a fifth as fast: scripts/test.sh runs
 //! them optimized);
 //! `EXHAUSTIVE="rounds faults horizon" cargo test --release --test exhaustive -- --ignored`
-//! a larger one (README, "Numbers").
+//! a larger one (docs/VERIFICATION.md).
 
 use core::time::Duration;
 use http::StatusCode;
@@ -1108,7 +1108,7 @@ fn every_interleaving_of_a_fenced_key_removed_behind_the_clients_backs() {
     explore("removed", bound, Duration::from_secs(240));
 }
 
-/// A larger bound, for the record (README, "Numbers"): `EXHAUSTIVE="rounds faults horizon"`
+/// A larger bound, for the record (docs/VERIFICATION.md): `EXHAUSTIVE="rounds faults horizon"`
 /// (default "1 2 3": one round each, two faults, three seconds), both modes. Takes long.
 #[test]
 #[ignore = "long: run by hand with --ignored"]

@@ -727,7 +727,7 @@ fn a_passed_store_check_is_cached_for_the_endpoint_and_bucket() {
 }
 
 /// A fresh directory under the system's temporary directory.
-/// The README's recipe for fencing a resource with the token, as a script: the resource is a
+/// docs/GUIDE.md's recipe for fencing a resource with the token, as a script: the resource is a
 /// file, written only by `fenced-write`, which refuses a token lower than the one recorded
 /// (under flock, the file's own lock, so that check and write are one step).
 const FENCED_WRITE: &str = r#"

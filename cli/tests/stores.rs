@@ -946,7 +946,7 @@ fn timeout_holds_against_an_azure_or_gcs_endpoint_that_never_answers() {
         let took = started.elapsed();
         assert_eq!(code(&o), 111, "{what}: {}", stderr(&o));
         assert!(stderr(&o).contains("timed out"), "{what}: {}", stderr(&o));
-        // README's promise: within the timeout plus 3 s.
+        // docs/GUIDE.md's promise: within the timeout plus 3 s.
         assert!(took < Duration::from_secs(5), "{what}: {took:?}");
     }
 }

@@ -112,7 +112,7 @@ fn silent_endpoint() -> String {
     endpoint
 }
 
-/// What README promises: `--timeout D` ends within D + 3 s, whatever the endpoint does (one
+/// What docs/GUIDE.md promises: `--timeout D` ends within D + 3 s, whatever the endpoint does (one
 /// second at least for a request sent at the deadline, two for the cleanup of a write that
 /// may have landed), with a message about what the user did.
 const BOUND: Duration = Duration::from_secs(3);

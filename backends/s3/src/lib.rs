@@ -76,3 +76,25 @@ pub use rusty_s3::Credentials;
 pub use s3::credentials::CredentialSource;
 pub use sets3lock::{Handle, HoldEnded, Wait};
 pub use sets3lock::{Sighting, WatchConfig, WatchEvent};
+
+/// The Rust examples of every page of the documentation are compiled as doc tests, and run
+/// unless marked `no_run` (those need a store): `cargo test -p sets3lock-s3 --doc`.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../../docs/GUIDE.md")]
+    struct Guide;
+    #[doc = include_str!("../../../docs/LIBRARY.md")]
+    struct Library;
+    #[doc = include_str!("../../../docs/PROTOCOL.md")]
+    struct Protocol;
+    #[doc = include_str!("../../../docs/VERIFICATION.md")]
+    struct Verification;
+    #[doc = include_str!("../../../docs/BENCHMARKS.md")]
+    struct Benchmarks;
+    #[doc = include_str!("../../../docs/FAQ.md")]
+    struct Faq;
+    #[doc = include_str!("../../../bindings/python/README.md")]
+    struct Python;
+}

@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// credential source, one store check (for the endpoint and bucket), and **one driver for all
 /// the locks it holds** (a task on the caller's runtime, or one thread for the blocking mode),
 /// each key its own core. A held lock costs its core and its state, not a task or a thread:
-/// see the README's per-lock cost table.
+/// see the per-lock cost table in docs/BENCHMARKS.md.
 ///
 /// Generic over how it waits: [`tokio::Locks`](crate::tokio::Locks) and
 /// [`blocking::Locks`](crate::blocking::Locks). The handles are ordinary [`Held`]s.

@@ -149,10 +149,7 @@ pub fn unavailable(what: &str, fix: &str) {
         panic!("{what}: {fix} (SETS3LOCK_REQUIRE_S3=1 requires it)");
     }
     use std::io::Write as _;
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("a test")
-        .to_owned();
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {what}; {fix}");
 }
 
