@@ -99,7 +99,7 @@ fn fenced_tokens_grow<D: Driver>(s: &Server) {
 
 /// Someone removes the lock object behind the lock's back (an operator's `aws s3 rm`, a
 /// lifecycle rule): a locker that saw token 2 grants 3 next, not 1, while a fresh locker,
-/// which saw nothing, starts again at 1.
+/// which saw nothing, starts again at 1; and `Locks` remembers each key's tokens as well.
 fn fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed<D: Driver>(s: &Server) {
     let key = fresh_key("fenced-removed");
     let locker = sets3lock_s3::Locker::<D>::new(&s.url(&key), fenced(s)).expect("locker");
@@ -127,6 +127,16 @@ fn fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed<D: Drive
     );
     D::release(fresh).expect("release");
     s.raw_delete(&key);
+    // `Locks` (and so a semaphore's slots) remember each key's tokens the same way.
+    let locks = sets3lock_s3::Locks::<D>::new(&s.url(&key), fenced(s)).expect("locks");
+    let keys = [key.clone()];
+    for n in 1..=2 {
+        let held = D::acquire_many(&locks, &keys, Wait::No).pop().expect("one");
+        let held = held.expect("acquire through Locks");
+        assert_eq!(held.token(), Some(n), "{}: Locks", s.name);
+        D::release(held).expect("release");
+        s.raw_delete(&key);
+    }
 }
 
 fn fenced_stale_record(token: u64, lease_ms: u64) -> Vec<u8> {

@@ -13,7 +13,8 @@ use crate::tokio::Tokio;
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, Scheme, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Opens locks on any keys of one bucket, from one client: one connection pool, one
 /// credential source, one store check (for the endpoint and bucket), and **one driver for all
@@ -36,6 +37,9 @@ pub struct Locks<M: Mode> {
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
     drivers: Drivers,
+    /// By key: the highest fencing token its drivers have seen there (0: none). Each new
+    /// acquisition of the key grants above it (see `Locker`'s).
+    tokens: Mutex<HashMap<String, Arc<AtomicU64>>>,
     mode: core::marker::PhantomData<M>,
 }
 
@@ -60,6 +64,7 @@ impl<M: Mode> Locks<M> {
             hub: Hub::default(),
             requests: Arc::new(AtomicU64::new(0)),
             drivers: Drivers::default(),
+            tokens: Mutex::default(),
             mode: core::marker::PhantomData,
         })
     }
@@ -102,7 +107,7 @@ impl<M: Mode> Locks<M> {
         bell: Option<Arc<Shared>>,
     ) -> Result<(Claim<M>, LockUrl), Error> {
         let url = self.url(key)?;
-        let engine = Engine::acquiring(
+        let mut engine = Engine::acquiring(
             self.store.clone(),
             url.clone(),
             &self.options,
@@ -110,6 +115,9 @@ impl<M: Mode> Locks<M> {
             self.requests.clone(),
             bell,
         )?;
+        if let Ok(mut tokens) = self.tokens.lock() {
+            engine.remember_tokens(tokens.entry(key.to_owned()).or_default().clone());
+        }
         let shared = engine.shared().clone();
         self.hub.run::<M>(Box::pin(driver::<Tokio>(engine)))?;
         self.drivers.track(shared.clone());
