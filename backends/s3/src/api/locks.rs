@@ -12,8 +12,8 @@ use crate::driver::store::Store;
 use crate::tokio::Tokio;
 use crate::{Error, S3Options};
 use sets3lock::{LockUrl, Scheme, Wait};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Opens locks on any keys of one bucket, from one client: one connection pool, one
