@@ -8,7 +8,7 @@ mod common;
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
 fn main() {
-    use sets3lock::{Config, Instant, Lock};
+    use sets3lock_proto::{Config, Instant, Lock};
     use sets3lock_mock::MockS3;
     let _profiler = dhat::Profiler::builder().testing().build();
     let mut s3 = MockS3::new();

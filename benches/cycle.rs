@@ -6,7 +6,7 @@
 //! `cargo bench --bench cycle`; allocations per cycle: `cargo bench --bench allocs`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sets3lock::{Config, Instant, Lock, Response, Wait};
+use sets3lock_proto::{Config, Instant, Lock, Response, Wait};
 use sets3lock_mock::MockS3;
 use std::hint::black_box;
 use std::time::Duration;
@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
     let mut t = Instant::ZERO;
     let _ = held.acquire(t, 0, Wait::No);
     roundtrip(&mut held, &mut s3, t);
-    let etag = sets3lock::ETag::parse("0123456789abcdef0123456789abcdef").expect("valid");
+    let etag = sets3lock_proto::ETag::parse("0123456789abcdef0123456789abcdef").expect("valid");
     group.bench_function("renewal: timer, request, reply", |b| {
         b.iter(|| {
             t = held.poll_timeout().unwrap_or(t);

@@ -13,9 +13,9 @@ bash scripts/s3-server.sh start seaweedfs
 # shellcheck disable=SC1091
 . .local/seaweedfs/env
 mkdir -p .local/bench
-cargo build --quiet --release --locked -p sets3lock-s3 --example cycles
+cargo build --quiet --release --locked -p sets3lock --example cycles
 cp target/release/examples/cycles .local/bench/cycles-off
-cargo build --quiet --release --locked -p sets3lock-s3 --example cycles --features metrics
+cargo build --quiet --release --locked -p sets3lock --example cycles --features metrics
 cp target/release/examples/cycles .local/bench/cycles-on
 url="s3://$SETS3LOCK_SEAWEEDFS_BUCKET/bench/metrics-$$"
 off=() on=()

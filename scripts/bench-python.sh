@@ -16,5 +16,5 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check maturin==1.16.0
 "$venv/bin/maturin" build --quiet --release --locked -m bindings/python/Cargo.toml -o .local/wheels-bench
 "$venv/bin/pip" install --quiet --disable-pip-version-check .local/wheels-bench/sets3lock-*.whl
-cargo build --quiet --release --locked -p sets3lock-s3 --example cycles
+cargo build --quiet --release --locked -p sets3lock --example cycles
 "$venv/bin/python" bindings/python/bench/cycle.py target/release/examples/cycles "s3://$SETS3LOCK_SEAWEEDFS_BUCKET"

@@ -10,4 +10,4 @@ for s in azurite fake-gcs; do
   # shellcheck disable=SC1090
   . ".local/$s/env"
 done
-cargo bench -p sets3lock-s3 --features azure,gcs --bench stores
+cargo bench -p sets3lock --features azure,gcs --bench stores

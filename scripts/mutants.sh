@@ -28,13 +28,13 @@ mkdir -p "$out"
 files=()
 case "$target" in
   core)
-    package=sets3lock
+    package=sets3lock-proto
     if [ $# -gt 0 ]; then for f in "$@"; do files+=(--file "$f"); done
     else files=(--file 'src/**/*.rs'); fi ;;
   engine)
-    package=sets3lock-s3
-    files=(--file backends/s3/src/engine.rs --file backends/s3/src/http.rs
-           --file backends/s3/src/server_time.rs --file backends/s3/src/request.rs) ;;
+    package=sets3lock
+    files=(--file backends/drivers/src/driver/engine.rs --file backends/drivers/src/driver/http.rs
+           --file backends/drivers/src/driver/server_time.rs) ;;
   cli)
     package=sets3lock-cli
     files=(--file cli/src/cli.rs) ;;

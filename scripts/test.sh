@@ -51,21 +51,21 @@ export SETS3LOCK_REQUIRE_S3=1
 
 echo "== workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
 # (The exhaustive exploration is ignored unoptimized; it runs later, optimized.)
-cargo test --workspace --exclude sets3lock-s3 --locked
+cargo test --workspace --exclude sets3lock --locked
 
 echo "== the drivers' tests (conformance on the mock and every server, contention, metrics)"
 # With the features the workspace gives them. They mostly wait out leases on real servers (a
 # run uses about 12 s of CPU in 300 s), so they run eight at a time.
-cargo test -p sets3lock-s3 --features azure,gcs,metrics --locked -- --test-threads 8
+cargo test -p sets3lock --features azure,gcs,metrics --locked -- --test-threads 8
 
 echo "== every interleaving of small configurations (tests/exhaustive.rs, release build)"
-cargo test --release --locked -p sets3lock --test exhaustive
+cargo test --release --locked -p sets3lock-proto --test exhaustive
 
 echo "== the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
-cargo test -p sets3lock-s3 --features aws-config --test credentials --locked
+cargo test -p sets3lock --features aws-config --test credentials --locked
 
 echo "== the tracing feature: a lock's life as tracing events in its span"
-cargo test -p sets3lock-s3 --features tracing --test tracing --locked
+cargo test -p sets3lock --features tracing --test tracing --locked
 
 echo "== fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay

@@ -114,7 +114,7 @@ impl AzureError {
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
-/// use sets3lock::{azure, IntentKind, Response};
+/// use sets3lock_proto::{azure, IntentKind, Response};
 ///
 /// let mut created = HeaderMap::new();
 /// created.insert("etag", HeaderValue::from_static("\"0x8DCB2F1B4D3A2C1\""));

@@ -11,7 +11,7 @@ use core::time::Duration;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::Backoff;
+/// use sets3lock_proto::Backoff;
 /// let b = Backoff::new(Duration::from_millis(100), Duration::from_secs(3));
 /// assert_eq!(b.ceiling(0), Duration::from_millis(100));
 /// assert_eq!(b.ceiling(3), Duration::from_millis(800));
@@ -36,7 +36,7 @@ impl Backoff {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// let b = sets3lock::Backoff::new(Duration::from_millis(10), Duration::from_millis(15));
+    /// let b = sets3lock_proto::Backoff::new(Duration::from_millis(10), Duration::from_millis(15));
     /// assert_eq!(b.ceiling(1), Duration::from_millis(15));
     /// ```
     pub fn ceiling(&self, n: u32) -> Duration {

@@ -74,7 +74,7 @@ impl Response {
     /// driver of its own, as "outcome unknown".
     ///
     /// ```
-    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_proto::{IntentKind, Response};
     /// assert!(Response::Exists.fits(IntentKind::PutIfNoneMatch));
     /// assert!(!Response::Deleted.fits(IntentKind::PutIfMatch));
     /// ```
@@ -105,7 +105,7 @@ impl Response {
     /// A short name for messages ("written", "mismatch", ...).
     ///
     /// ```
-    /// assert_eq!(sets3lock::Response::Mismatch.name(), "mismatch");
+    /// assert_eq!(sets3lock_proto::Response::Mismatch.name(), "mismatch");
     /// ```
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -127,7 +127,7 @@ impl Response {
 /// Why a reply leaves the outcome of a request unknown.
 ///
 /// ```
-/// use sets3lock::Ambiguity;
+/// use sets3lock_proto::Ambiguity;
 /// assert_eq!(Ambiguity::Timeout.to_string(), "no reply before the request timeout");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Ambiguity {
     /// Whether the request may have been applied: always, but for [`Ambiguity::NotSent`].
     ///
     /// ```
-    /// use sets3lock::Ambiguity;
+    /// use sets3lock_proto::Ambiguity;
     /// assert!(Ambiguity::Timeout.may_have_landed());
     /// assert!(!Ambiguity::NotSent { detail: "connection refused".into() }.may_have_landed());
     /// ```
@@ -201,7 +201,7 @@ impl fmt::Display for Ambiguity {
 /// An S3 error document's `<Code>` and `<Message>`.
 ///
 /// ```
-/// let e = sets3lock::S3ErrorBody::parse(
+/// let e = sets3lock_proto::S3ErrorBody::parse(
 ///     b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>gone &amp; done</Message></Error>");
 /// assert_eq!(e.code.as_deref(), Some("NoSuchKey"));
 /// assert_eq!(e.message.as_deref(), Some("gone & done"));
@@ -219,7 +219,7 @@ impl S3ErrorBody {
     /// error document yields neither.
     ///
     /// ```
-    /// assert_eq!(sets3lock::S3ErrorBody::parse(b"oops"), Default::default());
+    /// assert_eq!(sets3lock_proto::S3ErrorBody::parse(b"oops"), Default::default());
     /// ```
     pub fn parse(body: &[u8]) -> S3ErrorBody {
         let body = &body[..body.len().min(16 * 1024)];
@@ -257,7 +257,7 @@ fn unescape(s: &str) -> String {
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
-/// use sets3lock::{classify, IntentKind, Response};
+/// use sets3lock_proto::{classify, IntentKind, Response};
 ///
 /// let mut headers = HeaderMap::new();
 /// headers.insert("etag", HeaderValue::from_static("\"d41d8cd98f00b204e9800998ecf8427e\""));
@@ -377,7 +377,7 @@ pub(crate) fn success(
 /// let mut h = HeaderMap::new();
 /// h.insert("date", HeaderValue::from_static("Wed, 02 Dec 2026 10:00:30 GMT"));
 /// h.insert("last-modified", HeaderValue::from_static("Wed, 02 Dec 2026 09:59:00 GMT"));
-/// assert_eq!(sets3lock::store_age(&h), Some(core::time::Duration::from_secs(90)));
+/// assert_eq!(sets3lock_proto::store_age(&h), Some(core::time::Duration::from_secs(90)));
 /// ```
 pub fn store_age(headers: &HeaderMap) -> Option<core::time::Duration> {
     let read = |name: http::header::HeaderName| {

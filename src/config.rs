@@ -7,7 +7,7 @@ use core::time::Duration;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::Config;
+/// use sets3lock_proto::Config;
 ///
 /// let config = Config {
 ///     lease: Duration::from_secs(30),
@@ -127,7 +127,7 @@ impl Config {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::Config;
+    /// # use sets3lock_proto::Config;
     /// let bad = Config { lease: Duration::from_millis(1), ..Config::default() };
     /// assert!(bad.validate().is_err());
     /// let never = Config { lease: Duration::ZERO, ..Config::default() };
@@ -161,7 +161,7 @@ impl Config {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::Config;
+    /// # use sets3lock_proto::Config;
     /// let c = Config { lease: Duration::from_secs(101), max_drift_ppm: 10_000, ..Config::default() };
     /// assert_eq!(c.validity(), Duration::from_secs(99));
     /// ```
@@ -176,7 +176,7 @@ impl Config {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::Config;
+    /// # use sets3lock_proto::Config;
     /// assert_eq!(Config::default().renew_interval(), Duration::from_secs(20));
     /// ```
     pub fn renew_interval(&self) -> Duration {
@@ -188,7 +188,7 @@ impl Config {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::Config;
+    /// # use sets3lock_proto::Config;
     /// let c = Config { max_drift_ppm: 10_000, ..Config::default() };
     /// assert_eq!(c.stretch(Duration::from_secs(99)), Duration::from_secs(101));
     /// ```

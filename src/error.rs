@@ -8,7 +8,7 @@ use crate::{IntentKind, Scheme, Setback};
 /// here unless the retries run out ([`Error::GaveUp`]).
 ///
 /// ```
-/// use sets3lock::Error;
+/// use sets3lock_proto::Error;
 /// let e = Error::NoSuchBucket { message: None };
 /// assert!(e.to_string().contains("create the bucket"));
 /// ```
@@ -76,7 +76,7 @@ pub enum Error {
     /// [`Error::NoSuchBucket`].)
     ///
     /// ```
-    /// use sets3lock::{Error, Scheme};
+    /// use sets3lock_proto::{Error, Scheme};
     /// let e = Error::MissingContainer { store: Scheme::Azure, code: Some("ContainerNotFound".into()), message: None };
     /// assert!(e.to_string().contains("az storage container create"));
     /// ```
@@ -95,7 +95,7 @@ pub enum Error {
     /// enough to hold a lock. (For S3, [`Error::MissingETag`].)
     ///
     /// ```
-    /// use sets3lock::{Error, IntentKind, Scheme};
+    /// use sets3lock_proto::{Error, IntentKind, Scheme};
     /// let e = Error::MissingVersion { store: Scheme::Gcs, op: IntentKind::Get, status: 200 };
     /// assert!(e.to_string().contains("x-goog-generation"));
     /// ```

@@ -9,7 +9,7 @@ use core::fmt;
 /// quoted form to send in `If-Match` / `If-None-Match`.
 ///
 /// ```
-/// use sets3lock::ETag;
+/// use sets3lock_proto::ETag;
 /// let a = ETag::parse("\"9b2cf535f27731c974343645a3985328\"").unwrap();
 /// let b = ETag::parse("9b2cf535f27731c974343645a3985328").unwrap();
 /// assert_eq!(a, b);
@@ -39,7 +39,7 @@ impl ETag {
     /// and characters that cannot be sent back in a header (controls, non-ASCII, inner quotes).
     ///
     /// ```
-    /// # use sets3lock::ETag;
+    /// # use sets3lock_proto::ETag;
     /// assert_eq!(ETag::parse(" W/\"x1\" ").unwrap().as_str(), "x1");
     /// assert!(ETag::parse("\"a\"b\"").is_err());
     /// ```

@@ -233,9 +233,9 @@ impl Event {
     /// [`Lock::is_idle`](crate::Lock::is_idle).
     ///
     /// ```
-    /// use sets3lock::Event;
+    /// use sets3lock_proto::Event;
     /// assert!(Event::Expired.is_final());
-    /// assert!(!Event::RenewalDelayed { setback: sets3lock::Setback::LostRace }.is_final());
+    /// assert!(!Event::RenewalDelayed { setback: sets3lock_proto::Setback::LostRace }.is_final());
     /// ```
     #[must_use]
     pub fn is_final(&self) -> bool {

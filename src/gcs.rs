@@ -149,7 +149,7 @@ fn body_generation(body: &[u8]) -> Option<ETag> {
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
-/// use sets3lock::{gcs, IntentKind, Response};
+/// use sets3lock_proto::{gcs, IntentKind, Response};
 ///
 /// let object = br#"{"kind":"storage#object","name":"job","generation":"1764500000000001"}"#;
 /// let r = gcs::classify(IntentKind::PutIfNoneMatch, StatusCode::OK, &HeaderMap::new(), object);

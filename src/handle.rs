@@ -26,7 +26,7 @@ const MARKER: &str = "#sets3lock-hold:";
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Handle, OwnerId};
+/// use sets3lock_proto::{Handle, OwnerId};
 ///
 /// let handle = Handle {
 ///     url: "s3://ci-locks/deploy".parse().unwrap(),

@@ -16,7 +16,7 @@ impl RequestId {
     /// A request id from a number (useful to drivers replaying traces and to fuzzing).
     ///
     /// ```
-    /// assert_eq!(sets3lock::RequestId::from_u64(1).to_string(), "#1");
+    /// assert_eq!(sets3lock_proto::RequestId::from_u64(1).to_string(), "#1");
     /// ```
     pub const fn from_u64(n: u64) -> RequestId {
         RequestId(n)
@@ -44,7 +44,7 @@ impl fmt::Display for RequestId {
 /// | `Get { if_none_match }` | `GET key`, with `If-None-Match: "etag"` when given |
 ///
 /// ```
-/// use sets3lock::{Intent, IntentKind};
+/// use sets3lock_proto::{Intent, IntentKind};
 /// let get = Intent::Get { if_none_match: None };
 /// assert_eq!(get.kind(), IntentKind::Get);
 /// assert_eq!(get.method(), "GET");
@@ -89,7 +89,7 @@ impl Intent {
     /// The HTTP method.
     ///
     /// ```
-    /// # use sets3lock::{ETag, Intent};
+    /// # use sets3lock_proto::{ETag, Intent};
     /// assert_eq!(Intent::DeleteIfMatch { etag: ETag::parse("e").unwrap() }.method(), "DELETE");
     /// ```
     pub fn method(&self) -> &'static str {
@@ -103,7 +103,7 @@ impl Intent {
     /// The request body, for PUTs.
     ///
     /// ```
-    /// # use sets3lock::Intent;
+    /// # use sets3lock_proto::Intent;
     /// assert!(Intent::Get { if_none_match: None }.body().is_none());
     /// ```
     pub fn body(&self) -> Option<&bytes::Bytes> {
@@ -117,7 +117,7 @@ impl Intent {
 /// The four kinds of request, for classifying replies.
 ///
 /// ```
-/// assert_eq!(sets3lock::IntentKind::PutIfMatch.to_string(), "PUT If-Match");
+/// assert_eq!(sets3lock_proto::IntentKind::PutIfMatch.to_string(), "PUT If-Match");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IntentKind {
@@ -135,7 +135,7 @@ impl IntentKind {
     /// Whether the request changes the object.
     ///
     /// ```
-    /// assert!(!sets3lock::IntentKind::Get.is_write());
+    /// assert!(!sets3lock_proto::IntentKind::Get.is_write());
     /// ```
     pub fn is_write(self) -> bool {
         self != IntentKind::Get
@@ -156,7 +156,7 @@ impl fmt::Display for IntentKind {
 /// Why the core sends a request: for logs, traces and the simulation's checks.
 ///
 /// ```
-/// assert_eq!(sets3lock::Purpose::Renew.to_string(), "renew");
+/// assert_eq!(sets3lock_proto::Purpose::Renew.to_string(), "renew");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -7,7 +7,7 @@
 //! This crate is the protocol core, and only that: a sans-IO state machine ([`Lock`]) that
 //! emits [`Request`]s and consumes [`Response`]s and time. It performs no I/O, reads no clock,
 //! needs no async runtime and holds no global state. Drivers carry its requests to S3 (the
-//! `sets3lock-s3` crate), or to the in-memory mock used by the simulation (`sets3lock-mock`),
+//! `sets3lock` crate), or to the in-memory mock used by the simulation (`sets3lock-mock`),
 //! or to whatever your runtime is: the [`Lock`] docs show a complete driver loop.
 //!
 //! What the core decides:

@@ -44,7 +44,7 @@ const MAX_HOST: usize = 255;
 /// A random identity for one acquisition, written into every record of that hold.
 ///
 /// ```
-/// use sets3lock::OwnerId;
+/// use sets3lock_proto::OwnerId;
 /// let id = OwnerId::from_u128(0xabc);
 /// assert_eq!(id.to_string(), "00000000000000000000000000000abc");
 /// assert_eq!("00000000000000000000000000000abc".parse::<OwnerId>().unwrap(), id);
@@ -92,7 +92,7 @@ impl FromStr for OwnerId {
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Holder, OwnerId, Record};
+/// use sets3lock_proto::{Holder, OwnerId, Record};
 ///
 /// let record = Record {
 ///     owner: OwnerId::from_u128(7),
@@ -156,7 +156,7 @@ pub const MAX_VALUE: usize = 256;
 /// What a fenced record says about the lock.
 ///
 /// ```
-/// use sets3lock::{Fence, Holder, LockState};
+/// use sets3lock_proto::{Fence, Holder, LockState};
 /// let free = br#"{"sets3lock":2,"owner":"00000000000000000000000000000001","seq":2,"lease_ms":60000,"state":"free","token":41}"#;
 /// assert_eq!(Holder::decode(free).fence(), Some(Fence { state: LockState::Free, token: 41 }));
 /// ```
@@ -223,7 +223,7 @@ impl Record {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::{OwnerId, Record};
+    /// # use sets3lock_proto::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
     ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None,
     ///     writer: None, cooldown: false, parked: false };
@@ -269,7 +269,7 @@ impl Record {
 /// Who holds the lock, as far as the object's body tells.
 ///
 /// ```
-/// use sets3lock::Holder;
+/// use sets3lock_proto::Holder;
 /// let go = Holder::decode(br#"{"id":"4f1c","created_at":"2026-11-30T10:00:00Z"}"#);
 /// assert!(matches!(go, Holder::GoSets3lock { .. }));
 /// assert_eq!(go.lease(), None); // never taken over unless the user configures a lease for it
@@ -302,7 +302,7 @@ impl Holder {
     /// [`Holder::Unknown`].
     ///
     /// ```
-    /// # use sets3lock::Holder;
+    /// # use sets3lock_proto::Holder;
     /// assert!(matches!(Holder::decode(b""), Holder::Unknown { len: 0, .. }));
     /// ```
     pub fn decode(body: &[u8]) -> Holder {
@@ -364,7 +364,7 @@ impl Holder {
     /// The lease the holder declared, if it declared one. `Some(ZERO)` means "never expires".
     ///
     /// ```
-    /// # use sets3lock::Holder;
+    /// # use sets3lock_proto::Holder;
     /// assert_eq!(Holder::decode(b"{}").lease(), None);
     /// ```
     pub fn lease(&self) -> Option<Duration> {
@@ -377,7 +377,7 @@ impl Holder {
     /// The fence of a fenced record (held or free, and the token).
     ///
     /// ```
-    /// # use sets3lock::Holder;
+    /// # use sets3lock_proto::Holder;
     /// assert_eq!(Holder::decode(b"{}").fence(), None);
     /// ```
     pub fn fence(&self) -> Option<Fence> {
@@ -390,7 +390,7 @@ impl Holder {
     /// Whether this is a fenced record that says the lock is free.
     ///
     /// ```
-    /// # use sets3lock::Holder;
+    /// # use sets3lock_proto::Holder;
     /// let free = br#"{"sets3lock":2,"owner":"00000000000000000000000000000001","seq":2,"lease_ms":60000,"state":"free","token":7}"#;
     /// assert!(Holder::decode(free).is_free());
     /// assert!(!Holder::decode(b"{}").is_free());
@@ -402,7 +402,7 @@ impl Holder {
     /// The owner id, for records in this crate's format.
     ///
     /// ```
-    /// # use sets3lock::Holder;
+    /// # use sets3lock_proto::Holder;
     /// assert_eq!(Holder::decode(b"[]").owner(), None);
     /// ```
     pub fn owner(&self) -> Option<OwnerId> {

@@ -5,8 +5,8 @@
 //!
 //! ```
 //! use http::{HeaderMap, StatusCode};
-//! use sets3lock::{IntentKind, Response};
-//! let r = sets3lock::s3::classify(IntentKind::PutIfMatch, StatusCode::PRECONDITION_FAILED, &HeaderMap::new(), b"");
+//! use sets3lock_proto::{IntentKind, Response};
+//! let r = sets3lock_proto::s3::classify(IntentKind::PutIfMatch, StatusCode::PRECONDITION_FAILED, &HeaderMap::new(), b"");
 //! assert_eq!(r, Response::Mismatch);
 //! ```
 

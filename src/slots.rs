@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 /// exactly once.
 ///
 /// ```
-/// use sets3lock::{SlotChoice, SlotOutcome, SlotStep};
+/// use sets3lock_proto::{SlotChoice, SlotOutcome, SlotStep};
 /// let (mut choice, steps) = SlotChoice::new(3, 1, false);
 /// assert_eq!(steps, vec![SlotStep::Acquire { slot: 1, try_once: true }]);
 /// let steps = choice.settled(1, SlotOutcome::Busy);
@@ -107,7 +107,7 @@ impl SlotStep {
     /// Whether this step ends the semaphore's acquisition.
     ///
     /// ```
-    /// assert!(sets3lock::SlotStep::AllBusy.is_final());
+    /// assert!(sets3lock_proto::SlotStep::AllBusy.is_final());
     /// ```
     pub fn is_final(&self) -> bool {
         matches!(

@@ -7,7 +7,7 @@ use core::fmt;
 /// never sends a DELETE, so it is safe on all three.
 ///
 /// ```
-/// use sets3lock::ConditionalDelete;
+/// use sets3lock_proto::ConditionalDelete;
 /// assert!(ConditionalDelete::Honored.is_safe_for_presence_mode());
 /// assert!(!ConditionalDelete::IgnoresIfMatch.is_safe_for_presence_mode());
 /// assert!(ConditionalDelete::NotImplemented.to_string().starts_with("refuses DELETE If-Match"));

@@ -12,7 +12,7 @@ use core::time::Duration;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::Instant;
+/// use sets3lock_proto::Instant;
 ///
 /// let start = Instant::ZERO;
 /// let later = start + Duration::from_millis(1500);
@@ -39,8 +39,8 @@ impl Instant {
     /// use std::time::{Duration, Instant as StdInstant};
     /// // How a driver converts its own clock:
     /// let origin = StdInstant::now();
-    /// let now = sets3lock::Instant::from_duration(origin.elapsed());
-    /// assert!(now < sets3lock::Instant::from_duration(Duration::from_secs(3600)));
+    /// let now = sets3lock_proto::Instant::from_duration(origin.elapsed());
+    /// assert!(now < sets3lock_proto::Instant::from_duration(Duration::from_secs(3600)));
     /// ```
     pub fn from_duration(elapsed: Duration) -> Instant {
         Instant(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
@@ -60,7 +60,7 @@ impl Instant {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use sets3lock::Instant;
+    /// use sets3lock_proto::Instant;
     /// let a = Instant::from_nanos(10);
     /// let b = Instant::from_nanos(25);
     /// assert_eq!(b.saturating_duration_since(a), Duration::from_nanos(15));

@@ -6,7 +6,7 @@ use core::str::FromStr;
 /// Which store a lock URL names: its scheme.
 ///
 /// ```
-/// use sets3lock::{LockUrl, Scheme};
+/// use sets3lock_proto::{LockUrl, Scheme};
 /// let url: LockUrl = "az://locks/nightly".parse().unwrap();
 /// assert_eq!(url.scheme(), Scheme::Azure);
 /// assert_eq!(Scheme::Gcs.as_str(), "gs");
@@ -27,7 +27,7 @@ impl Scheme {
     /// The scheme as written in a URL: `"s3"`, `"az"` or `"gs"`.
     ///
     /// ```
-    /// assert_eq!(sets3lock::Scheme::Azure.as_str(), "az");
+    /// assert_eq!(sets3lock_proto::Scheme::Azure.as_str(), "az");
     /// ```
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -41,7 +41,7 @@ impl Scheme {
     /// The store's name for people: `"S3"`, `"Azure Blob Storage"`, `"Google Cloud Storage"`.
     ///
     /// ```
-    /// assert_eq!(sets3lock::Scheme::Gcs.store_name(), "Google Cloud Storage");
+    /// assert_eq!(sets3lock_proto::Scheme::Gcs.store_name(), "Google Cloud Storage");
     /// ```
     #[must_use]
     pub fn store_name(self) -> &'static str {
@@ -70,7 +70,7 @@ impl fmt::Display for Scheme {
 /// one store ([`Scheme`]).
 ///
 /// ```
-/// use sets3lock::LockUrl;
+/// use sets3lock_proto::LockUrl;
 /// let url: LockUrl = "s3://my-bucket/locks/nightly-backup".parse().unwrap();
 /// assert_eq!(url.bucket(), "my-bucket");
 /// assert_eq!(url.key(), "locks/nightly-backup");
@@ -178,7 +178,7 @@ impl LockUrl {
     /// a folder, not an object).
     ///
     /// ```
-    /// # use sets3lock::{LockUrl, Scheme};
+    /// # use sets3lock_proto::{LockUrl, Scheme};
     /// assert!(LockUrl::parse("s3://b/k").is_err()); // bucket too short
     /// assert!(LockUrl::parse("s3://My_Bucket/k").is_err()); // upper case, '_'
     /// assert!(LockUrl::parse("s3://my-bucket.2/k").is_ok());
@@ -207,7 +207,7 @@ impl LockUrl {
     /// Builds a lock URL for a store from parts, with the same checks as [`LockUrl::parse`].
     ///
     /// ```
-    /// # use sets3lock::{LockUrl, Scheme};
+    /// # use sets3lock_proto::{LockUrl, Scheme};
     /// let url = LockUrl::in_store(Scheme::Azure, "locks", "deploy.lock").unwrap();
     /// assert_eq!(url.to_string(), "az://locks/deploy.lock");
     /// assert!(LockUrl::in_store(Scheme::Azure, "a--b", "k").is_err());
@@ -245,7 +245,7 @@ impl LockUrl {
     /// Builds a lock URL from parts, with the same checks as [`LockUrl::parse`].
     ///
     /// ```
-    /// # use sets3lock::LockUrl;
+    /// # use sets3lock_proto::LockUrl;
     /// let url = LockUrl::new("my-bucket", "deploy.lock").unwrap();
     /// assert_eq!(url.to_string(), "s3://my-bucket/deploy.lock");
     /// ```
@@ -256,7 +256,7 @@ impl LockUrl {
     /// The store the URL names.
     ///
     /// ```
-    /// # use sets3lock::{LockUrl, Scheme};
+    /// # use sets3lock_proto::{LockUrl, Scheme};
     /// assert_eq!(LockUrl::new("my-bucket", "k").unwrap().scheme(), Scheme::S3);
     /// ```
     pub fn scheme(&self) -> Scheme {

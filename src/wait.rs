@@ -7,7 +7,7 @@ use core::time::Duration;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Config, Instant, Lock, Wait};
+/// use sets3lock_proto::{Config, Instant, Lock, Wait};
 ///
 /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
 /// let now = Instant::ZERO;

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::WatchConfig;
+/// use sets3lock_proto::WatchConfig;
 /// let every_ten = WatchConfig { interval: Duration::from_secs(10), ..WatchConfig::default() };
 /// assert!(every_ten.validate().is_ok());
 /// assert_eq!(every_ten.requests_per_minute(), 6.0);
@@ -45,7 +45,7 @@ impl WatchConfig {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::WatchConfig;
+    /// # use sets3lock_proto::WatchConfig;
     /// let busy = WatchConfig { interval: Duration::from_millis(1), ..WatchConfig::default() };
     /// assert!(busy.validate().is_err());
     /// ```
@@ -62,7 +62,7 @@ impl WatchConfig {
     /// What one observer costs while the store answers: `GET`s a minute, on average.
     ///
     /// ```
-    /// assert_eq!(sets3lock::WatchConfig::default().requests_per_minute(), 30.0);
+    /// assert_eq!(sets3lock_proto::WatchConfig::default().requests_per_minute(), 30.0);
     /// ```
     pub fn requests_per_minute(&self) -> f64 {
         60.0 / self.interval.as_secs_f64()
@@ -111,7 +111,7 @@ impl Sighting {
     /// Whether somebody holds the lock (a stale holder still does until someone takes over).
     ///
     /// ```
-    /// assert!(!sets3lock::Sighting::Free.is_held());
+    /// assert!(!sets3lock_proto::Sighting::Free.is_held());
     /// ```
     pub fn is_held(&self) -> bool {
         matches!(self, Sighting::Held { .. } | Sighting::Stale { .. })
@@ -120,7 +120,7 @@ impl Sighting {
     /// The holder's record, when there is an object.
     ///
     /// ```
-    /// assert!(sets3lock::Sighting::Free.holder().is_none());
+    /// assert!(sets3lock_proto::Sighting::Free.holder().is_none());
     /// ```
     pub fn holder(&self) -> Option<&Holder> {
         match self {
@@ -134,7 +134,7 @@ impl Sighting {
     /// The object's ETag, when there is an object.
     ///
     /// ```
-    /// assert!(sets3lock::Sighting::Free.etag().is_none());
+    /// assert!(sets3lock_proto::Sighting::Free.etag().is_none());
     /// ```
     pub fn etag(&self) -> Option<&ETag> {
         match self {
@@ -194,7 +194,7 @@ pub enum WatchEvent {
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Instant, Intent, Response, Sighting, Watch, WatchConfig, WatchEvent};
+/// use sets3lock_proto::{Instant, Intent, Response, Sighting, Watch, WatchConfig, WatchEvent};
 ///
 /// let mut watch = Watch::new(WatchConfig::default(), [1; 32]).unwrap();
 /// let request = watch.poll_request().unwrap(); // the first poll goes out at once

@@ -3,7 +3,7 @@
 //! which events end an operation, and what each store verdict allows.
 
 use core::time::Duration;
-use sets3lock::{
+use sets3lock_proto::{
     ConditionalDelete, Config, ETag, Error, Event, Holder, Instant, Lock, LostReason, NotAcquired,
     OwnerId, Purpose, ReleaseOutcome, RequestId, Response, Setback, Wait,
 };

@@ -2,7 +2,7 @@
 //! the first refused, on each side, and the inputs that once could panic.
 
 use core::time::Duration;
-use sets3lock::{Backoff, Config, ETag, Holder, LockUrl, OwnerId, Record};
+use sets3lock_proto::{Backoff, Config, ETag, Holder, LockUrl, OwnerId, Record};
 
 #[test]
 fn etags_are_1_to_1024_header_safe_bytes_quoted_or_not() {

@@ -47,7 +47,7 @@
 
 use core::time::Duration;
 use http::StatusCode;
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, Backoff, Config, Event, Handle, Holder, Instant, Lock, OwnerId, Purpose, Request,
     RequestId, Response, Resume, Wait,
 };
@@ -691,7 +691,7 @@ impl World {
                     seen.remembered |= token.is_some_and(|f| f.token > 1);
                 }
                 if let Some((_, _, _, ended)) = process.adopting {
-                    let wrote = !matches!(request.intent, sets3lock::Intent::Get { .. });
+                    let wrote = !matches!(request.intent, sets3lock_proto::Intent::Get { .. });
                     let v = check::ended_hold_continued(self.now, p, ended, wrote, false);
                     self.violations.extend(v);
                 }
@@ -730,7 +730,7 @@ impl World {
             seen.handle_ended |= matches!(
                 event,
                 Event::NotAcquired {
-                    reason: sets3lock::NotAcquired::Ended { .. }
+                    reason: sets3lock_proto::NotAcquired::Ended { .. }
                 }
             );
             if let Event::Acquired { owner, token, .. } = &event {

@@ -3,7 +3,7 @@
 //! sent; a key that holds a fenced record is used in fenced mode whatever the client was
 //! configured for.
 
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, Config, Event, Fence, Holder, Instant, Intent, LockState, Purpose, ReleaseOutcome,
     Request, Response, Wait,
 };
@@ -222,7 +222,7 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
     {
         let req = c.request().unwrap();
         let reply = s3.execute(B, K, &req.intent);
-        let r = sets3lock::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+        let r = sets3lock_proto::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
         c.answer(&req, r);
     }
     let claim = c.request().unwrap();
@@ -332,8 +332,8 @@ fn a_fenced_acquisition_that_may_not_list_the_bucket_creates_a_missing_key() {
     let mut c = Process::new(fenced(), 1);
     c.lock.acquire(c.now, 0, Wait::No).unwrap();
     let denied = || {
-        Response::Refused(sets3lock::Error::Refused {
-            op: sets3lock::IntentKind::Get,
+        Response::Refused(sets3lock_proto::Error::Refused {
+            op: sets3lock_proto::IntentKind::Get,
             status: 403,
             code: Some("AccessDenied".into()),
             message: None,

@@ -2,7 +2,7 @@
 //! after a takeover, used by two processes at once, and past its lease by the store's clock.
 
 use core::time::Duration;
-use sets3lock::{
+use sets3lock_proto::{
     Event, Handle, HoldEnded, Holder, Instant, LostReason, NotAcquired, ReleaseOutcome, Resume,
     Wait,
 };
@@ -11,12 +11,12 @@ mod scenario;
 use scenario::*;
 use sets3lock_mock::MockS3;
 
-fn url() -> sets3lock::LockUrl {
+fn url() -> sets3lock_proto::LockUrl {
     format!("s3://{B}/{K}").parse().expect("a valid URL")
 }
 
 /// Acquires with `cfg` and lets go at once: the hold's handle.
-fn acquired_and_detached(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (Handle, Process) {
+fn acquired_and_detached(cfg: sets3lock_proto::Config, s3: &mut MockS3, seed: u8) -> (Handle, Process) {
     let mut a = Process::new(cfg, seed);
     a.lock.acquire(a.now, EPOCH_MS, Wait::No).expect("idle");
     let until = a.now;
@@ -43,7 +43,7 @@ fn acquired_and_detached(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (
     (handle, a)
 }
 
-fn record(s3: &MockS3) -> sets3lock::Record {
+fn record(s3: &MockS3) -> sets3lock_proto::Record {
     let object = s3.object(B, K).expect("the lock object is there");
     match Holder::decode(&object.body) {
         Holder::Sets3lock(r) => r,
@@ -51,7 +51,7 @@ fn record(s3: &MockS3) -> sets3lock::Record {
     }
 }
 
-fn etag(s3: &MockS3) -> Option<sets3lock::ETag> {
+fn etag(s3: &MockS3) -> Option<sets3lock_proto::ETag> {
     s3.object(B, K).map(|o| o.etag.clone())
 }
 
@@ -142,7 +142,7 @@ fn a_hold_is_handed_from_process_to_process_and_released_by_a_third() {
 #[test]
 fn an_adopted_fenced_hold_keeps_its_token_and_the_next_grant_gets_the_next() {
     let mut s3 = clocked();
-    let fenced = sets3lock::Config {
+    let fenced = sets3lock_proto::Config {
         fenced: true,
         ..config()
     };
@@ -203,7 +203,7 @@ fn a_handle_used_after_a_takeover_ends_and_changes_nothing() {
         assert!(
             b.sent
                 .iter()
-                .all(|r| matches!(r.intent, sets3lock::Intent::Get { .. })),
+                .all(|r| matches!(r.intent, sets3lock_proto::Intent::Get { .. })),
             "{then:?}: only reads: {:?}",
             b.purposes()
         );
@@ -346,7 +346,7 @@ fn a_lost_reply_to_the_adopting_renewal_is_recovered_by_reading_it_back() {
     let _ = s3.execute(B, K, &write.intent);
     b.answer(
         &write,
-        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+        sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::Timeout),
     );
     let until = b.now + secs(2);
     run_clocked(&mut b, &mut s3, until);
@@ -354,7 +354,7 @@ fn a_lost_reply_to_the_adopting_renewal_is_recovered_by_reading_it_back() {
     assert_eq!(
         b.sent
             .iter()
-            .filter(|r| matches!(r.intent, sets3lock::Intent::PutIfMatch { .. }))
+            .filter(|r| matches!(r.intent, sets3lock_proto::Intent::PutIfMatch { .. }))
             .count(),
         1,
         "found its write by reading, not by writing again: {:?}",
@@ -366,7 +366,7 @@ fn a_lost_reply_to_the_adopting_renewal_is_recovered_by_reading_it_back() {
 fn a_handle_of_another_lock_state_is_refused_without_a_write() {
     let mut s3 = clocked();
     // A fenced record released (free): the handle's hold is over.
-    let fenced = sets3lock::Config {
+    let fenced = sets3lock_proto::Config {
         fenced: true,
         ..config()
     };
@@ -396,7 +396,7 @@ fn a_handle_of_another_lock_state_is_refused_without_a_write() {
         ..handle
     };
     let (h2, _) = acquired_and_detached(
-        sets3lock::Config {
+        sets3lock_proto::Config {
             fenced: true,
             ..config()
         },
@@ -536,7 +536,7 @@ fn releasing_a_handle_in_use_rests_the_lock_until_the_runners_lease_is_over() {
 /// reading and writing for ever: the refusals are paced, and after the retry limit it fails.
 #[test]
 fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
-    use sets3lock::{Intent, Lock, Record};
+    use sets3lock_proto::{Intent, Lock, Record};
     let cfg = config();
     let limit = cfg.retry_limit;
     let mut lock = Lock::new(cfg, [9; 32]).expect("valid");
@@ -559,7 +559,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
         parked: true,
     }
     .encode();
-    let etag = sets3lock::ETag::parse("e1").expect("etag");
+    let etag = sets3lock_proto::ETag::parse("e1").expect("etag");
     let mut now = Instant::ZERO;
     lock.adopt(now, EPOCH_MS, &handle, Resume::Hold)
         .expect("idle");
@@ -568,7 +568,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
     for _ in 0..1_000 {
         while let Some(req) = lock.poll_request() {
             let response = match req.intent {
-                Intent::Get { .. } => sets3lock::Response::Object {
+                Intent::Get { .. } => sets3lock_proto::Response::Object {
                     etag: etag.clone(),
                     body: body.clone(),
                     age: None,
@@ -576,7 +576,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
                 _ => {
                     writes += 1;
                     first_refusal_at.get_or_insert(now);
-                    sets3lock::Response::Mismatch
+                    sets3lock_proto::Response::Mismatch
                 }
             };
             lock.handle_response(req.id, response, now);
@@ -593,7 +593,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
         matches!(
             events.last(),
             Some(Event::Failed {
-                error: sets3lock::Error::GaveUp { .. }
+                error: sets3lock_proto::Error::GaveUp { .. }
             })
         ),
         "{events:?}"
@@ -607,7 +607,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
 #[test]
 fn an_adopter_without_a_value_keeps_the_holds_value() {
     let mut s3 = clocked();
-    let cfg = sets3lock::Config {
+    let cfg = sets3lock_proto::Config {
         value: Some("leader at 10.0.0.7".into()),
         ..config()
     };
@@ -631,7 +631,7 @@ fn an_adopter_without_a_value_keeps_the_holds_value() {
 /// A parked lease-0 hold is handed on and released as usual.
 #[test]
 fn a_lease_0_hold_in_use_is_neither_continued_nor_released_from_its_handle() {
-    let forever = sets3lock::Config {
+    let forever = sets3lock_proto::Config {
         lease: Duration::ZERO,
         ..config()
     };
@@ -699,7 +699,7 @@ fn a_lease_0_hold_in_use_is_neither_continued_nor_released_from_its_handle() {
 /// and released from its handle at once.
 #[test]
 fn a_parked_lease_0_hold_is_handed_on_and_released() {
-    let forever = sets3lock::Config {
+    let forever = sets3lock_proto::Config {
         lease: Duration::ZERO,
         ..config()
     };
@@ -733,7 +733,7 @@ fn a_parked_lease_0_hold_is_handed_on_and_released() {
 
 /// A holder of `cfg` that has not detached: its record is the hold's, not parked. Returns
 /// it with the hold's handle.
-fn running_holder(cfg: sets3lock::Config, s3: &mut MockS3, seed: u8) -> (Process, Handle) {
+fn running_holder(cfg: sets3lock_proto::Config, s3: &mut MockS3, seed: u8) -> (Process, Handle) {
     let mut a = Process::new(cfg, seed);
     a.lock.acquire(a.now, EPOCH_MS, Wait::No).expect("idle");
     let until = a.now;
@@ -829,7 +829,7 @@ fn an_unanswered_park_that_reads_back_nothing_is_not_reported_parked() {
     let park = a.next_request();
     a.answer(
         &park,
-        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+        sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::Timeout),
     );
     s3.force(B, K, None); // an operator deletes the object meanwhile
     run_clocked(&mut a, &mut s3, Instant::ZERO + secs(5));
@@ -865,7 +865,7 @@ fn a_release_with_a_lost_reply_that_finds_a_resting_record_of_its_hold_says_it_r
     assert_eq!(refused.status.as_u16(), 412);
     a.answer(
         &delete,
-        sets3lock::Response::Ambiguous(sets3lock::Ambiguity::Timeout),
+        sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::Timeout),
     );
     run_clocked(&mut a, &mut s3, Instant::ZERO + secs(3));
     assert_eq!(
@@ -883,7 +883,7 @@ fn a_release_with_a_lost_reply_that_finds_a_resting_record_of_its_hold_says_it_r
 /// parked record is, so no fenced token goes down.
 #[test]
 fn a_release_from_a_handle_leaves_a_parked_record_with_another_token_alone() {
-    let fenced = sets3lock::Config {
+    let fenced = sets3lock_proto::Config {
         fenced: true,
         ..config()
     };
@@ -905,8 +905,8 @@ fn a_release_from_a_handle_leaves_a_parked_record_with_another_token_alone() {
     forged.parked = true;
     forged.writer = Some(99);
     forged.seq += 1;
-    forged.fence = Some(sets3lock::Fence {
-        state: sets3lock::LockState::Held,
+    forged.fence = Some(sets3lock_proto::Fence {
+        state: sets3lock_proto::LockState::Held,
         token: 7,
     });
     s3.force(B, K, Some(forged.encode()));
@@ -931,7 +931,7 @@ fn a_lease_0_adoption_over_a_running_hold_with_a_lease_is_refused() {
     let mut s3 = clocked();
     let (_a, handle) = running_holder(config(), &mut s3, 1);
     let before = etag(&s3);
-    let forever = sets3lock::Config {
+    let forever = sets3lock_proto::Config {
         lease: Duration::ZERO,
         ..config()
     };

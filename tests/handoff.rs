@@ -12,7 +12,7 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, Config, Event, Handle, Instant, Lock, LockUrl, NotAcquired, Request, Response,
     Resume, Wait,
 };
@@ -193,7 +193,7 @@ impl World {
 
     /// Holds valid now, by owner: never two owners.
     fn check(&self) {
-        let mut owners: Vec<sets3lock::OwnerId> = self
+        let mut owners: Vec<sets3lock_proto::OwnerId> = self
             .procs
             .iter()
             .filter(|p| p.lock.is_held(p.local(self.t)))

@@ -2,7 +2,7 @@
 //! try-once acquisitions started at any time, and a run after the period gets in at once.
 
 use core::time::Duration;
-use sets3lock::{Config, Event, Holder, Instant, NotAcquired, ReleaseOutcome, Wait};
+use sets3lock_proto::{Config, Event, Holder, Instant, NotAcquired, ReleaseOutcome, Wait};
 
 mod scenario;
 use scenario::*;

@@ -3,7 +3,7 @@
 //! retry loop that gives up one attempt early or late, or reads where it should write again,
 //! changes what S3 sees and what the user is told; these tests pin it.
 
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, Config, Error, Event, LostReason, Purpose, ReleaseOutcome, Response, Wait,
 };
 
@@ -29,7 +29,7 @@ fn fenced() -> Config {
 fn drive(
     c: &mut Process,
     s3: &mut MockS3,
-    answer: impl Fn(&sets3lock::Request) -> Option<Response>,
+    answer: impl Fn(&sets3lock_proto::Request) -> Option<Response>,
     done: impl Fn(&Process) -> bool,
 ) {
     for _ in 0..200 {
@@ -157,7 +157,7 @@ fn a_release_asked_for_during_a_renewal_reads_first_only_if_the_renewal_may_have
 /// A release whose delete landed but whose reply was lost, answered at `after` past the
 /// acquisition, once another process has acquired the free lock: what the release reports.
 fn release_outcome_after_a_lost_reply(
-    after: impl Fn(&Process) -> sets3lock::Instant,
+    after: impl Fn(&Process) -> sets3lock_proto::Instant,
 ) -> ReleaseOutcome {
     let mut s3 = bucket();
     let mut c = holding_with(config(), &mut s3, 1);
@@ -183,7 +183,7 @@ fn a_foreign_holder_found_after_a_lost_delete_reply_is_our_release_only_within_o
     // From the very end of validity on, a takeover is possible: say so.
     // (The hold was acquired at zero and never renewed.)
     let at_the_end =
-        release_outcome_after_a_lost_reply(|_| sets3lock::Instant::ZERO + config().validity());
+        release_outcome_after_a_lost_reply(|_| sets3lock_proto::Instant::ZERO + config().validity());
     assert_eq!(at_the_end, ReleaseOutcome::TakenOver);
 }
 

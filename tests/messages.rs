@@ -2,7 +2,7 @@
 //! and the names requests go by in logs. A wrong word here is wrong advice, so each text is
 //! pinned whole.
 
-use sets3lock::{Ambiguity, ETag, Error, Intent, IntentKind, Purpose, RequestId, Setback};
+use sets3lock_proto::{Ambiguity, ETag, Error, Intent, IntentKind, Purpose, RequestId, Setback};
 
 fn some(s: &str) -> Option<String> {
     Some(s.into())

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{
+use sets3lock_proto::{
     classify, Ambiguity, Config, Event, Holder, Instant, Intent, LostReason, NotAcquired, Purpose,
     Record, ReleaseOutcome, Response, Wait,
 };
@@ -627,7 +627,7 @@ fn replies_to_unknown_requests_and_time_going_backwards_are_harmless() {
     let mut c = Process::new(config(), 1);
     c.lock.acquire(c.at(secs(10)), 0, Wait::No).unwrap();
     c.lock.handle_response(
-        sets3lock::RequestId::from_u64(999),
+        sets3lock_proto::RequestId::from_u64(999),
         Response::Deleted,
         c.at(secs(1)),
     );
@@ -721,7 +721,7 @@ fn an_unreachable_endpoint_fails_the_wait_instead_of_hanging() {
     let limit = config().retry_limit;
     match c.events.last() {
         Some(Event::Failed {
-            error: sets3lock::Error::GaveUp { attempts: n, .. },
+            error: sets3lock_proto::Error::GaveUp { attempts: n, .. },
         }) => assert_eq!(*n, limit + 1),
         other => panic!("{other:?}"),
     }
@@ -761,7 +761,7 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
         K,
         Some(
             Record {
-                owner: sets3lock::OwnerId::from_u128(9),
+                owner: sets3lock_proto::OwnerId::from_u128(9),
                 seq: 1,
                 lease: secs(1),
                 host: "gone".into(),

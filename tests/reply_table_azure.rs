@@ -1,11 +1,11 @@
-//! Azure Blob Storage's reply table (`sets3lock::azure::classify`), cell by cell: every status
+//! Azure Blob Storage's reply table (`sets3lock_proto::azure::classify`), cell by cell: every status
 //! from 100 to 599, every request kind, each error code the table names (and some it does not),
 //! the code in `x-ms-error-code`, in the XML body or in both, with and without an `ETag`; then
 //! the hints, and arbitrary replies, which must always fit their request.
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use proptest::prelude::*;
-use sets3lock::{azure, Ambiguity, Error, IntentKind, Response, Scheme};
+use sets3lock_proto::{azure, Ambiguity, Error, IntentKind, Response, Scheme};
 
 const KINDS: [IntentKind; 4] = [
     IntentKind::PutIfNoneMatch,
@@ -347,7 +347,7 @@ fn a_missing_container_says_how_to_create_it() {
 
 #[test]
 fn the_mocks_azure_replies_mean_what_azures_do() {
-    use sets3lock::Intent;
+    use sets3lock_proto::Intent;
     use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Semantics};
     for missing_key_if_match in [
         MissingKeyIfMatch::NotFound,

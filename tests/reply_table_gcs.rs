@@ -1,11 +1,11 @@
-//! Google Cloud Storage's reply table (`sets3lock::gcs::classify`), cell by cell: every status
+//! Google Cloud Storage's reply table (`sets3lock_proto::gcs::classify`), cell by cell: every status
 //! from 100 to 599, every request kind, each JSON error reason the table names (and some it
 //! does not), with the generation in the JSON object resource, in `x-goog-generation`, in both
 //! or in neither; then the hints, and arbitrary replies, which must always fit their request.
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use proptest::prelude::*;
-use sets3lock::{gcs, Ambiguity, Error, IntentKind, Response, Scheme};
+use sets3lock_proto::{gcs, Ambiguity, Error, IntentKind, Response, Scheme};
 
 const KINDS: [IntentKind; 4] = [
     IntentKind::PutIfNoneMatch,
@@ -312,7 +312,7 @@ fn the_rate_limit_is_never_a_refusal_nor_a_success() {
 
 #[test]
 fn the_mocks_gcs_replies_mean_what_gcss_do() {
-    use sets3lock::{ConditionalDelete, Intent};
+    use sets3lock_proto::{ConditionalDelete, Intent};
     use sets3lock_mock::{Dialect, MockS3, Semantics};
     let mut gs = MockS3::with_semantics(Semantics {
         dialect: Dialect::Gcs,
@@ -348,7 +348,7 @@ fn the_mocks_gcs_replies_mean_what_gcss_do() {
     let Response::Written { etag: second } = gs.respond("b", "k", &renew) else {
         panic!("renewal")
     };
-    let number = |e: &sets3lock::ETag| e.as_str().parse::<u64>().expect("decimal");
+    let number = |e: &sets3lock_proto::ETag| e.as_str().parse::<u64>().expect("decimal");
     assert!(number(&second) > number(&first));
     assert_eq!(gs.respond("b", "k", &renew), Response::Mismatch);
     let read = Intent::Get {

@@ -6,7 +6,7 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
-use sets3lock::{ConditionalDelete, ReleaseOutcome, Resume, Wait};
+use sets3lock_proto::{ConditionalDelete, ReleaseOutcome, Resume, Wait};
 use sets3lock_mock::{
     Dialect, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Start, Tamper,
     Violation,
@@ -396,7 +396,7 @@ fn removal_schedules_reach_every_path() {
             // The first grant after this removal, before any later one.
             let next = s.tampers.iter().map(|(t, _)| *t).filter(|t| t > at).min();
             let first = report.events.iter().find_map(|(t, _, e)| match e {
-                sets3lock::Event::Acquired {
+                sets3lock_proto::Event::Acquired {
                     token: Some(token), ..
                 } if t > at && next.is_none_or(|n| *t < n) => Some(token),
                 _ => None,
@@ -471,7 +471,7 @@ fn semaphore_never_more_than_n_holders_and_every_slot_a_lock() {
 #[test]
 fn semaphore_schedules_reach_every_path() {
     use proptest::strategy::ValueTree;
-    use sets3lock::Event;
+    use sets3lock_proto::Event;
     let mut runner = TestRunner::new(ProptestConfig {
         cases: 400,
         failure_persistence: None,
@@ -516,7 +516,7 @@ fn semaphore_schedules_reach_every_path() {
 /// two; a holder and a waiter on a lock.
 #[test]
 fn a_freed_slot_is_taken_as_soon_as_a_freed_lock() {
-    use sets3lock::Event;
+    use sets3lock_proto::Event;
     let hold = |start_ms, hold_s, wait| Round {
         start_after: Duration::from_millis(start_ms),
         start: Start::Acquire,
@@ -570,7 +570,7 @@ fn a_freed_slot_is_taken_as_soon_as_a_freed_lock() {
 /// The generator must reach the interesting paths, or the properties above prove little.
 #[test]
 fn schedules_reach_every_path() {
-    use sets3lock::{Event, Purpose};
+    use sets3lock_proto::{Event, Purpose};
     let mut runner = TestRunner::new(ProptestConfig {
         cases: 400,
         failure_persistence: None,
@@ -651,7 +651,7 @@ fn schedules_reach_every_path() {
                 matches!(
                     e,
                     Event::Released {
-                        outcome: sets3lock::ReleaseOutcome::Freed
+                        outcome: sets3lock_proto::ReleaseOutcome::Freed
                     }
                 )
             }),
@@ -778,7 +778,7 @@ fn all_properties_long_run() {
 #[test]
 fn schedules_run_on_every_stores_api() {
     use proptest::strategy::ValueTree;
-    use sets3lock::{Error, Event};
+    use sets3lock_proto::{Error, Event};
     let mut runner = TestRunner::new(ProptestConfig {
         cases: 100,
         failure_persistence: None,
@@ -938,7 +938,7 @@ fn holds_handed_between_processes_keep_every_property() {
 
 /// What happened in a report, for the path counts.
 fn handoff_paths(r: &sets3lock_mock::Report, totals: &mut std::collections::BTreeMap<&str, usize>) {
-    use sets3lock::{Event, HoldEnded, LostReason, NotAcquired};
+    use sets3lock_proto::{Event, HoldEnded, LostReason, NotAcquired};
     let mut add = |k, n: usize| *totals.entry(k).or_default() += n;
     let count = |f: &dyn Fn(Resume, bool, &Event) -> bool| {
         r.adoptions
@@ -1130,7 +1130,7 @@ fn periodic_schedule() -> impl Strategy<Value = Schedule> {
 /// release leave no resting record: only their lease protects the period (docs/PROTOCOL.md,
 /// "What it does not cover"), and they are left out.
 fn periods(r: &sets3lock_mock::Report) -> Vec<(Duration, Duration)> {
-    use sets3lock::{Event, ReleaseOutcome};
+    use sets3lock_proto::{Event, ReleaseOutcome};
     // Each hold's owner and when its process heard `Acquired`, until its final event.
     let mut holding = std::collections::BTreeMap::new();
     // The grants that released holds stood on: the last of the owner's grants that landed
@@ -1203,7 +1203,7 @@ fn hold_at_least_lets_at_most_one_acquisition_in_per_period() {
 #[test]
 fn hold_at_least_schedules_reach_every_path() {
     use proptest::strategy::ValueTree;
-    use sets3lock::{Event, NotAcquired, ReleaseOutcome};
+    use sets3lock_proto::{Event, NotAcquired, ReleaseOutcome};
     let mut runner = TestRunner::deterministic();
     let (mut resting, mut refused, mut soon_after, mut gaps) = (0, 0, 0, 0);
     for _ in 0..150 {
@@ -1348,9 +1348,9 @@ fn under_every_single_fault(
 }
 
 /// The owner id of process `p`'s first `Acquired`.
-fn first_owner(r: &sets3lock_mock::Report, p: usize) -> Option<sets3lock::OwnerId> {
+fn first_owner(r: &sets3lock_mock::Report, p: usize) -> Option<sets3lock_proto::OwnerId> {
     r.events.iter().find_map(|(_, q, e)| match e {
-        sets3lock::Event::Acquired { owner, .. } if *q == p => Some(*owner),
+        sets3lock_proto::Event::Acquired { owner, .. } if *q == p => Some(*owner),
         _ => None,
     })
 }
@@ -1361,7 +1361,7 @@ fn first_owner(r: &sets3lock_mock::Report, p: usize) -> Option<sets3lock::OwnerI
 /// fault, every property.
 #[test]
 fn a_hold_handed_through_three_processes_keeps_every_property_under_every_single_fault() {
-    use sets3lock::{Event, ReleaseOutcome};
+    use sets3lock_proto::{Event, ReleaseOutcome};
     let plans = [
         vec![step(0, Start::Acquire, 2000, Exit::Detach)],
         vec![step(3000, ADOPT, 15_000, Exit::Detach)],
@@ -1408,7 +1408,7 @@ fn a_hold_handed_through_three_processes_keeps_every_property_under_every_single
 /// its hold. Under every single fault, every property.
 #[test]
 fn a_handle_used_after_a_takeover_is_refused_and_writes_nothing_under_every_single_fault() {
-    use sets3lock::{Event, HoldEnded, NotAcquired, Purpose};
+    use sets3lock_proto::{Event, HoldEnded, NotAcquired, Purpose};
     let plans = [
         vec![step(0, Start::Acquire, 1000, Exit::Detach)],
         vec![step(500, Start::Acquire, 30_000, Exit::Release)],
@@ -1455,7 +1455,7 @@ fn a_handle_used_after_a_takeover_is_refused_and_writes_nothing_under_every_sing
 /// fault, every property (the simulation judges the hold's own properties at every step).
 #[test]
 fn one_handle_used_by_two_processes_at_once_keeps_every_property_under_every_single_fault() {
-    use sets3lock::{Event, LostReason};
+    use sets3lock_proto::{Event, LostReason};
     let plans = [
         vec![step(0, Start::Acquire, 1000, Exit::Detach)],
         vec![step(2000, ADOPT, 12_000, Exit::Release)],

@@ -3,7 +3,7 @@
 //! no slot kept but the one won.
 
 use proptest::prelude::*;
-use sets3lock::{SlotChoice, SlotOutcome, SlotStep};
+use sets3lock_proto::{SlotChoice, SlotOutcome, SlotStep};
 use std::collections::BTreeSet;
 
 #[test]

@@ -7,7 +7,7 @@ mod scenario;
 
 use core::time::Duration;
 use scenario::*;
-use sets3lock::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
+use sets3lock_proto::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
 use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Reply, Semantics};
 
 /// The stores: S3, Azure, Azurite (412 for If-Match on a missing blob), GCS, and
@@ -92,7 +92,7 @@ fn fake_gcs_servers_200_to_a_conditional_read_carries_the_generation_the_read_na
     assert_eq!(reply.headers["x-goog-generation"], etag.as_str());
     assert!(matches!(
         reply.classify(read.kind()),
-        sets3lock::Response::Object { etag: e, .. } if e == etag
+        sets3lock_proto::Response::Object { etag: e, .. } if e == etag
     ));
 }
 
@@ -149,15 +149,15 @@ fn a_burst_of_429s_while_renewing_never_loses_a_valid_lock_on_gcs() {
             "rateLimitExceeded",
             "The object exceeded the rate limit for object mutation operations (create, update, and delete).",
         );
-        reply.classify(sets3lock::IntentKind::PutIfMatch)
+        reply.classify(sets3lock_proto::IntentKind::PutIfMatch)
     };
-    assert!(matches!(throttled(), sets3lock::Response::Ambiguous(_)));
+    assert!(matches!(throttled(), sets3lock_proto::Response::Ambiguous(_)));
     let (mut throttled_writes, mut reads) = (0, 0);
     // From the first renewal (at 20 s) for 15 s, every write is refused with 429 unapplied.
     while holder.now < holder.at(secs(35)) {
         let req = holder.next_request();
-        if holder.now < holder.at(secs(20)) || req.intent.kind() == sets3lock::IntentKind::Get {
-            reads += usize::from(req.intent.kind() == sets3lock::IntentKind::Get);
+        if holder.now < holder.at(secs(20)) || req.intent.kind() == sets3lock_proto::IntentKind::Get {
+            reads += usize::from(req.intent.kind() == sets3lock_proto::IntentKind::Get);
             holder.serve(&mut s3, &req);
         } else {
             throttled_writes += 1;

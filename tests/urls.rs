@@ -1,7 +1,7 @@
 //! Lock URLs on the three stores: `s3://`, `az://` and `gs://`, each with its store's rules for
 //! the bucket or container name, the same rules for keys, and errors that name the store.
 
-use sets3lock::{LockUrl, Scheme, UrlError};
+use sets3lock_proto::{LockUrl, Scheme, UrlError};
 
 #[test]
 fn each_scheme_parses_case_insensitively_and_prints_as_itself() {

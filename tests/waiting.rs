@@ -2,7 +2,7 @@
 //! changes (not when it renews), a stale holder named only for a takeover, and a 409 answered
 //! with the very same write again (a takeover stays a takeover, a claim a claim).
 
-use sets3lock::{Config, ETag, Event, Intent, Purpose, Request, Response, Wait};
+use sets3lock_proto::{Config, ETag, Event, Intent, Purpose, Request, Response, Wait};
 
 mod scenario;
 use scenario::*;

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, Fence, Holder, Instant, Intent, LockState, OwnerId, Record, Response, Setback,
     Sighting, Watch, WatchConfig, WatchEvent,
 };
@@ -432,7 +432,7 @@ fn a_missing_bucket_stops_the_watch_with_the_error() {
 fn replies_to_other_requests_and_after_stop_are_ignored() {
     let mut o = Observer::new(WatchConfig::default());
     let first = o.watch.poll_request().expect("the first poll");
-    let other = sets3lock::RequestId::from_u64(first.id.as_u64() + 1);
+    let other = sets3lock_proto::RequestId::from_u64(first.id.as_u64() + 1);
     o.watch
         .handle_response(other, Response::Absent, Instant::ZERO);
     assert_eq!(o.watch.poll_event(), None);
@@ -494,7 +494,7 @@ fn too_short_an_interval_is_refused() {
 fn settings_at_their_limits() {
     let with = |interval: u64, floor: u64, cap: u64| WatchConfig {
         interval: ms(interval),
-        retry: sets3lock::Backoff::new(ms(floor), ms(cap)),
+        retry: sets3lock_proto::Backoff::new(ms(floor), ms(cap)),
         ..WatchConfig::default()
     };
     assert!(with(10, 50, 50).validate().is_ok(), "10 ms is allowed");
@@ -556,8 +556,8 @@ fn polls_are_numbered_one_two_three_and_a_running_watch_is_not_stopped() {
 }
 
 fn refused(code: &str) -> Response {
-    Response::Refused(sets3lock::Error::Refused {
-        op: sets3lock::IntentKind::Get,
+    Response::Refused(sets3lock_proto::Error::Refused {
+        op: sets3lock_proto::IntentKind::Get,
         status: 403,
         code: Some(code.to_owned()),
         message: None,

@@ -1,7 +1,7 @@
 //! The cycles both benchmark binaries measure.
 #![allow(dead_code)] // each bench binary uses part of it
 
-use sets3lock::{Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
+use sets3lock_proto::{Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
 use sets3lock_mock::MockS3;
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 use crate::doctor::ProbeUrl;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, ValueEnum};
-use sets3lock::{ETag, LockUrl};
+use sets3lock::proto::{ETag, LockUrl};
 use std::ffi::OsString;
 use std::time::Duration;
 use url::Url;
@@ -76,7 +76,7 @@ pub(crate) struct Run {
     /// Run under the hold this handle names (from `sets3lock acquire`), renewing it while
     /// the program runs; no URL then. Exit 112 if the hold has ended.
     #[arg(long, value_name = "HANDLE", value_parser = handle, conflicts_with_all = ["url", "slots", "fenced", "no_wait", "timeout"])]
-    pub(crate) handle: Option<sets3lock::Handle>,
+    pub(crate) handle: Option<sets3lock::proto::Handle>,
     /// With --handle: keep the lock held when the program ends (its lease running, nobody
     /// renewing it), instead of releasing it.
     #[arg(long, requires = "handle")]
@@ -102,7 +102,7 @@ pub(crate) struct Run {
     /// A semaphore: run while holding one of N slots (the locks URL/slot-0 .. URL/slot-N-1),
     /// so that at most N programs run at once; the program gets SETS3LOCK_SLOT. Everyone
     /// using the name must give the same N.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sets3lock_s3::MAX_SLOTS)))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sets3lock::MAX_SLOTS)))]
     pub(crate) slots: Option<u32>,
     /// Skip the check that the store honours conditional writes.
     #[arg(long)]
@@ -157,7 +157,7 @@ pub(crate) struct AcquireFlags {
 pub(crate) struct S3Flags {
     /// The store's endpoint: an S3-compatible store's (or AWS_ENDPOINT_URL_S3 /
     /// AWS_ENDPOINT_URL), an Azure blob endpoint for az:// URLs, a GCS one for gs:// URLs.
-    #[arg(long, value_name = "URL", value_parser = sets3lock_s3::parse_endpoint)]
+    #[arg(long, value_name = "URL", value_parser = sets3lock::parse_endpoint)]
     pub(crate) endpoint: Option<Url>,
     /// Region to sign for (or AWS_REGION; default us-east-1).
     #[arg(long)]
@@ -257,7 +257,7 @@ pub(crate) enum Command {
         s3: S3Flags,
         /// The handle `sets3lock acquire` printed.
         #[arg(value_parser = handle)]
-        handle: sets3lock::Handle,
+        handle: sets3lock::proto::Handle,
     },
     /// Release the hold a handle names, and say what was found (exit 112 if it had ended).
     Release {
@@ -268,7 +268,7 @@ pub(crate) enum Command {
         s3: S3Flags,
         /// The handle `sets3lock acquire` printed.
         #[arg(value_parser = handle)]
-        handle: sets3lock::Handle,
+        handle: sets3lock::proto::Handle,
     },
     /// Probe whether a store can protect a lock, with throw-away keys under a prefix.
     Doctor {
@@ -339,8 +339,8 @@ pub(crate) fn whole() -> clap::Command {
 const KILL_AFTER: Duration = Duration::from_secs(10);
 
 /// Reads a handle; the error is the one-line message of what is wrong.
-pub(crate) fn handle(s: &str) -> Result<sets3lock::Handle, String> {
-    s.parse().map_err(|e: sets3lock::HandleError| e.to_string())
+pub(crate) fn handle(s: &str) -> Result<sets3lock::proto::Handle, String> {
+    s.parse().map_err(|e: sets3lock::proto::HandleError| e.to_string())
 }
 
 impl Run {
@@ -360,7 +360,7 @@ impl Run {
     }
 
     /// The lock settings these flags give, on top of `base`.
-    pub(crate) fn config(&self, base: sets3lock::Config) -> sets3lock::Config {
+    pub(crate) fn config(&self, base: sets3lock::proto::Config) -> sets3lock::proto::Config {
         let mut config = base;
         config.lease = self.lease();
         config.hold_at_least = self.hold_at_least.unwrap_or_default();
@@ -383,9 +383,9 @@ fn room(lease: Duration) -> Duration {
     if lease.is_zero() {
         return Duration::MAX;
     }
-    let config = sets3lock::Config {
+    let config = sets3lock::proto::Config {
         lease,
-        ..sets3lock::Config::default()
+        ..sets3lock::proto::Config::default()
     };
     config.validity().saturating_sub(config.renew_interval())
 }
@@ -394,9 +394,9 @@ fn room(lease: Duration) -> Duration {
 /// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
 /// before the end of validity, which must come after the next renewal is due.
 fn check_timing(run: &Run) -> Result<(), String> {
-    let config = run.config(sets3lock::Config::default());
+    let config = run.config(sets3lock::proto::Config::default());
     config.validate().map_err(|e| match e {
-        sets3lock::ConfigError::BadBackoff { which: "poll" } => format!(
+        sets3lock::proto::ConfigError::BadBackoff { which: "poll" } => format!(
             "--poll-max {} is shorter than the shortest pause between checks ({}): give at least that",
             human(run.poll_max),
             human(config.poll.floor)

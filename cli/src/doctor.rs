@@ -6,8 +6,8 @@
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
 use bytes::Bytes;
-use sets3lock::{ETag, Intent, LockUrl, Response};
-use sets3lock_s3::{Client, S3Options};
+use sets3lock::proto::{ETag, Intent, LockUrl, Response};
+use sets3lock::{Client, S3Options};
 
 /// What one check found.
 enum Verdict {
@@ -20,7 +20,7 @@ enum Verdict {
 /// Where the probe keys go: `s3://bucket/prefix/` (or `az://`, `gs://`).
 #[derive(Clone, Debug)]
 pub(crate) struct ProbeUrl {
-    scheme: sets3lock::Scheme,
+    scheme: sets3lock::proto::Scheme,
     bucket: String,
     /// Empty, or ending in `/`.
     prefix: String,
@@ -28,7 +28,7 @@ pub(crate) struct ProbeUrl {
 
 impl ProbeUrl {
     /// The store it names.
-    pub(crate) fn scheme(&self) -> sets3lock::Scheme {
+    pub(crate) fn scheme(&self) -> sets3lock::proto::Scheme {
         self.scheme
     }
 
@@ -270,7 +270,7 @@ fn delete_if_match(client: &Client, key: &str) -> Verdict {
                 Verdict::Fail("a DELETE with a wrong If-Match answered success; use --fenced, which never deletes".into())
             }
         }
-        Response::Refused(sets3lock::Error::ConditionalUnsupported { status, .. }) => {
+        Response::Refused(sets3lock::proto::Error::ConditionalUnsupported { status, .. }) => {
             return Verdict::Fail(format!("the store refuses DELETE If-Match (HTTP {status}): a presence-mode lock cannot be released; use --fenced, which never deletes"))
         }
         Response::Refused(e) => return Verdict::Error(e.to_string()),

@@ -4,9 +4,9 @@
 use crate::cli::AcquireFlags;
 use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
 use crate::log::Log;
-use sets3lock::{Handle, LockUrl, ReleaseOutcome};
-use sets3lock_s3::tokio::Locker;
-use sets3lock_s3::{Error, S3Options, StoreCheck, Wait};
+use sets3lock::proto::{Handle, LockUrl, ReleaseOutcome};
+use sets3lock::tokio::Locker;
+use sets3lock::{Error, S3Options, StoreCheck, Wait};
 use std::time::Duration;
 
 /// `sets3lock acquire`: acquires, lets go without releasing, prints the handle.

@@ -1,6 +1,6 @@
 //! How the command describes a lock holder to people.
 
-use sets3lock::Holder;
+use sets3lock::proto::Holder;
 
 /// "host pid N since 2026-11-30T10:00:00Z, lease 60s", or what is known of a foreign holder.
 pub(crate) fn describe(holder: &Holder) -> String {

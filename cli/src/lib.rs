@@ -29,7 +29,7 @@ mod unlock;
 mod watch;
 
 use exit_codes::{CANNOT_LOCK, OK, USAGE};
-use sets3lock::LockUrl;
+use sets3lock::proto::LockUrl;
 use std::ffi::OsString;
 
 pub use unlock::{force_unlock, Unlocked};
@@ -69,13 +69,13 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 /// and `path_style` on top, exactly as `--endpoint`, `--region`, `--path-style` and
 /// `--profile` do.
 pub fn store_options(
-    scheme: sets3lock::Scheme,
+    scheme: sets3lock::proto::Scheme,
     endpoint: Option<&str>,
     region: Option<&str>,
     profile: Option<&str>,
     path_style: bool,
-) -> Result<sets3lock_s3::S3Options, sets3lock_s3::Error> {
-    let endpoint = endpoint.map(sets3lock_s3::parse_endpoint).transpose()?;
+) -> Result<sets3lock::S3Options, sets3lock::Error> {
+    let endpoint = endpoint.map(sets3lock::parse_endpoint).transpose()?;
     let flags = cli::S3Flags {
         endpoint,
         region: region.map(str::to_owned),
@@ -87,13 +87,13 @@ pub fn store_options(
 
 /// A lock holder as the command describes it to people: "host pid N since
 /// 2026-11-30T10:00:00Z (lease 60s, owner ...)", or what is known of a foreign holder.
-pub fn describe_holder(holder: &sets3lock::Holder) -> String {
+pub fn describe_holder(holder: &sets3lock::proto::Holder) -> String {
     holder::describe(holder)
 }
 
 /// Where the command keeps the store check's verdicts (`$XDG_CACHE_HOME/sets3lock`, or
 /// `~/.cache/sets3lock`; once per process without either).
-pub fn store_check_cache() -> sets3lock_s3::StoreCheck {
+pub fn store_check_cache() -> sets3lock::StoreCheck {
     options::store_check_cache()
 }
 
@@ -176,7 +176,7 @@ fn command(args: &[OsString]) -> u8 {
         Ok(c) => c,
         Err(e) => return usage_exit(e),
     };
-    let s3 = |flags: &cli::S3Flags, scheme: sets3lock::Scheme| {
+    let s3 = |flags: &cli::S3Flags, scheme: sets3lock::proto::Scheme| {
         options::s3_options(flags, scheme).map_err(|e| {
             say!("{e}");
             CANNOT_LOCK

@@ -1,8 +1,8 @@
 //! What the command says on stderr: the holder while waiting (unless `-q`), and with `-v`
 //! every request, reply and decision (dimmed timestamps only on a terminal).
 
-use sets3lock::{Event, LockUrl};
-use sets3lock_s3::{Observation, Observer};
+use sets3lock::proto::{Event, LockUrl};
+use sets3lock::{Observation, Observer};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -106,10 +106,10 @@ impl Log {
         if let Observation::Received(_, response, _) = &o {
             let (answered, unanswered) = &*self.replies;
             match response {
-                sets3lock::Response::Ambiguous(
-                    sets3lock::Ambiguity::Timeout
-                    | sets3lock::Ambiguity::Connection { .. }
-                    | sets3lock::Ambiguity::NotSent { .. },
+                sets3lock::proto::Response::Ambiguous(
+                    sets3lock::proto::Ambiguity::Timeout
+                    | sets3lock::proto::Ambiguity::Connection { .. }
+                    | sets3lock::proto::Ambiguity::NotSent { .. },
                 ) => unanswered.fetch_add(1, Ordering::Relaxed),
                 _ => answered.fetch_add(1, Ordering::Relaxed),
             };
@@ -148,7 +148,7 @@ impl Log {
                 } else {
                     "never taken over: no lease"
                 };
-                let resting = matches!(holder, sets3lock::Holder::Sets3lock(r) if r.cooldown);
+                let resting = matches!(holder, sets3lock::proto::Holder::Sets3lock(r) if r.cooldown);
                 let mut complete = false;
                 let text = match self.slots {
                     None if resting => format!(
@@ -275,7 +275,7 @@ impl Log {
         }
     }
 
-    pub(crate) fn acquired(&self, held: &sets3lock_s3::tokio::Held) {
+    pub(crate) fn acquired(&self, held: &sets3lock::tokio::Held) {
         if self.verbose {
             self.line(&format!("acquired {} as owner {}", self.url, held.owner()));
         }

@@ -2,8 +2,8 @@
 //! by the library).
 
 use crate::cli::S3Flags;
-use sets3lock::Scheme;
-use sets3lock_s3::{Error, S3Options, StoreCheck};
+use sets3lock::proto::Scheme;
+use sets3lock::{Error, S3Options, StoreCheck};
 
 /// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
 /// web identity, ECS and EC2 roles), refreshed; flags win over it.

@@ -6,9 +6,9 @@ use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
 use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use sets3lock::{LockUrl, ReleaseOutcome};
-use sets3lock_s3::tokio::{Held, Locker, Semaphore};
-use sets3lock_s3::{Error, Loss, S3Options, StoreCheck, Wait};
+use sets3lock::proto::{LockUrl, ReleaseOutcome};
+use sets3lock::tokio::{Held, Locker, Semaphore};
+use sets3lock::{Error, Loss, S3Options, StoreCheck, Wait};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -299,7 +299,7 @@ enum Gate {
     Lock(Locker),
     Slots(Semaphore),
     /// `--handle`: the hold it names, continued.
-    Adopt(Locker, sets3lock::Handle),
+    Adopt(Locker, sets3lock::proto::Handle),
 }
 
 impl Gate {
@@ -374,11 +374,11 @@ async fn finish(gate: &Gate, url: &LockUrl) {
 
 fn describe(loss: &Loss) -> String {
     match loss {
-        Loss::Lost(sets3lock::LostReason::Deleted) => "the lock object was deleted".into(),
-        Loss::Lost(sets3lock::LostReason::Overwritten { holder: Some(h) }) => {
+        Loss::Lost(sets3lock::proto::LostReason::Deleted) => "the lock object was deleted".into(),
+        Loss::Lost(sets3lock::proto::LostReason::Overwritten { holder: Some(h) }) => {
             format!("the lock was taken by {}", crate::holder::describe(h))
         }
-        Loss::Lost(sets3lock::LostReason::Overwritten { holder: None }) => {
+        Loss::Lost(sets3lock::proto::LostReason::Overwritten { holder: None }) => {
             "the lock was taken by another writer".into()
         }
         Loss::Expired => "the lease expired before a renewal got through".into(),

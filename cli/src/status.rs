@@ -1,8 +1,8 @@
 //! `sets3lock status`: who holds a lock (like perp's `runlock -c`).
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
-use sets3lock::{Holder, LockUrl};
-use sets3lock_s3::{Client, S3Options};
+use sets3lock::proto::{Holder, LockUrl};
+use sets3lock::{Client, S3Options};
 
 pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
     let result =

@@ -7,8 +7,8 @@
 //! record over the version the operator saw, with `If-Match`, keeping its token.
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK, USAGE};
-use sets3lock::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Response};
-use sets3lock_s3::{Client, S3Options};
+use sets3lock::proto::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Response};
+use sets3lock::{Client, S3Options};
 
 /// What a force-unlock came to: the one line `sets3lock unlock` says and its exit status.
 #[derive(Debug)]
@@ -24,7 +24,7 @@ pub struct Unlocked {
     pub line: String,
     /// The library's error, when the store could not be asked or refused (no bucket, access
     /// denied, unreachable).
-    pub error: Option<sets3lock_s3::Error>,
+    pub error: Option<sets3lock::Error>,
 }
 
 fn done(outcome: &'static str, line: String) -> Unlocked {
@@ -46,7 +46,7 @@ fn left(code: u8, line: String) -> Unlocked {
 }
 
 /// Left as it was because of `error`.
-fn failed(line: String, error: impl Into<sets3lock_s3::Error>) -> Unlocked {
+fn failed(line: String, error: impl Into<sets3lock::Error>) -> Unlocked {
     Unlocked {
         error: Some(error.into()),
         ..left(CANNOT_LOCK, line)
@@ -68,7 +68,7 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
 /// deleted, keeping its token); it reads the lock first and never sends a delete for another
 /// holder's lock.
 pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked {
-    if url.scheme() == sets3lock::Scheme::Gcs && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
+    if url.scheme() == sets3lock::proto::Scheme::Gcs && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
     {
         return left(USAGE, format!(
             "{url}: --etag {}: a gs:// lock's ETag is its generation, a decimal number (sets3lock status shows it)",

@@ -3,8 +3,8 @@
 
 use crate::exit_codes::{CANNOT_LOCK, OK};
 use crate::status::quote;
-use sets3lock::{Holder, LockUrl, Sighting, WatchConfig, WatchEvent};
-use sets3lock_s3::{tokio::Watcher, S3Options};
+use sets3lock::proto::{Holder, LockUrl, Sighting, WatchConfig, WatchEvent};
+use sets3lock::{tokio::Watcher, S3Options};
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 

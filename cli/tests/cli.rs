@@ -646,7 +646,7 @@ fn fenced_runs_get_tokens_1_2_3_and_a_takeover_after_kill_9_gets_the_next() {
         .spawn();
     let (etag, _) = loop {
         if let Some((etag, body)) = s.raw_get(&key) {
-            if !sets3lock::Holder::decode(&body).is_free() {
+            if !sets3lock::proto::Holder::decode(&body).is_free() {
                 break (etag, body);
             }
         }

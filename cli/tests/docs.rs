@@ -1,7 +1,7 @@
 //! The documentation, checked: every page's bash examples (each fenced block after a
 //! `<!-- example: NAME -->` line) run as written against the project's SeaweedFS, with the
 //! command on `PATH` and the server's variables set as `. .local/seaweedfs/env` sets them;
-//! every other code block is either Rust (compiled as a doc test of `sets3lock-s3`) or marked
+//! every other code block is either Rust (compiled as a doc test of `sets3lock`) or marked
 //! `<!-- not run: why -->`; and every link between pages lands on a file and a heading.
 
 mod support;

@@ -35,7 +35,7 @@ struct Store {
 }
 
 /// The emulator's variables, all of them, or `None` (skipped, or a panic under
-/// `SETS3LOCK_REQUIRE_S3=1`: the rule of `backends/s3/tests/support/raw.rs`).
+/// `SETS3LOCK_REQUIRE_S3=1`: the rule of `backends/drivers/tests/support/raw.rs`).
 fn vars(
     name: &str,
     prefix: &str,

@@ -6,7 +6,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{
+use sets3lock_proto::{
     classify as classify_reply, Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock,
     LockUrl, OwnerId, Record, Response, Wait,
 };
@@ -25,7 +25,7 @@ pub fn classify_azure(data: &[u8]) {
     check_classifier(
         data,
         &[http::header::ETAG.as_str(), "x-ms-error-code"],
-        sets3lock::azure::classify,
+        sets3lock_proto::azure::classify,
     );
 }
 
@@ -33,7 +33,7 @@ pub fn classify_azure(data: &[u8]) {
 /// decimal generation. The input names the `x-goog-generation` header; the body is also
 /// where a write's generation is read from.
 pub fn classify_gcs(data: &[u8]) {
-    let Some(reply) = check_classifier(data, &["x-goog-generation"], sets3lock::gcs::classify)
+    let Some(reply) = check_classifier(data, &["x-goog-generation"], sets3lock_proto::gcs::classify)
     else {
         return;
     };
@@ -142,7 +142,7 @@ pub fn url(data: &[u8]) {
         }
         Err(e) => assert!(!e.to_string().is_empty()),
     }
-    match s.parse::<sets3lock::Handle>() {
+    match s.parse::<sets3lock_proto::Handle>() {
         Ok(handle) => {
             let printed = handle.to_string();
             assert!(!printed.contains('\n'), "{printed:?}");
@@ -260,16 +260,16 @@ pub fn machine(data: &[u8]) {
                     .get(usize::from(which))
                     .copied()
                     .unwrap_or(OwnerId::from_u128(u128::from(which)));
-                let handle = sets3lock::Handle {
+                let handle = sets3lock_proto::Handle {
                     url: url.clone(),
                     owner,
                     lease: Duration::from_secs(30),
                     token: token.map(|t| u64::from(t) + 1),
                 };
                 let then = if release {
-                    sets3lock::Resume::Release
+                    sets3lock_proto::Resume::Release
                 } else {
-                    sets3lock::Resume::Hold
+                    sets3lock_proto::Resume::Hold
                 };
                 let _ = lock.adopt(now, 0, &handle, then);
             }
@@ -286,7 +286,7 @@ pub fn machine(data: &[u8]) {
                 let Some(req) = in_flight.take() else {
                     continue;
                 };
-                let req: sets3lock::Request = req;
+                let req: sets3lock_proto::Request = req;
                 let is_write = matches!(
                     req.intent.kind(),
                     IntentKind::PutIfNoneMatch | IntentKind::PutIfMatch
@@ -316,7 +316,7 @@ pub fn machine(data: &[u8]) {
                     Reply::Conflict => Response::Conflict { code: None },
                     Reply::Ambiguous => Response::Ambiguous(Ambiguity::Timeout),
                     Reply::Refused => {
-                        Response::Refused(sets3lock::Error::NoSuchBucket { message: None })
+                        Response::Refused(sets3lock_proto::Error::NoSuchBucket { message: None })
                     }
                     Reply::Http {
                         status,

@@ -73,7 +73,7 @@ enum Phase {
 ///
 /// # The driver contract
 ///
-/// Every driver (the `sets3lock-s3` drivers, the simulator, yours) keeps these rules; the
+/// Every driver (the `sets3lock` drivers, the simulator, yours) keeps these rules; the
 /// core's guarantees assume them.
 ///
 /// 1. **Drain after every input.** After each call of [`acquire`](Lock::acquire),
@@ -109,13 +109,13 @@ enum Phase {
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Config, Event, Instant, Intent, Lock, Response, Wait};
+/// use sets3lock_proto::{Config, Event, Instant, Intent, Lock, Response, Wait};
 ///
 /// // A stand-in for S3: one object, ETags from a counter, exact conditional semantics.
 /// struct Fake { object: Option<(String, bytes::Bytes)>, n: u32 }
 /// impl Fake {
 ///     fn send(&mut self, intent: &Intent) -> Response {
-///         let etag = |s: &str| sets3lock::ETag::parse(s).unwrap();
+///         let etag = |s: &str| sets3lock_proto::ETag::parse(s).unwrap();
 ///         match intent {
 ///             Intent::PutIfNoneMatch { body } => {
 ///                 if self.object.is_some() { return Response::Exists; }
@@ -178,7 +178,7 @@ enum Phase {
 ///     if let Some(t) = lock.poll_timeout() { now = now.max(t); lock.handle_timeout(now); }
 /// }
 /// let last = std::iter::from_fn(|| lock.poll_event()).last();
-/// assert_eq!(last, Some(Event::Released { outcome: sets3lock::ReleaseOutcome::Deleted }));
+/// assert_eq!(last, Some(Event::Released { outcome: sets3lock_proto::ReleaseOutcome::Deleted }));
 /// assert!(s3.object.is_none());
 /// ```
 #[derive(Debug)]
@@ -197,7 +197,7 @@ impl Lock {
     /// would share them.
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert!(lock.is_idle());
     /// ```
@@ -222,7 +222,7 @@ impl Lock {
     /// by the renewal interval).
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// let request_timeout = lock.config().renew_interval() / 2;
     /// assert_eq!(request_timeout.as_secs(), 10);
@@ -239,7 +239,7 @@ impl Lock {
     /// Fails with [`CommandError::Busy`] unless [`is_idle`](Lock::is_idle).
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Intent, Lock, Wait};
+    /// # use sets3lock_proto::{Config, Instant, Intent, Lock, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
     /// let req = lock.poll_request().unwrap();
@@ -268,7 +268,7 @@ impl Lock {
     /// [`Event::Cancelled`] at once and then removes any write of ours that lands.
     ///
     /// ```
-    /// # use sets3lock::{Config, Event, Instant, Lock, Wait};
+    /// # use sets3lock_proto::{Config, Event, Instant, Lock, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert!(lock.release(Instant::ZERO).is_err());
     /// lock.acquire(Instant::ZERO, 0, Wait::Forever).unwrap();
@@ -327,7 +327,7 @@ impl Lock {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use sets3lock::{Config, Handle, Instant, Intent, Lock, OwnerId, Resume};
+    /// # use sets3lock_proto::{Config, Handle, Instant, Intent, Lock, OwnerId, Resume};
     /// let handle: Handle = "s3://locks/k#sets3lock-hold:owner=0000000000000000000000000000002a,lease_ms=60000"
     ///     .parse().unwrap();
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
@@ -371,7 +371,7 @@ impl Lock {
     /// Fails with [`CommandError::NotHeld`] unless the lock is [held](Lock::is_held).
     ///
     /// ```
-    /// # use sets3lock::{Config, ETag, Event, Instant, Lock, ReleaseOutcome, Response, Wait};
+    /// # use sets3lock_proto::{Config, ETag, Event, Instant, Lock, ReleaseOutcome, Response, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
     /// let req = lock.poll_request().unwrap();
@@ -424,7 +424,7 @@ impl Lock {
     /// ignored.
     ///
     /// ```
-    /// # use sets3lock::{Config, Event, ETag, Instant, Lock, Response, Wait};
+    /// # use sets3lock_proto::{Config, Event, ETag, Instant, Lock, Response, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
     /// let req = lock.poll_request().unwrap();
@@ -465,7 +465,7 @@ impl Lock {
     /// is reached (calling it early or often is harmless).
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Lock};
+    /// # use sets3lock_proto::{Config, Instant, Lock};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.handle_timeout(Instant::ZERO);
     /// assert!(lock.poll_request().is_none());
@@ -481,7 +481,7 @@ impl Lock {
     /// The next request to send, if any. Each request is handed out once.
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Lock, Wait};
+    /// # use sets3lock_proto::{Config, Instant, Lock, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
     /// assert!(lock.poll_request().is_some());
@@ -495,7 +495,7 @@ impl Lock {
     /// The next event for the user, if any.
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert_eq!(lock.poll_event(), None);
     /// ```
@@ -507,7 +507,7 @@ impl Lock {
     /// When to call [`handle_timeout`](Lock::handle_timeout) next, if anything is scheduled.
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Lock};
+    /// # use sets3lock_proto::{Config, Instant, Lock};
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert_eq!(lock.poll_timeout(), None);
     /// ```
@@ -530,7 +530,7 @@ impl Lock {
     /// `now` is before the end of validity.
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Lock};
+    /// # use sets3lock_proto::{Config, Instant, Lock};
     /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert!(!lock.is_held(Instant::ZERO));
     /// ```
@@ -546,7 +546,7 @@ impl Lock {
     /// that a write of ours that landed late is removed.
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().is_idle());
     /// ```
     pub fn is_idle(&self) -> bool {
@@ -556,7 +556,7 @@ impl Lock {
     /// The current hold's owner id and ETag, while held.
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().holding().is_none());
     /// ```
     pub fn holding(&self) -> Option<(OwnerId, &ETag)> {
@@ -570,7 +570,7 @@ impl Lock {
     /// lease is zero).
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().valid_until().is_none());
     /// ```
     pub fn valid_until(&self) -> Option<Instant> {
@@ -583,7 +583,7 @@ impl Lock {
     /// The current hold's fencing token, while held in fenced mode.
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// assert_eq!(Lock::new(Config::default(), [7; 32]).unwrap().token(), None);
     /// ```
     pub fn token(&self) -> Option<u64> {
@@ -602,7 +602,7 @@ impl Lock {
     /// acquisition carries it over with [`saw_token`](Lock::saw_token).
     ///
     /// ```
-    /// # use sets3lock::{Config, Lock};
+    /// # use sets3lock_proto::{Config, Lock};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// assert_eq!(lock.highest_token_seen(), None);
     /// lock.saw_token(41);
@@ -616,7 +616,7 @@ impl Lock {
     /// same key, for one): its grants write tokens above it, and it treats the key as fenced.
     ///
     /// ```
-    /// # use sets3lock::{Config, Instant, Intent, Lock, Holder, Wait};
+    /// # use sets3lock_proto::{Config, Instant, Intent, Lock, Holder, Wait};
     /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
     /// lock.saw_token(41);
     /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();

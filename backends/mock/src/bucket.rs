@@ -5,12 +5,12 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
-use sets3lock::{classify, ConditionalDelete, ETag, Intent, IntentKind, Response};
+use sets3lock_proto::{classify, ConditionalDelete, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
 /// Which store's API the mock speaks: the statuses, headers and bodies of its replies, and the
-/// reply table ([`sets3lock::classify`], [`sets3lock::azure::classify`],
-/// [`sets3lock::gcs::classify`]) that reads them.
+/// reply table ([`sets3lock_proto::classify`], [`sets3lock_proto::azure::classify`],
+/// [`sets3lock_proto::gcs::classify`]) that reads them.
 ///
 /// - `S3`: ETag = the MD5 of the body; 200, 204, 304, 412 `PreconditionFailed`, 404
 ///   `NoSuchKey` / `NoSuchBucket`, as XML error documents.
@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 ///   JSON errors.
 ///
 /// ```
-/// use sets3lock::{Intent, Response};
+/// use sets3lock_proto::{Intent, Response};
 /// use sets3lock_mock::{Dialect, MockS3, Semantics};
 ///
 /// let create = Intent::PutIfNoneMatch { body: "mine".into() };
@@ -55,7 +55,7 @@ impl Dialect {
     ///
     /// ```
     /// use http::{HeaderMap, StatusCode};
-    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_proto::{IntentKind, Response};
     /// use sets3lock_mock::Dialect;
     /// // 409 is "exists" on Azure, a conflict to retry on S3.
     /// let r = Dialect::Azure.classify(IntentKind::PutIfNoneMatch, StatusCode::CONFLICT, &HeaderMap::new(),
@@ -71,8 +71,8 @@ impl Dialect {
     ) -> Response {
         match self {
             Dialect::S3 => classify(kind, status, headers, body),
-            Dialect::Azure => sets3lock::azure::classify(kind, status, headers, body),
-            Dialect::Gcs => sets3lock::gcs::classify(kind, status, headers, body),
+            Dialect::Azure => sets3lock_proto::azure::classify(kind, status, headers, body),
+            Dialect::Gcs => sets3lock_proto::gcs::classify(kind, status, headers, body),
         }
     }
 }
@@ -80,7 +80,7 @@ impl Dialect {
 /// How the mock answers where real servers differ. The default is AWS's.
 ///
 /// ```
-/// use sets3lock::{ETag, Intent, Response};
+/// use sets3lock_proto::{ETag, Intent, Response};
 /// use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 ///
 /// // Renewing a lock whose object is gone: AWS says 404, SeaweedFS 412.
@@ -94,7 +94,7 @@ impl Dialect {
 ///     s3.create_bucket("b");
 ///     assert_eq!(s3.respond("b", "k", &renew), meaning);
 /// }
-/// # Ok::<(), sets3lock::InvalidETag>(())
+/// # Ok::<(), sets3lock_proto::InvalidETag>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Semantics {
@@ -108,7 +108,7 @@ pub struct Semantics {
     /// MinIO CE ignores the condition, LocalStack (and AWS before) refuse it with 501.
     ///
     /// ```
-    /// use sets3lock::{ConditionalDelete, ETag, Intent};
+    /// use sets3lock_proto::{ConditionalDelete, ETag, Intent};
     /// use sets3lock_mock::{MockS3, Semantics};
     ///
     /// let wrong = Intent::DeleteIfMatch { etag: ETag::parse("not-the-etag")? };
@@ -122,7 +122,7 @@ pub struct Semantics {
     ///     s3.respond("b", "k", &Intent::PutIfNoneMatch { body: "held".into() });
     ///     assert_eq!(s3.respond("b", "k", &wrong).name(), answer);
     /// }
-    /// # Ok::<(), sets3lock::InvalidETag>(())
+    /// # Ok::<(), sets3lock_proto::InvalidETag>(())
     /// ```
     pub conditional_delete: ConditionalDelete,
     /// A versioned bucket: every PUT's reply carries `x-amz-version-id` (each write leaves a
@@ -135,7 +135,7 @@ pub struct Semantics {
     /// `ifGenerationNotMatch`).
     ///
     /// ```
-    /// use sets3lock::{Intent, Response};
+    /// use sets3lock_proto::{Intent, Response};
     /// use sets3lock_mock::{Dialect, MockS3, Semantics};
     /// let fake_gcs = Semantics { dialect: Dialect::Gcs, not_modified: false, ..Semantics::default() };
     /// let mut gcs = MockS3::with_semantics(fake_gcs);
@@ -170,7 +170,7 @@ pub enum MissingKeyIfMatch {
     PreconditionFailed,
 }
 
-/// An HTTP reply from the mock, in the shape [`sets3lock::classify`] takes.
+/// An HTTP reply from the mock, in the shape [`sets3lock_proto::classify`] takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
     /// The status the store gives this outcome.
@@ -231,7 +231,7 @@ impl Reply {
     ///
     /// ```
     /// use http::StatusCode;
-    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_proto::{IntentKind, Response};
     /// let r = sets3lock_mock::Reply::azure_error(StatusCode::PRECONDITION_FAILED, "ConditionNotMet");
     /// assert_eq!(r.headers["x-ms-error-code"], "ConditionNotMet");
     /// assert_eq!(r.classify(IntentKind::PutIfMatch), Response::Mismatch);
@@ -262,7 +262,7 @@ impl Reply {
     ///
     /// ```
     /// use http::StatusCode;
-    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_proto::{IntentKind, Response};
     /// let r = sets3lock_mock::Reply::gcs_error(StatusCode::TOO_MANY_REQUESTS, "rateLimitExceeded");
     /// assert!(matches!(r.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
     /// ```
@@ -293,11 +293,11 @@ impl Reply {
     }
 
     /// What this reply means to the core, for a request of `kind`: the reply table of its
-    /// dialect ([`sets3lock::classify`] for S3), the table every driver of that store uses.
+    /// dialect ([`sets3lock_proto::classify`] for S3), the table every driver of that store uses.
     ///
     /// ```
     /// use http::StatusCode;
-    /// use sets3lock::{IntentKind, Response};
+    /// use sets3lock_proto::{IntentKind, Response};
     /// let slow = sets3lock_mock::Reply::error(StatusCode::SERVICE_UNAVAILABLE, "SlowDown");
     /// assert!(matches!(slow.classify(IntentKind::PutIfMatch), Response::Ambiguous(_)));
     /// ```
@@ -374,7 +374,7 @@ pub struct Object {
 /// [`respond`](MockS3::respond) it is all a driver of the core needs:
 ///
 /// ```
-/// use sets3lock::{Config, Event, Instant, Lock, Wait};
+/// use sets3lock_proto::{Config, Event, Instant, Lock, Wait};
 /// use sets3lock_mock::MockS3;
 ///
 /// let mut s3 = MockS3::new();
@@ -429,7 +429,7 @@ impl MockS3 {
     /// resting record and of an adopted hold judge its age by.
     ///
     /// ```
-    /// use sets3lock::{Intent, Response};
+    /// use sets3lock_proto::{Intent, Response};
     /// use core::time::Duration;
     /// let mut s3 = sets3lock_mock::MockS3::new();
     /// s3.create_bucket("b");
@@ -468,7 +468,7 @@ impl MockS3 {
     /// lifecycle rule would; creates the bucket if needed.
     ///
     /// ```
-    /// use sets3lock::{Intent, Response};
+    /// use sets3lock_proto::{Intent, Response};
     /// let mut s3 = sets3lock_mock::MockS3::new();
     /// s3.create_bucket("b");
     /// let create = Intent::PutIfNoneMatch { body: "mine".into() };
@@ -524,10 +524,10 @@ impl MockS3 {
     }
 
     /// Applies one request atomically and returns what its reply means to the core: what a
-    /// driver hands [`Lock::handle_response`](sets3lock::Lock::handle_response).
+    /// driver hands [`Lock::handle_response`](sets3lock_proto::Lock::handle_response).
     ///
     /// ```
-    /// use sets3lock::{Intent, Response};
+    /// use sets3lock_proto::{Intent, Response};
     /// let mut s3 = sets3lock_mock::MockS3::new();
     /// s3.create_bucket("locks");
     /// let put = Intent::PutIfNoneMatch { body: "a".into() };

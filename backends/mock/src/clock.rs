@@ -1,7 +1,7 @@
 //! Virtual time: one real timeline, and per-process clocks that run fast or slow.
 
 use core::time::Duration;
-use sets3lock::Instant;
+use sets3lock_proto::Instant;
 
 /// A process's monotonic clock: `local = offset + real × (1 + ppm / 10⁶)`.
 ///

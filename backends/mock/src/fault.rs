@@ -188,9 +188,9 @@ impl Injected {
     /// it could not send.
     pub(crate) fn response(
         self,
-        kind: sets3lock::IntentKind,
+        kind: sets3lock_proto::IntentKind,
         dialect: Dialect,
-    ) -> sets3lock::Response {
+    ) -> sets3lock_proto::Response {
         let busy = StatusCode::SERVICE_UNAVAILABLE;
         let reply = match (self, dialect) {
             (Injected::Conflict, Dialect::S3) => {
@@ -207,7 +207,7 @@ impl Injected {
             }
             (Injected::SlowDown, _) => Reply::gcs_error(busy, "backendError"),
             (Injected::Refused, _) => {
-                return sets3lock::Response::Ambiguous(sets3lock::Ambiguity::NotSent {
+                return sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::NotSent {
                     detail: "connection refused".into(),
                 })
             }

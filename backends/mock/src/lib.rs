@@ -13,7 +13,7 @@
 //!   docs/PROTOCOL.md ("Properties") at every step.
 //! - [`check`]: those properties as pure functions, for any harness that drives cores against
 //!   a [`MockS3`] (the repository's exhaustive exploration uses them too). Times named `at`
-//!   are real time; [`sets3lock::Instant`]s are a process's own clock.
+//!   are real time; [`sets3lock_proto::Instant`]s are a process's own clock.
 
 #![forbid(unsafe_code)]
 

@@ -3,8 +3,8 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sets3lock::{ETag, LockUrl};
-use sets3lock_s3::{Client, S3Options};
+use sets3lock::proto::{ETag, LockUrl};
+use sets3lock::{Client, S3Options};
 
 use crate::errors::{to_py, to_py_said, Error};
 use crate::holder::Holder;

@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use sets3lock_s3::Error as LockError;
+use sets3lock::Error as LockError;
 
 use crate::holder::Holder;
 
@@ -78,7 +78,7 @@ fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {
         }
         LockError::AlreadyLost(reason) => {
             let why = match *reason {
-                sets3lock::LostReason::Deleted => "deleted",
+                sets3lock::proto::LostReason::Deleted => "deleted",
                 _ => "taken_over",
             };
             raise(py, "LockLost", (message, why))
@@ -93,15 +93,15 @@ fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {
     }
 }
 
-fn core_error(py: Python<'_>, error: sets3lock::Error, message: String) -> PyErr {
+fn core_error(py: Python<'_>, error: sets3lock::proto::Error, message: String) -> PyErr {
     match error {
-        sets3lock::Error::NoSuchBucket { .. } | sets3lock::Error::MissingContainer { .. } => {
+        sets3lock::proto::Error::NoSuchBucket { .. } | sets3lock::proto::Error::MissingContainer { .. } => {
             raise(py, "NoSuchBucket", (message,))
         }
-        sets3lock::Error::Refused {
+        sets3lock::proto::Error::Refused {
             status: 401 | 403, ..
         } => raise(py, "AccessDenied", (message,)),
-        sets3lock::Error::GaveUp { .. } => raise(py, "Unreachable", (message,)),
+        sets3lock::proto::Error::GaveUp { .. } => raise(py, "Unreachable", (message,)),
         _ => raise(py, "Error", (message,)),
     }
 }

@@ -2,9 +2,9 @@
 //! over one shared cell. Both are context managers that release at exit.
 
 use pyo3::prelude::*;
-use sets3lock::ReleaseOutcome;
-use sets3lock_s3::tokio::{Held as RustHeld, LossWatch};
-use sets3lock_s3::{Error as LockError, Health, Loss};
+use sets3lock::proto::ReleaseOutcome;
+use sets3lock::tokio::{Held as RustHeld, LossWatch};
+use sets3lock::{Error as LockError, Health, Loss};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::errors::{in_python, to_py, Error};
@@ -256,7 +256,7 @@ fn quiet(outcome: &Result<&'static str, LockError>) -> bool {
 
 fn loss_name(loss: Loss) -> &'static str {
     match loss {
-        Loss::Lost(sets3lock::LostReason::Deleted) => "deleted",
+        Loss::Lost(sets3lock::proto::LostReason::Deleted) => "deleted",
         Loss::Lost(_) => "taken_over",
         Loss::Expired => "expired",
         _ => "stopped",

@@ -55,7 +55,7 @@ impl Holder {
 
 impl Holder {
     /// The holder `holder` describes, under ETag `etag` if known.
-    pub(crate) fn from_record(holder: &sets3lock::Holder, etag: Option<&str>) -> Holder {
+    pub(crate) fn from_record(holder: &sets3lock::proto::Holder, etag: Option<&str>) -> Holder {
         let mut made = Holder {
             kind: "unknown",
             etag: etag.map(str::to_owned),
@@ -75,7 +75,7 @@ impl Holder {
             },
         };
         match holder {
-            sets3lock::Holder::Sets3lock(r) => {
+            sets3lock::proto::Holder::Sets3lock(r) => {
                 made.kind = "sets3lock";
                 made.owner = Some(r.owner.to_string());
                 made.host = Some(r.host.clone());
@@ -84,7 +84,7 @@ impl Holder {
                 made.lease = Some(r.lease.as_secs_f64());
                 made.value = r.value.clone();
             }
-            sets3lock::Holder::GoSets3lock { id, .. } => {
+            sets3lock::proto::Holder::GoSets3lock { id, .. } => {
                 made.kind = "go-sets3lock";
                 made.id = Some(id.clone());
             }
@@ -126,11 +126,11 @@ impl WatchEvent {
 
 impl WatchEvent {
     /// The event for `sighting`.
-    pub(crate) fn sighting(sighting: &sets3lock::Sighting) -> WatchEvent {
+    pub(crate) fn sighting(sighting: &sets3lock::proto::Sighting) -> WatchEvent {
         let kind = match sighting {
-            sets3lock::Sighting::Free => "free",
-            sets3lock::Sighting::Released { .. } => "released",
-            sets3lock::Sighting::Stale { .. } => "stale",
+            sets3lock::proto::Sighting::Free => "free",
+            sets3lock::proto::Sighting::Released { .. } => "released",
+            sets3lock::proto::Sighting::Stale { .. } => "stale",
             _ => "held",
         };
         let etag = sighting.etag().map(|e| e.as_str().to_owned());

@@ -1,4 +1,4 @@
-//! The native module of the `sets3lock` Python package: the Rust drivers (`sets3lock-s3`,
+//! The native module of the `sets3lock` Python package: the Rust drivers (`sets3lock`,
 //! tokio) and the command (`sets3lock-cli`) as Python classes and functions. Nothing here
 //! speaks to a store itself; the Python package (`python/sets3lock`) re-exports it.
 

@@ -2,8 +2,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use sets3lock_s3::tokio::Locker;
-use sets3lock_s3::Wait;
+use sets3lock::tokio::Locker;
+use sets3lock::Wait;
 use std::sync::Arc;
 
 use crate::entered::Entered;

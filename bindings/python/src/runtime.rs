@@ -97,7 +97,7 @@ fn handle() -> Result<Handle, NoRuntime> {
     let running = State::Running {
         pid,
         runtime,
-        baseline: sets3lock_s3::drivers_running(),
+        baseline: sets3lock::drivers_running(),
     };
     if let State::Running {
         runtime: parents, ..
@@ -231,7 +231,7 @@ pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
             task.abort();
         }
         crate::held::release_all();
-        if sets3lock_s3::drivers_running() <= baseline {
+        if sets3lock::drivers_running() <= baseline {
             quiet_looks += 1;
             if quiet_looks == 2 {
                 return true;

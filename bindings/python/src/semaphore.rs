@@ -2,8 +2,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use sets3lock_s3::tokio::Semaphore as RustSemaphore;
-use sets3lock_s3::Wait;
+use sets3lock::tokio::Semaphore as RustSemaphore;
+use sets3lock::Wait;
 use std::sync::Arc;
 
 use crate::entered::Entered;
@@ -15,9 +15,9 @@ use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 /// `slots` as the library takes it; a `ValueError` with the library's message if it is out of
 /// range.
 fn slot_count(slots: &Bound<'_, PyAny>) -> PyResult<u32> {
-    let range = format!("1 to {} slots", sets3lock_s3::MAX_SLOTS);
+    let range = format!("1 to {} slots", sets3lock::MAX_SLOTS);
     let n = crate::settings::whole("slots", slots, &range)?;
-    if n == 0 || n > sets3lock_s3::MAX_SLOTS {
+    if n == 0 || n > sets3lock::MAX_SLOTS {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "slots = {n}: give {range}"
         )));

@@ -4,8 +4,8 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use sets3lock::{LockUrl, Scheme};
-use sets3lock_s3::{S3Options, StoreCheck, Wait};
+use sets3lock::proto::{LockUrl, Scheme};
+use sets3lock::{S3Options, StoreCheck, Wait};
 use std::time::Duration;
 
 use crate::errors::{to_py, wrong_type};

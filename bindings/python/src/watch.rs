@@ -4,8 +4,8 @@
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sets3lock_s3::tokio::Watcher;
-use sets3lock_s3::{WatchConfig, WatchEvent as RustEvent};
+use sets3lock::tokio::Watcher;
+use sets3lock::{WatchConfig, WatchEvent as RustEvent};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -41,7 +41,7 @@ impl Watching {
 
 /// The next event of `watching`: `None` once it has ended; a permanent refusal (no bucket,
 /// access denied) as the library's error. Takes no GIL.
-async fn next(watching: Arc<Watching>) -> Result<Option<WatchEvent>, sets3lock_s3::Error> {
+async fn next(watching: Arc<Watching>) -> Result<Option<WatchEvent>, sets3lock::Error> {
     let mut watcher = watching.watcher.lock().await;
     Ok(match watcher.next().await {
         None => None,
@@ -54,7 +54,7 @@ async fn next(watching: Arc<Watching>) -> Result<Option<WatchEvent>, sets3lock_s
             Some(WatchEvent::reach(Some(setback.to_string())))
         }
         Some(RustEvent::Reachable) => Some(WatchEvent::reach(None)),
-        Some(RustEvent::Failed { error }) => return Err(sets3lock_s3::Error::S3(error)),
+        Some(RustEvent::Failed { error }) => return Err(sets3lock::Error::S3(error)),
         Some(_) => None,
     })
 }

@@ -1,4 +1,4 @@
-//! `--metrics-textfile PATH`: the lock's instruments (see `sets3lock_s3::metrics`) and the
+//! `--metrics-textfile PATH`: the lock's instruments (see `sets3lock::metrics`) and the
 //! job's own, in the Prometheus text format, for node_exporter's textfile collector. The file
 //! is written whole and renamed into place (a reader never sees half of it): at the start, at
 //! each change of the lock's state, when the program starts and ends, and at exit.
@@ -89,7 +89,7 @@ pub(crate) fn install(
     if metrics::set_global_recorder(recorder).is_err() {
         return Err("the metrics recorder was installed twice".into());
     }
-    sets3lock_s3::metrics::describe();
+    sets3lock::metrics::describe();
     metrics::describe_gauge!(JOB_RUNNING, "1 while the program runs under the lock.");
     metrics::describe_gauge!(JOB_STARTED, "When the program last started (Unix time).");
     metrics::describe_gauge!(JOB_ENDED, "When the command last ended (Unix time).");

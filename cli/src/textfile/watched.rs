@@ -44,7 +44,7 @@ pub(crate) fn describe_watch() {
 }
 
 impl Watched {
-    pub(crate) fn new(url: &sets3lock::LockUrl) -> Watched {
+    pub(crate) fn new(url: &sets3lock::proto::LockUrl) -> Watched {
         Watched {
             lock: url.to_string(),
             seen: None,
@@ -57,8 +57,8 @@ impl Watched {
     }
 
     /// The watcher reported `event`, having seen the holder for `seen`.
-    pub(crate) fn saw(&mut self, event: &sets3lock::WatchEvent, seen: Option<Duration>) {
-        use sets3lock::{Sighting, WatchEvent};
+    pub(crate) fn saw(&mut self, event: &sets3lock::proto::WatchEvent, seen: Option<Duration>) {
+        use sets3lock::proto::{Sighting, WatchEvent};
         let now = std::time::Instant::now();
         match event {
             WatchEvent::Changed(s) => {
@@ -67,7 +67,7 @@ impl Watched {
                 self.gauge(WATCH_HELD, f64::from(u8::from(held)));
                 let stale = matches!(s, Sighting::Stale { .. });
                 self.gauge(WATCH_STALE, f64::from(u8::from(stale)));
-                if let Some(f) = s.holder().and_then(sets3lock::Holder::fence) {
+                if let Some(f) = s.holder().and_then(sets3lock::proto::Holder::fence) {
                     #[allow(clippy::cast_precision_loss)] // tokens stay far below 2^53
                     self.gauge(WATCH_TOKEN, f.token as f64);
                 }

@@ -15,7 +15,7 @@
 
 use crate::Object;
 use core::time::Duration;
-use sets3lock::{ETag, Holder, LockState, OwnerId, Purpose, Request, Response, Wait};
+use sets3lock_proto::{ETag, Holder, LockState, OwnerId, Purpose, Request, Response, Wait};
 use std::collections::BTreeSet;
 
 /// A broken property, with when and who.
@@ -247,10 +247,10 @@ pub fn slow_or_failed_release(
     at: Duration,
     process: usize,
     unimpeded: bool,
-    outcome: Option<sets3lock::ReleaseOutcome>,
+    outcome: Option<sets3lock_proto::ReleaseOutcome>,
     requests: u32,
 ) -> Option<Violation> {
-    use sets3lock::ReleaseOutcome::{Deleted, Freed, Parked, Resting};
+    use sets3lock_proto::ReleaseOutcome::{Deleted, Freed, Parked, Resting};
     // (A resting record, under `hold_at_least` or from a handle in use, is that release's
     // removal; a parked record, a detach's.)
     let fine =
@@ -267,8 +267,8 @@ pub fn slow_or_failed_release(
 pub fn validity_not_from_send(
     at: Duration,
     process: usize,
-    valid_until: Option<sets3lock::Instant>,
-    latest_applied_write: Option<sets3lock::Instant>,
+    valid_until: Option<sets3lock_proto::Instant>,
+    latest_applied_write: Option<sets3lock_proto::Instant>,
     validity: Duration,
 ) -> Option<Violation> {
     let (until, sent) = (valid_until?, latest_applied_write?);
@@ -298,7 +298,7 @@ pub fn two_holders(at: Duration, claims: impl IntoIterator<Item = bool>) -> Opti
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::OwnerId;
+/// use sets3lock_proto::OwnerId;
 /// use sets3lock_mock::check::two_holds;
 /// let (a, b) = (Some(OwnerId::from_u128(1)), Some(OwnerId::from_u128(2)));
 /// assert_eq!(two_holds(Duration::ZERO, [a, None, a]), None);
@@ -706,7 +706,7 @@ mod tests {
     use super::*;
     use crate::etag_of;
     use bytes::Bytes;
-    use sets3lock::{Intent, Record, RequestId};
+    use sets3lock_proto::{Intent, Record, RequestId};
 
     const AT: Duration = Duration::from_secs(1);
 
@@ -851,7 +851,7 @@ mod tests {
             pid: 1,
             acquired_unix_ms: 0,
             written_unix_ms: 0,
-            fence: Some(sets3lock::Fence { state, token }),
+            fence: Some(sets3lock_proto::Fence { state, token }),
             value: None,
             writer: None,
             cooldown: false,

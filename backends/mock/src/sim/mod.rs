@@ -19,7 +19,7 @@ use crate::fault::Timing;
 use crate::{Fault, MockS3};
 use core::time::Duration;
 use process::{Adoption, Process, Stage};
-use sets3lock::{
+use sets3lock_proto::{
     Ambiguity, ConfigError, ETag, Event, Handle, Holder, Instant, NotAcquired, OwnerId, Request,
     Response, Resume, SlotChoice, SlotOutcome, SlotStep, Wait,
 };
@@ -41,9 +41,9 @@ const IDLE_RECHECK: Duration = Duration::from_millis(10);
 
 /// N processes, each driving a core, against one [`MockS3`] on a virtual timeline.
 ///
-/// Each process drives its core as the [`Lock`](sets3lock::Lock) docs require: it drains
+/// Each process drives its core as the [`Lock`](sets3lock_proto::Lock) docs require: it drains
 /// requests and events after every input, answers every request exactly once (a timeout
-/// answers [`Ambiguity::Timeout`]), sleeps until [`poll_timeout`](sets3lock::Lock::poll_timeout),
+/// answers [`Ambiguity::Timeout`]), sleeps until [`poll_timeout`](sets3lock_proto::Lock::poll_timeout),
 /// and keeps driving a core that is not idle: it starts its next round only once the core is
 /// idle, and goes on driving after its last. Only a [`Exit::Crash`] abandons a core.
 ///
@@ -54,7 +54,7 @@ const IDLE_RECHECK: Duration = Duration::from_millis(10);
 ///
 /// ```
 /// use core::time::Duration;
-/// use sets3lock::{Event, Wait};
+/// use sets3lock_proto::{Event, Wait};
 /// use sets3lock_mock::{Exit, ProcessPlan, Round, Sim, SimConfig, Start};
 ///
 /// let round = Round { start_after: Duration::ZERO, start: Start::Acquire, wait: Wait::Forever,
@@ -64,7 +64,7 @@ const IDLE_RECHECK: Duration = Duration::from_millis(10);
 /// let report = Sim::new(SimConfig::default(), plans, vec![], 1)?.run();
 /// assert!(report.violations.is_empty(), "{:?}", report.violations);
 /// assert_eq!(report.count(|e| matches!(e, Event::Acquired { .. })), 6);
-/// # Ok::<(), sets3lock::ConfigError>(())
+/// # Ok::<(), sets3lock_proto::ConfigError>(())
 /// ```
 pub struct Sim {
     cfg: SimConfig,
@@ -405,7 +405,7 @@ impl Sim {
         }
         self.processes[p].last_request[slot] = Some(request.id);
         if let Some(a) = self.processes[p].adopting {
-            let wrote = !matches!(request.intent, sets3lock::Intent::Get { .. });
+            let wrote = !matches!(request.intent, sets3lock_proto::Intent::Get { .. });
             let violation = check::ended_hold_continued(self.now, p, a.ended, wrote, false);
             self.record(violation);
         }
@@ -600,7 +600,7 @@ impl Sim {
         if let Some(w) = &new {
             let grant = matches!(
                 request.purpose,
-                sets3lock::Purpose::Acquire | sets3lock::Purpose::Takeover
+                sets3lock_proto::Purpose::Acquire | sets3lock_proto::Purpose::Takeover
             ) && w.live;
             // Not a write over this owner's own live record (a renewal-like rewrite): an
             // acquisition whose first landed write was taken over unseen can land again later
@@ -642,7 +642,7 @@ impl Sim {
         let earliest = process
             .locks
             .iter()
-            .filter_map(sets3lock::Lock::poll_timeout)
+            .filter_map(sets3lock_proto::Lock::poll_timeout)
             .min();
         if let Some(t) = earliest {
             let at = process.clock.real_at(t).max(self.now);
@@ -1101,7 +1101,7 @@ pub(super) struct Written {
 }
 
 /// The simulated lock's URL, for handles.
-fn lock_url() -> sets3lock::LockUrl {
+fn lock_url() -> sets3lock_proto::LockUrl {
     format!("s3://{BUCKET}/{KEY}")
         .parse()
         .expect("the simulation's bucket and key make a valid URL")

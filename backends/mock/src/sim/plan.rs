@@ -3,7 +3,7 @@
 use crate::Semantics;
 use bytes::Bytes;
 use core::time::Duration;
-use sets3lock::{Backoff, Config, Resume, Wait};
+use sets3lock_proto::{Backoff, Config, Resume, Wait};
 
 /// Settings shared by every process of one simulation.
 #[derive(Clone, Debug)]
@@ -19,7 +19,7 @@ pub struct SimConfig {
     /// Stop after this much real time; plans not finished by then fail the liveness check.
     pub horizon: Duration,
     /// `Some(n)`: the processes share a semaphore of `n` slots (the keys `lock/slot-0` …),
-    /// each round taking one slot as [`SlotChoice`](sets3lock::SlotChoice) decides, instead
+    /// each round taking one slot as [`SlotChoice`](sets3lock_proto::SlotChoice) decides, instead
     /// of the one lock `lock`.
     pub slots: Option<u32>,
     /// `Some(unix_ms)`: the store keeps a clock, reading `unix_ms` at real time zero and
@@ -96,9 +96,9 @@ pub struct Round {
 /// How a round gets its hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Start {
-    /// [`Lock::acquire`](sets3lock::Lock::acquire), waiting as the round says.
+    /// [`Lock::acquire`](sets3lock_proto::Lock::acquire), waiting as the round says.
     Acquire,
-    /// [`Lock::adopt`](sets3lock::Lock::adopt) a handle from the run's pool of handles (every
+    /// [`Lock::adopt`](sets3lock_proto::Lock::adopt) a handle from the run's pool of handles (every
     /// [`Exit::Detach`] adds one), to hold it or to release it: `handle` counts back from the
     /// newest (0: the newest; beyond the oldest it wraps around). An older handle's hold has
     /// often been taken over or released by then. With no handle in the pool yet the round
@@ -119,7 +119,7 @@ pub enum Exit {
     Release,
     /// The process dies: nothing more from it (requests in flight still land).
     Crash,
-    /// [`Lock::detach`](sets3lock::Lock::detach): let go without releasing, and put the
+    /// [`Lock::detach`](sets3lock_proto::Lock::detach): let go without releasing, and put the
     /// handle in the pool for a later [`Start::Adopt`]. A semaphore's processes release
     /// instead.
     Detach,

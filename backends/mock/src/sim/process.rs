@@ -3,7 +3,7 @@
 use super::{ProcessPlan, Round};
 use crate::DriftClock;
 use core::time::Duration;
-use sets3lock::{Config, ConfigError, ETag, Lock, OwnerId, RequestId, Resume, SlotChoice};
+use sets3lock_proto::{Config, ConfigError, ETag, Lock, OwnerId, RequestId, Resume, SlotChoice};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a process is in its plan.
@@ -37,8 +37,8 @@ pub(super) struct Process {
     pub(super) extra_since: Option<Duration>,
     /// When (by its clock) the round's acquisition started, and how long it may wait: what a
     /// semaphore's waits on its slots count from.
-    pub(super) round_started: sets3lock::Instant,
-    pub(super) round_wait: sets3lock::Wait,
+    pub(super) round_started: sets3lock_proto::Instant,
+    pub(super) round_wait: sets3lock_proto::Wait,
     pub(super) clock: DriftClock,
     pub(super) plan: ProcessPlan,
     /// The index of the current round in the plan.
@@ -66,9 +66,9 @@ pub(super) struct Process {
     /// When (by its clock) each of its writes still on the way was sent, by slot and
     /// request id.
     pub(super) write_sent:
-        std::collections::BTreeMap<(usize, sets3lock::RequestId), sets3lock::Instant>,
+        std::collections::BTreeMap<(usize, sets3lock_proto::RequestId), sets3lock_proto::Instant>,
     /// The send time of its latest write that the server applied, by slot.
-    pub(super) latest_applied_write: Vec<Option<sets3lock::Instant>>,
+    pub(super) latest_applied_write: Vec<Option<sets3lock_proto::Instant>>,
     /// Generations of the timer and of the plan's next step: a scheduled wake-up whose
     /// generation is no longer current has been superseded.
     pub(super) timer_gen: u64,
@@ -134,8 +134,8 @@ impl Process {
             choice: None,
             pending: vec![None; slots],
             extra_since: None,
-            round_started: sets3lock::Instant::ZERO,
-            round_wait: sets3lock::Wait::No,
+            round_started: sets3lock_proto::Instant::ZERO,
+            round_wait: sets3lock_proto::Wait::No,
             clock: DriftClock::new(plan.clock_offset, plan.drift_ppm),
             plan,
             round: 0,
@@ -190,7 +190,7 @@ impl Process {
 
     /// Whether every core is idle.
     pub(super) fn is_idle(&self) -> bool {
-        self.locks.iter().all(sets3lock::Lock::is_idle)
+        self.locks.iter().all(sets3lock_proto::Lock::is_idle)
     }
 
     /// Supersedes any scheduled step; returns the generation of the next one.

@@ -2,7 +2,7 @@
 
 use super::Violation;
 use core::time::Duration;
-use sets3lock::{Event, Purpose};
+use sets3lock_proto::{Event, Purpose};
 
 /// What a simulation saw: the violations, and a trace to explain them.
 #[derive(Clone, Debug, Default)]
@@ -24,13 +24,13 @@ pub struct Report {
     pub resource_writes: (usize, usize),
     /// Every grant that landed (an acquisition's write of a new owner's live record, whether
     /// or not its process learned of it): real time, process, owner id.
-    pub grants: Vec<(Duration, usize, sets3lock::OwnerId)>,
+    pub grants: Vec<(Duration, usize, sets3lock_proto::OwnerId)>,
     /// How many times, checked after each happening, two processes of one hold (a handle
     /// continued twice) both claimed it.
     pub shared_claims: usize,
     /// How each adoption of a handle ended: real time, process, what it was for, whether the
     /// hold had already ended when it began, and its final event.
-    pub adoptions: Vec<(Duration, usize, sets3lock::Resume, bool, Event)>,
+    pub adoptions: Vec<(Duration, usize, sets3lock_proto::Resume, bool, Event)>,
 }
 
 impl Report {

@@ -4,7 +4,7 @@ use super::Tamper;
 use crate::fault::Timing;
 use core::cmp::Ordering;
 use core::time::Duration;
-use sets3lock::{OwnerId, Request, RequestId, Response};
+use sets3lock_proto::{OwnerId, Request, RequestId, Response};
 use std::collections::BinaryHeap;
 
 /// Something that happens at a moment of real time.

@@ -1,0 +1,94 @@
+//! Single requests on any key of a bucket, outside the lock protocol: what operator tools
+//! (`status`, `unlock`, `doctor`) and tests need.
+
+use crate::api::open::open_store;
+use crate::blocking::block_on;
+use crate::driver::store::{Store, StoreId};
+use crate::{Error, S3Options};
+use sets3lock_proto::{ETag, Holder, Intent, Response, Scheme};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A blocking client for one bucket (or container): each call is one request, read by the
+/// store's reply table.
+///
+/// ```no_run
+/// use sets3lock::proto::Intent;
+/// use sets3lock::{Client, S3Options};
+/// let client = Client::new("my-bucket", &S3Options::from_env()?)?;
+/// if let Some((etag, holder)) = client.status("locks/nightly")? {
+///     println!("held by {holder} (ETag {etag})");
+/// }
+/// # Ok::<(), sets3lock::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    store: Arc<dyn Store>,
+    timeout: Duration,
+}
+
+impl Client {
+    /// A client for the S3 bucket `bucket`.
+    pub fn new(bucket: &str, options: &S3Options) -> Result<Client, Error> {
+        Client::in_store(Scheme::S3, bucket, options)
+    }
+
+    /// A client for the bucket (or container) `bucket` of the store `scheme`.
+    pub fn in_store(scheme: Scheme, bucket: &str, options: &S3Options) -> Result<Client, Error> {
+        Ok(Client {
+            store: open_store(scheme, bucket, options, true)?,
+            timeout: options.request_timeout,
+        })
+    }
+
+    /// Which store, endpoint and bucket.
+    pub fn id(&self) -> &StoreId {
+        self.store.id()
+    }
+
+    /// Sends one request on `key`.
+    pub fn send(&self, key: &str, intent: &Intent) -> Response {
+        block_on(self.store.send(key, intent, self.timeout))
+    }
+
+    /// Sends one request on `key`, and also returns the version its reply named, if the store
+    /// keeps versions (S3's `x-amz-version-id`; absent, or `null`, on a bucket without
+    /// versioning): how `sets3lock doctor` learns that every write leaves a version behind.
+    pub fn send_versioned(&self, key: &str, intent: &Intent) -> (Response, Option<String>) {
+        block_on(self.store.send_versioned(key, intent, self.timeout))
+    }
+
+    /// Removes `key` whatever it holds (no condition): only for throw-away keys of your own,
+    /// never for a lock (it would delete whoever holds it). For tests and probes.
+    #[doc(hidden)]
+    pub fn discard(&self, key: &str) {
+        block_on(self.store.discard(key, self.timeout));
+    }
+
+    /// Who holds the lock at `key`: `None` when it is free.
+    pub fn status(&self, key: &str) -> Result<Option<(ETag, Holder)>, Error> {
+        match self.send(
+            key,
+            &Intent::Get {
+                if_none_match: None,
+            },
+        ) {
+            Response::Object { etag, body, .. } => Ok(Some((etag, Holder::decode(&body)))),
+            Response::Absent => Ok(None),
+            Response::Refused(e) => Err(Error::S3(e)),
+            Response::Ambiguous(why) => Err(Error::S3(sets3lock_proto::Error::GaveUp {
+                attempts: 1,
+                last: Box::new(sets3lock_proto::Setback::Ambiguous(why)),
+            })),
+            other => Err(Error::S3(sets3lock_proto::Error::GaveUp {
+                attempts: 1,
+                last: Box::new(sets3lock_proto::Setback::Ambiguous(
+                    sets3lock_proto::Ambiguity::Unexpected {
+                        reply: other.name(),
+                        request: sets3lock_proto::IntentKind::Get,
+                    },
+                )),
+            })),
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Opening locks on one object: the part of both drivers' lockers that does not wait.
+
+use crate::api::held::{Claim, Held};
+use crate::api::open::open_store;
+use crate::driver::clock::Stamp;
+use crate::driver::engine::{driver, Engine, Start};
+use crate::driver::mode::Mode;
+use crate::driver::state::Drivers;
+use crate::driver::store::{Sender, Store};
+use crate::{Error, S3Options};
+use sets3lock_proto::{Handle, LockUrl, ReleaseOutcome, Resume, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Opens locks on one S3 object; each [acquisition](crate::tokio::Locker::acquire) gets its
+/// own background driver and [`Held`] handle.
+///
+/// Generic over how it waits: use [`tokio::Locker`](crate::tokio::Locker) from async code and
+/// [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock` (and the
+/// async `shutdown`) are the mode's own; the rest is shared.
+///
+/// Before its first acquisition it makes sure the store honours conditional writes, as
+/// [`S3Options::store_check`] says (once per process and endpoint and bucket by default), and
+/// refuses a store that does not ([`StoreCheck`](crate::StoreCheck)).
+#[derive(Debug)]
+pub struct Locker<M: Mode> {
+    store: Arc<dyn Store>,
+    url: LockUrl,
+    options: S3Options,
+    requests: Arc<AtomicU64>,
+    /// The drivers started and not seen finished: what `shutdown` waits for.
+    drivers: Drivers,
+    /// The highest fencing token any of its drivers has seen on the key (0: none): each new
+    /// acquisition grants above it.
+    tokens: Arc<AtomicU64>,
+    mode: core::marker::PhantomData<M>,
+}
+
+impl<M: Mode> Locker<M> {
+    /// A locker for `url` with these options: `s3://bucket/key`, `az://container/key`
+    /// (feature `azure`) or `gs://bucket/key` (feature `gcs`); the scheme picks the store.
+    pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
+        let url = LockUrl::parse(url)?;
+        options.lock.validate()?;
+        let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
+        Ok(Locker::on(store, url, options))
+    }
+
+    /// A locker for the lock at `key` in a store of your own (see [`Store`]); `url` names it
+    /// in messages and in the lock's handles (`LockUrl::in_store`).
+    ///
+    /// A store used from the blocking mode may block in its futures' `poll`; one used from
+    /// the async mode must not.
+    pub fn with_store(
+        store: Arc<dyn Store>,
+        url: LockUrl,
+        options: S3Options,
+    ) -> Result<Self, Error> {
+        options.lock.validate()?;
+        Ok(Locker::on(store, url, options))
+    }
+
+    fn on(store: Arc<dyn Store>, url: LockUrl, options: S3Options) -> Self {
+        Locker {
+            store,
+            url,
+            options,
+            requests: Arc::new(AtomicU64::new(0)),
+            tokens: Arc::new(AtomicU64::new(0)),
+            drivers: Drivers::default(),
+            mode: core::marker::PhantomData,
+        }
+    }
+
+    /// A locker for `url` configured from the standard AWS environment variables.
+    pub fn from_env(url: &str) -> Result<Self, Error> {
+        Locker::new(url, S3Options::from_env()?)
+    }
+
+    /// The lock's address.
+    pub fn url(&self) -> &LockUrl {
+        &self.url
+    }
+
+    /// How many S3 requests this locker's holds have sent so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Acquires the lock: starts a driver, and waits until it holds the lock or the
+    /// acquisition ends. Dropped while it waits, it cancels the acquisition (and the driver
+    /// removes any write of ours that lands).
+    pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
+        let wait = self.check_store(wait).await?;
+        let claim = self.start(wait)?;
+        self.acquired(claim).await
+    }
+
+    /// Acquires, runs `work`, releases, and returns once the driver has finished: nothing of
+    /// ours is left in flight, whatever happened (a cleanup of late writes included).
+    pub(crate) async fn scoped<T>(
+        &self,
+        wait: Wait,
+        work: impl AsyncFnOnce(&Held<M>) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        let wait = self.check_store(wait).await?;
+        let claim = self.start(wait)?;
+        let shared = claim.shared().clone();
+        let result = match self.acquired(claim).await {
+            Ok(held) => {
+                let out = work(&held).await;
+                held.end().await.map(|outcome| (out, outcome))
+            }
+            Err(e) => Err(e),
+        };
+        M::wait(&shared, |_| false, None).await;
+        result
+    }
+
+    /// The store check, as the options say (a no-op once it has passed), within the wait's
+    /// time: returns the wait that is left.
+    pub(crate) async fn check_store(&self, wait: Wait) -> Result<Wait, Error> {
+        check_store(self.store.as_ref(), self.url.key(), &self.options, wait).await
+    }
+
+    /// Waits until every driver this locker started has finished.
+    pub(crate) async fn settle(&self) {
+        self.drivers.settle::<M>().await;
+    }
+
+    /// Continues the hold `handle` names, renewed in the background from now on.
+    pub(crate) async fn adopt_as(&self, handle: &Handle) -> Result<Held<M>, Error> {
+        self.check_handle(handle)?;
+        // The store check judges the handle's mode: a fenced hold never deletes.
+        let mut options = self.options.clone();
+        options.lock.fenced = handle.token.is_some();
+        check_store(self.store.as_ref(), self.url.key(), &options, Wait::Forever).await?;
+        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Hold))?;
+        let lock = sets3lock_proto::Config {
+            lease: handle.lease,
+            ..self.options.lock.clone()
+        };
+        Held::when_acquired(claim, self.url.clone(), &lock).await
+    }
+
+    /// Renews the hold `handle` names once, and lets go of it again: how long it is valid
+    /// for now (`None` with a zero lease).
+    pub(crate) async fn renew_handle_as(
+        &self,
+        handle: &Handle,
+    ) -> Result<Option<core::time::Duration>, Error> {
+        let held = self.adopt_as(handle).await?;
+        let valid = held.remaining_validity();
+        held.let_go().await?;
+        Ok(valid)
+    }
+
+    /// Releases the hold `handle` names.
+    pub(crate) async fn release_handle_as(&self, handle: &Handle) -> Result<ReleaseOutcome, Error> {
+        self.check_handle(handle)?;
+        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Release))?;
+        let shared = claim.shared().clone();
+        let ended = |s: &crate::driver::state::Snapshot| {
+            matches!(s.standing, crate::driver::state::Standing::Ended { .. })
+        };
+        let outcome = M::wait(&shared, ended, None).await.released();
+        drop(claim);
+        outcome
+    }
+
+    fn check_handle(&self, handle: &Handle) -> Result<(), Error> {
+        if handle.url != self.url {
+            return Err(Error::HandleElsewhere {
+                handle: handle.url.to_string(),
+                locker: self.url.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts a driver acquiring the lock; dropping the claim cancels it.
+    fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
+        self.begin(Start::Acquire(wait))
+    }
+
+    /// Starts a driver doing what `start` says; dropping the claim cancels it (or releases).
+    fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
+        let mut engine = Engine::starting(
+            self.store.clone(),
+            self.url.clone(),
+            &self.options,
+            start,
+            self.requests.clone(),
+            None,
+        )?;
+        engine.remember_tokens(self.tokens.clone());
+        let shared = engine.shared().clone();
+        M::spawn(driver::<M>(engine))?;
+        self.drivers.track(shared.clone());
+        Ok(Claim::new(shared))
+    }
+
+    /// The acquisition's outcome: a handle, or why not.
+    async fn acquired(&self, claim: Claim<M>) -> Result<Held<M>, Error> {
+        let url = self.url.clone();
+        Held::when_acquired(claim, url, &self.options.lock).await
+    }
+}
+
+/// The store check for `store`'s endpoint and bucket, as `options` say (a no-op once it has
+/// passed), run beside `key`, within the wait's time: returns the wait that is left.
+pub(crate) async fn check_store(
+    store: &dyn Store,
+    key: &str,
+    options: &S3Options,
+    wait: Wait,
+) -> Result<Wait, Error> {
+    let deadline = match wait {
+        Wait::Timeout(d) => Some(Stamp::now().plus(d)),
+        Wait::No | Wait::Forever => None,
+    };
+    let sender =
+        Sender::new(store, options.request_timeout, options.observer.as_ref()).until(deadline);
+    let (how, fenced) = (&options.store_check, options.lock.fenced);
+    crate::driver::store_check::ensure(how, key, &sender, fenced).await?;
+    Ok(match deadline {
+        Some(d) => Wait::Timeout(d.since(Stamp::now())),
+        None => wait,
+    })
+}

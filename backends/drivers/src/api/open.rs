@@ -1,0 +1,31 @@
+//! The store a URL names, picked by its scheme: `s3://`, `az://` (feature `azure`) or `gs://`
+//! (feature `gcs`).
+
+use crate::driver::store::Store;
+use crate::s3::store::S3Store;
+use crate::{Error, S3Options};
+use sets3lock_proto::Scheme;
+use std::sync::Arc;
+
+/// The bucket (or container) `bucket` of the store `scheme`, reached as `options` say, through
+/// a blocking or an async HTTP client.
+pub(crate) fn open_store(
+    scheme: Scheme,
+    bucket: &str,
+    options: &S3Options,
+    blocking: bool,
+) -> Result<Arc<dyn Store>, Error> {
+    match scheme {
+        Scheme::S3 => Ok(Arc::new(S3Store::open(bucket, options, blocking)?)),
+        #[cfg(feature = "azure")]
+        Scheme::Azure => Ok(Arc::new(crate::azure::store::AzureStore::open(
+            bucket, options, blocking,
+        )?)),
+        #[cfg(feature = "gcs")]
+        Scheme::Gcs => Ok(Arc::new(crate::gcs::store::GcsStore::open(
+            bucket, options, blocking,
+        )?)),
+        #[allow(unreachable_patterns)] // with every store's feature on
+        other => Err(Error::StoreNotBuilt { scheme: other }),
+    }
+}

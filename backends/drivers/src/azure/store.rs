@@ -1,0 +1,138 @@
+//! Azure Blob Storage as a [`Store`]: one container of one account.
+
+use crate::azure::sign::{blob_url, plain, request, Auth};
+use crate::driver::http::{Reply, Settings, Transport};
+use crate::driver::server_time::{exchange_signed, ServerTime};
+use crate::driver::store::{Store, StoreId};
+use crate::{Error, Observer, S3Options};
+use base64::Engine as _;
+use core::time::Duration;
+use futures_util::future::BoxFuture;
+use http::{HeaderMap, Method};
+use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
+use url::Url;
+
+/// One container: the blob endpoint, who signs, the server's clock (`x-ms-date` must be
+/// within 15 minutes of it).
+#[derive(Debug)]
+pub(crate) struct AzureStore {
+    id: StoreId,
+    endpoint: Url,
+    container: String,
+    auth: Auth,
+    time: ServerTime,
+    transport: Transport,
+    observer: Option<Observer>,
+}
+
+impl AzureStore {
+    /// The container `name`, reached as `options.azure` says.
+    pub(crate) fn open(
+        name: &str,
+        options: &S3Options,
+        blocking: bool,
+    ) -> Result<AzureStore, Error> {
+        let azure = &options.azure;
+        let endpoint = match (&azure.endpoint, &azure.account) {
+            (Some(e), _) => e.clone(),
+            (None, Some(account)) => {
+                crate::parse_endpoint(&format!("https://{account}.blob.core.windows.net"))?
+            }
+            (None, None) => return Err(Error::MissingAzureCredentials),
+        };
+        let auth = match (&azure.key, &azure.sas, &azure.account) {
+            (Some(key), _, Some(account)) => Auth::SharedKey {
+                account: account.clone(),
+                key: base64::engine::general_purpose::STANDARD
+                    .decode(key.trim())
+                    .map_err(|_| Error::AzureKey)?,
+            },
+            (_, Some(sas), _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
+            _ => return Err(Error::MissingAzureCredentials),
+        };
+        let settings = Settings {
+            endpoint: Some(endpoint.clone()),
+            ca_bundle: None,
+            request_timeout: options.request_timeout,
+        };
+        let origin = endpoint.origin().ascii_serialization();
+        let shown = format!("{origin}{}", endpoint.path().trim_end_matches('/'));
+        Ok(AzureStore {
+            id: StoreId::new(Scheme::Azure, &shown, name),
+            endpoint,
+            container: name.to_owned(),
+            auth,
+            time: ServerTime::default(),
+            transport: Transport::new(blocking, &settings)?,
+            observer: options.observer.clone(),
+        })
+    }
+
+    /// Signs (with `sign`, at the server's time), sends, and reads the reply with Azure's
+    /// table.
+    async fn exchange(
+        &self,
+        kind: IntentKind,
+        limit: Duration,
+        sign: impl Fn(&jiff::Timestamp) -> crate::HttpRequest,
+    ) -> Response {
+        let read = |r: &Reply| sets3lock_proto::azure::classify(kind, r.status, &r.headers, &r.body);
+        let sign = |time: &jiff::Timestamp| Ok(sign(time));
+        let observer = self.observer.as_ref();
+        match exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await {
+            Ok((_, response)) => response,
+            Err(no_reply) => self.explained(no_reply),
+        }
+    }
+
+    /// A host that does not resolve is most often a misspelt account name: say so.
+    fn explained(&self, no_reply: Response) -> Response {
+        match no_reply {
+            Response::Ambiguous(Ambiguity::NotSent { detail }) if detail.contains("dns error") => {
+                let host = self.endpoint.host_str().unwrap_or("the endpoint");
+                Response::Ambiguous(Ambiguity::NotSent {
+                    detail: format!(
+                        "{host} does not resolve: check the account name (AZURE_STORAGE_ACCOUNT, or AccountName in the connection string) or the endpoint ({detail})"
+                    ),
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+impl Store for AzureStore {
+    fn send<'a>(
+        &'a self,
+        key: &'a str,
+        intent: &'a Intent,
+        limit: Duration,
+    ) -> BoxFuture<'a, Response> {
+        Box::pin(async move {
+            let url = blob_url(&self.endpoint, &self.container, key);
+            let sign = |time: &jiff::Timestamp| request(&url, &self.auth, intent, time);
+            self.exchange(intent.kind(), limit, sign).await
+        })
+    }
+
+    fn discard<'a>(&'a self, key: &'a str, limit: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let url = blob_url(&self.endpoint, &self.container, key);
+            let sign = |time: &jiff::Timestamp| {
+                plain(
+                    Method::DELETE,
+                    &url,
+                    &self.auth,
+                    HeaderMap::new(),
+                    bytes::Bytes::new(),
+                    time,
+                )
+            };
+            let _ = self.exchange(IntentKind::DeleteIfMatch, limit, sign).await;
+        })
+    }
+
+    fn id(&self) -> &StoreId {
+        &self.id
+    }
+}

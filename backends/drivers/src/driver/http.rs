@@ -1,0 +1,381 @@
+//! The HTTP transport every store sends through: one pooled reqwest client (async, or blocking
+//! for the blocking mode), no redirects, no retries, each request within its own time limit.
+//!
+//! Whatever happens becomes a [`Reply`] or the core's `Response` for no reply: a timeout or a
+//! broken connection is `Response::Ambiguous` (never a success, never retried here), a
+//! connection that could not be made `Ambiguity::NotSent`. What a reply *means* is the store's
+//! business (its reply table), not this module's.
+
+use crate::driver::clock::Stamp;
+use crate::Error;
+use bytes::Bytes;
+use core::time::Duration;
+use http::{HeaderMap, Method};
+use sets3lock_proto::{Ambiguity, Response};
+use url::Url;
+
+/// One HTTP request, ready to send. Its `Debug` shows neither the URL's query (a presigned
+/// signature, a SAS) nor the `Authorization` header: both are credentials.
+#[derive(Clone)]
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// The URL (for S3, presigned: the signature is in the query).
+    pub url: Url,
+    /// The headers: every signed one, with the value that was signed, and Content-Length.
+    pub headers: HeaderMap,
+    /// The body (empty but for writes).
+    pub body: Bytes,
+}
+
+/// The most body we read: a lock record is a few hundred bytes; anything larger is someone
+/// else's object and is described, not parsed.
+const MAX_BODY: usize = 64 * 1024;
+
+fn no_reply(e: reqwest::Error) -> Response {
+    // A connection that could not be made (refused, unreachable, timed out, a failed TLS
+    // handshake) sent nothing: the write it carried is certainly not applied.
+    let sent = !e.is_connect();
+    if sent && e.is_timeout() {
+        return Response::Ambiguous(Ambiguity::Timeout);
+    }
+    // Include the sources: reqwest's own message is often just "error sending request".
+    // Without the URL: its query is the presigned signature, a credential until it expires.
+    let e = e.without_url();
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    Response::Ambiguous(if sent {
+        Ambiguity::Connection { detail }
+    } else {
+        Ambiguity::NotSent { detail }
+    })
+}
+
+impl core::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut url = self.url.clone();
+        if url.query().is_some() {
+            url.set_query(Some("…"));
+        }
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| match n == http::header::AUTHORIZATION {
+                true => (n.as_str(), "…"),
+                false => (n.as_str(), v.to_str().unwrap_or("?")),
+            })
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &url.as_str())
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+/// How the requests of one store go out: an async client (tokio mode, and the hub of a
+/// [`Locks`](crate::Locks)) or a blocking one (the blocking mode, whose "futures" do their
+/// waiting inside `poll`).
+#[derive(Clone, Debug)]
+pub(crate) enum Transport {
+    /// reqwest's async client.
+    Async(reqwest::Client),
+    /// reqwest's blocking client.
+    Blocking(reqwest::blocking::Client),
+}
+
+/// What a transport's client is built from.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Settings {
+    /// The store's endpoint, when it is not the store's public one: a plain-`http` one reads
+    /// no certificates.
+    pub(crate) endpoint: Option<Url>,
+    /// A PEM file of the only CA certificates to trust (`AWS_CA_BUNDLE`).
+    pub(crate) ca_bundle: Option<std::path::PathBuf>,
+    /// How long one request may take (a connection gets at most 10 s of it).
+    pub(crate) request_timeout: Duration,
+}
+
+impl Transport {
+    /// A client for these settings that never retries or redirects: blocking or async.
+    pub(crate) fn new(blocking: bool, settings: &Settings) -> Result<Transport, Error> {
+        let connect = settings.request_timeout.min(Duration::from_secs(10));
+        let roots = roots(settings)?;
+        if blocking {
+            let builder = reqwest::blocking::Client::builder()
+                .timeout(None) // each request sets its own
+                .connect_timeout(connect)
+                .redirect(reqwest::redirect::Policy::none())
+                .retry(reqwest::retry::never());
+            let builder = match roots {
+                Roots::NotNeeded => builder.tls_certs_only([]),
+                Roots::Bundle(certs) => builder.tls_certs_only(certs),
+                Roots::System => builder,
+            };
+            builder
+                .build()
+                .map(Transport::Blocking)
+                .map_err(Error::HttpClient)
+        } else {
+            let builder = reqwest::Client::builder()
+                .connect_timeout(connect)
+                .redirect(reqwest::redirect::Policy::none())
+                .retry(reqwest::retry::never());
+            let builder = match roots {
+                Roots::NotNeeded => builder.tls_certs_only([]),
+                Roots::Bundle(certs) => builder.tls_certs_only(certs),
+                Roots::System => builder,
+            };
+            builder
+                .build()
+                .map(Transport::Async)
+                .map_err(Error::HttpClient)
+        }
+    }
+
+    /// Pauses for `d` (a store's own pacing, such as GCS's after a 429), the way this
+    /// transport's requests wait.
+    #[cfg_attr(not(feature = "gcs"), allow(dead_code))]
+    pub(crate) async fn pause(&self, d: Duration) {
+        match self {
+            Transport::Async(_) => tokio::time::sleep(d).await,
+            Transport::Blocking(_) => std::thread::sleep(d),
+        }
+    }
+
+    /// Sends one request, within `timeout`: the reply, or the response that stands for no
+    /// reply.
+    pub(crate) async fn exchange(
+        &self,
+        request: HttpRequest,
+        timeout: Duration,
+    ) -> Result<Reply, Response> {
+        match self {
+            Transport::Async(http) => exchange_async(http, request, timeout).await,
+            Transport::Blocking(http) => exchange_blocking(http, request, timeout),
+        }
+    }
+}
+
+/// The certificates a client trusts.
+enum Roots {
+    /// A plain-HTTP endpoint: no certificate is read or parsed (that costs more than the
+    /// two requests of a lock on loopback).
+    NotNeeded,
+    /// Only these: `AWS_CA_BUNDLE`, the AWS convention for a private CA.
+    Bundle(Vec<reqwest::Certificate>),
+    /// The system's store (which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+    System,
+}
+
+fn roots(options: &Settings) -> Result<Roots, Error> {
+    if options
+        .endpoint
+        .as_ref()
+        .is_some_and(|e| e.scheme() == "http")
+    {
+        return Ok(Roots::NotNeeded);
+    }
+    let Some(path) = &options.ca_bundle else {
+        return Ok(Roots::System);
+    };
+    let bad = |reason: String| Error::CaBundle {
+        path: path.clone(),
+        reason,
+    };
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    Ok(Roots::Bundle(certs))
+}
+
+/// A reply as it came: status, headers and the body (cut at `MAX_BODY`).
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: http::StatusCode,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Async: sends one request, within `timeout`; the reply, or the response that stands for
+/// no reply.
+async fn exchange_async(
+    http: &reqwest::Client,
+    request: HttpRequest,
+    timeout: Duration,
+) -> Result<Reply, Response> {
+    let sent = http
+        .request(request.method, request.url)
+        .headers(request.headers)
+        .body(request.body)
+        .timeout(timeout)
+        .send()
+        .await;
+    let mut reply = sent.map_err(no_reply)?;
+    let status = reply.status();
+    let headers = reply.headers().clone();
+    let mut body = Vec::new();
+    while let Some(chunk) = reply.chunk().await.map_err(no_reply)? {
+        let room = MAX_BODY.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_BODY {
+            break;
+        }
+    }
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Blocking: the same.
+fn exchange_blocking(
+    http: &reqwest::blocking::Client,
+    request: HttpRequest,
+    timeout: Duration,
+) -> Result<Reply, Response> {
+    use std::io::Read;
+    let sent = http
+        .request(request.method, request.url)
+        .headers(request.headers)
+        .body(request.body)
+        .timeout(timeout)
+        .send();
+    let reply = sent.map_err(no_reply)?;
+    let status = reply.status();
+    let headers = reply.headers().clone();
+    let mut body = Vec::new();
+    reply
+        .take(MAX_BODY as u64)
+        .read_to_end(&mut body)
+        .map_err(|e| {
+            Response::Ambiguous(Ambiguity::Connection {
+                detail: e.to_string(),
+            })
+        })?;
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The least time a request is given, even at the deadline: a write sent then may land, and
+/// its reply says whether we hold the lock.
+pub(crate) const LAST_REQUEST: Duration = Duration::from_secs(1);
+
+/// How long a request may take: `timeout`, but ending at `deadline` (if any), though never
+/// less than [`LAST_REQUEST`].
+pub(crate) fn time_limit(timeout: Duration, deadline: Option<Stamp>) -> Duration {
+    match deadline {
+        Some(d) => d
+            .since(Stamp::now())
+            .clamp(LAST_REQUEST.min(timeout), timeout),
+        None => timeout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_ends_at_the_deadline_but_gets_a_second_at_least() {
+        let t = Duration::from_secs(20);
+        assert_eq!(time_limit(t, None), t);
+        let soon = Stamp::now().plus(Duration::from_secs(5));
+        let limit = time_limit(t, Some(soon));
+        assert!(
+            limit <= Duration::from_secs(5) && limit > Duration::from_secs(4),
+            "{limit:?}"
+        );
+        assert_eq!(time_limit(t, Some(Stamp::now())), LAST_REQUEST);
+        // Never more than the request timeout, even if that is under a second.
+        let short = Duration::from_millis(300);
+        assert_eq!(time_limit(short, Some(Stamp::now())), short);
+        assert_eq!(time_limit(short, Some(soon)), short);
+    }
+
+    #[test]
+    fn a_connection_that_cannot_be_made_sent_nothing() {
+        // A port with nobody listening: connection refused, before a byte is written.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let http = reqwest::blocking::Client::builder()
+            .tls_certs_only([])
+            .build()
+            .expect("client");
+        let request = HttpRequest {
+            method: http::Method::PUT,
+            url: url::Url::parse(&format!("http://127.0.0.1:{port}/b/k")).expect("url"),
+            headers: http::HeaderMap::new(),
+            body: bytes::Bytes::from_static(b"{}"),
+        };
+        let got = exchange_blocking(&http, request, Duration::from_secs(5));
+        assert!(
+            matches!(&got, Err(Response::Ambiguous(a)) if !a.may_have_landed()),
+            "{got:?}"
+        );
+        let text = format!("{got:?}");
+        assert!(!text.contains("127.0.0.1"), "no URL in the detail: {text}");
+    }
+
+    #[test]
+    fn a_plain_http_endpoint_reads_no_certificates_and_a_bad_bundle_is_named() {
+        let http_endpoint = Settings {
+            endpoint: Some(url::Url::parse("http://127.0.0.1:9000").expect("url")),
+            ca_bundle: Some("/nonexistent/bundle.pem".into()),
+            ..Settings::default()
+        };
+        assert!(matches!(roots(&http_endpoint), Ok(Roots::NotNeeded)));
+        let aws = Settings::default();
+        assert!(matches!(roots(&aws), Ok(Roots::System)));
+        let missing = Settings {
+            ca_bundle: Some("/nonexistent/bundle.pem".into()),
+            ..Settings::default()
+        };
+        let e = roots(&missing).err().expect("refused").to_string();
+        assert!(
+            e.contains("/nonexistent/bundle.pem") && e.contains("AWS_CA_BUNDLE"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("sets3lock-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let e = roots(&Settings {
+            ca_bundle: Some(empty),
+            ..Settings::default()
+        })
+        .err()
+        .expect("refused")
+        .to_string();
+        assert!(e.contains("no PEM certificate"), "{e}");
+        let good = dir.join("ca.pem");
+        std::fs::write(&good, TEST_CA).expect("write");
+        let r = roots(&Settings {
+            ca_bundle: Some(good),
+            ..Settings::default()
+        });
+        assert!(
+            matches!(&r, Ok(Roots::Bundle(c)) if c.len() == 1),
+            "{:?}",
+            r.err()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A self-signed CA certificate (`openssl req -x509 -newkey ec ...`), for the bundle test.
+    const TEST_CA: &str = include_str!("../../tests/support/test-ca.pem");
+}

@@ -1,0 +1,242 @@
+//! What can go wrong when locking on real S3, each with what to do about it.
+
+use sets3lock_proto::{ETag, Event, Holder, LostReason};
+
+/// Why opening, acquiring or releasing a lock failed.
+///
+/// ```
+/// let e = sets3lock::Error::MissingCredentials;
+/// assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The `s3://bucket/key` URL is malformed.
+    #[error(transparent)]
+    Url(#[from] sets3lock_proto::UrlError),
+    /// No credentials were found.
+    #[error("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)")]
+    MissingCredentials,
+    /// The endpoint URL is unusable.
+    #[error("invalid endpoint {endpoint:?}: {reason}; write it as http(s)://host[:port], for example http://127.0.0.1:8333")]
+    InvalidEndpoint {
+        /// The endpoint given.
+        endpoint: String,
+        /// What is wrong with it.
+        #[source]
+        reason: EndpointError,
+    },
+    /// A named profile cannot be used.
+    #[error("AWS profile {profile:?}: {reason}")]
+    Profile {
+        /// The profile name.
+        profile: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The lock settings are unusable.
+    #[error(transparent)]
+    Config(#[from] sets3lock_proto::ConfigError),
+    /// The HTTP client could not be built (its TLS setup failed).
+    #[error("could not set up the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// The CA bundle named by `AWS_CA_BUNDLE` (`S3Options::ca_bundle`) cannot be used.
+    #[error("the CA bundle {path:?} (AWS_CA_BUNDLE) cannot be used: {reason}; point AWS_CA_BUNDLE at a PEM file of the CA certificates to trust, or unset it to use the system's")]
+    CaBundle {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The operating system's random source failed; owner ids are drawn from it, and a lock
+    /// must not run without them.
+    #[error("the operating system's random source failed ({0}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]
+    NoRandomness(getrandom::Error),
+    /// A background thread could not be started.
+    #[error("could not start the {name} thread ({source}): the process may be at its thread or memory limit")]
+    Thread {
+        /// Which thread.
+        name: &'static str,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The async driver was used outside a tokio runtime.
+    #[error("the async driver needs a tokio runtime (with its time driver): call it from within one, or use the blocking driver")]
+    NoRuntime,
+    /// S3 refused a request for good, or the endpoint kept failing.
+    #[error(transparent)]
+    S3(#[from] sets3lock_proto::Error),
+    /// Try-once acquisition: someone holds the lock.
+    #[error("the lock is held by {holder}")]
+    Busy {
+        /// Who.
+        holder: Box<Holder>,
+        /// The lock object's ETag (what `sets3lock unlock --etag` needs).
+        etag: ETag,
+    },
+    /// The wait for the lock ran out.
+    #[error("timed out waiting for the lock{}", held_by(.holder))]
+    TimedOut {
+        /// The last holder seen.
+        holder: Option<Box<Holder>>,
+    },
+    /// Try-once on a semaphore: every slot is held.
+    #[error("all {slots} slots are held")]
+    AllSlotsBusy {
+        /// How many slots the semaphore has.
+        slots: u32,
+    },
+    /// A semaphore was given no slots, or more than [`MAX_SLOTS`](crate::MAX_SLOTS).
+    #[error("a semaphore of {slots} slots: give 1 to {} slots", crate::MAX_SLOTS)]
+    Slots {
+        /// The number given.
+        slots: u32,
+    },
+    /// A watcher reported what this driver does not expect first.
+    #[error("the watcher reported {0} first: use the sets3lock release that matches sets3lock")]
+    UnknownWatchEvent(String),
+    /// The acquisition was cancelled.
+    #[error("the acquisition was cancelled")]
+    Cancelled,
+    /// The hold was lost (taken over or deleted) before the release.
+    #[error("the lock was already lost: {}", lost_how(.0))]
+    AlreadyLost(Box<LostReason>),
+    /// The hold expired (its lease ran out before a renewal got through) before the release.
+    #[error("the lock was already expired (its lease ran out before a renewal got through)")]
+    AlreadyExpired,
+    /// The core reported an outcome this driver does not know: the operation failed.
+    #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock release that matches sets3lock")]
+    UnknownEvent(Box<Event>),
+    /// The credential source had nothing to sign with.
+    #[error("no credentials to sign with: {reason}")]
+    Credentials {
+        /// What the credential source said.
+        reason: String,
+    },
+    /// The store check found a store that ignores a condition header (a lock there protects
+    /// nothing), or refuses `If-Match` on its own ETags, or gives different bodies one ETag.
+    #[error("the store at {endpoint} (bucket {bucket}) {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
+    StoreIgnoresConditions {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+        /// What it does wrong, and how that showed.
+        what: &'static str,
+    },
+    /// The store check found that `DELETE If-Match` cannot be trusted, and the lock is in
+    /// presence mode (which releases with it).
+    #[error("the store at {endpoint} (bucket {bucket}) {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
+    ConditionalDeleteUnsafe {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+        /// What its `DELETE If-Match` does.
+        conditional_delete: sets3lock_proto::ConditionalDelete,
+    },
+    /// The endpoint is Google Cloud Storage's S3-compatible (XML) API, which accepts
+    /// `If-None-Match` and `If-Match` and ignores them.
+    #[error("storage.googleapis.com's S3-compatible API ignores If-None-Match and If-Match (a second create returns 200 and overwrites): a lock there protects nothing; use a gs://BUCKET/KEY URL, which speaks GCS's own generation preconditions")]
+    GcsIgnoresConditions,
+    /// An `az://` lock, and no Azure account or credentials.
+    #[error("no Azure storage credentials: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
+    MissingAzureCredentials,
+    /// The Azure account key is not base64.
+    #[error("the Azure account key (AZURE_STORAGE_KEY, or AccountKey in the connection string) is not base64: copy it whole from the portal or `az storage account keys list`")]
+    AzureKey,
+    /// `AZURE_STORAGE_CONNECTION_STRING` cannot be read.
+    #[error("AZURE_STORAGE_CONNECTION_STRING cannot be used: {reason}; write it as AccountName=NAME;AccountKey=KEY (or UseDevelopmentStorage=true for Azurite)")]
+    AzureConnectionString {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The service account key file (`GOOGLE_APPLICATION_CREDENTIALS`) cannot be used.
+    #[error("the Google credentials file {path:?} (GOOGLE_APPLICATION_CREDENTIALS) cannot be used: {reason}")]
+    GcsCredentials {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The URL names a store this build of the library does not include.
+    #[error("{scheme}:// URLs need the sets3lock feature {}: build with --features {}", feature_of(*.scheme), feature_of(*.scheme))]
+    StoreNotBuilt {
+        /// The store named.
+        scheme: sets3lock_proto::Scheme,
+    },
+    /// The hold a handle names has ended (taken over, gone, released, or past its lease):
+    /// there is nothing to continue, and nothing was written.
+    #[error("the hold this handle names has ended: {0}")]
+    HoldEnded(Box<sets3lock_proto::HoldEnded>),
+    /// [`Locker::adopt`](crate::tokio::Locker::adopt) (or a release from a handle) of a hold
+    /// with lease 0 whose record is not parked: a process may still be running under it, and
+    /// it never renews, so it would never learn of us. Nothing was written.
+    #[error("a process may still run under this hold ({holder}), and with lease 0 it would never learn of another: left to it; once you know it has stopped, `sets3lock unlock URL --etag {etag}` removes it")]
+    HoldInUse {
+        /// The hold's record.
+        holder: Box<Holder>,
+        /// The lock object's ETag.
+        etag: ETag,
+    },
+    /// A handle was given to a locker of another lock.
+    #[error("the handle names the lock {handle}, not {locker}: use a locker for the handle's URL")]
+    HandleElsewhere {
+        /// The handle's lock.
+        handle: String,
+        /// The locker's lock.
+        locker: String,
+    },
+    /// The background driver stopped (its runtime shut down, or it panicked).
+    #[error("the lock's background driver stopped; the lock expires after its lease")]
+    DriverGone,
+}
+
+fn feature_of(scheme: sets3lock_proto::Scheme) -> &'static str {
+    match scheme {
+        sets3lock_proto::Scheme::Azure => "azure",
+        sets3lock_proto::Scheme::Gcs => "gcs",
+        _ => "for it",
+    }
+}
+
+fn held_by(holder: &Option<Box<Holder>>) -> String {
+    match holder {
+        Some(h) => format!(" held by {h}"),
+        None => String::new(),
+    }
+}
+
+fn lost_how(reason: &LostReason) -> &'static str {
+    match reason {
+        LostReason::Deleted => "the lock object was deleted",
+        LostReason::Overwritten { .. } => "the lock object was overwritten",
+    }
+}
+
+/// What is wrong with an endpoint URL.
+///
+/// ```
+/// let e = sets3lock::parse_endpoint("ftp://127.0.0.1").unwrap_err();
+/// assert!(e.to_string().contains("http or https"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// It is not a URL.
+    #[error(transparent)]
+    Parse(#[from] url::ParseError),
+    /// Its scheme is not http or https.
+    #[error("the scheme must be http or https")]
+    Scheme,
+    /// It names no host.
+    #[error("it has no host")]
+    NoHost,
+    /// It has a query or a fragment.
+    #[error("it must not have a query or a fragment")]
+    QueryOrFragment,
+    /// rusty-s3 cannot address a bucket on it.
+    #[error(transparent)]
+    Bucket(#[from] rusty_s3::BucketError),
+}

@@ -1,0 +1,334 @@
+//! The async driver: each lock is driven by a tokio task; the handle's methods are async.
+//!
+//! The task runs on the runtime that called `acquire` and ends by itself once nothing of
+//! ours is left in flight. It ends early only if that runtime shuts down first: then a hold
+//! the task was still renewing or releasing is left to expire after its lease, like a crashed
+//! holder's. [`Locker::with_lock`] never leaves work behind; after dropping a handle or an
+//! acquisition instead, await [`Locker::shutdown`] before the runtime ends.
+
+use crate::driver::clock::{nap_until, Stamp};
+use crate::driver::mode::{sealed::Waiting, Mode};
+use crate::driver::state::{Shared, Snapshot};
+use crate::{Error, Loss};
+use core::future::Future;
+use core::time::Duration;
+use sets3lock_proto::{ReleaseOutcome, Wait};
+
+/// The async mode: a tokio task drives the lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Tokio;
+
+impl Mode for Tokio {}
+
+impl Waiting for Tokio {
+    const BLOCKING: bool = false;
+
+    async fn wait(
+        shared: &Shared,
+        done: impl Fn(&Snapshot) -> bool + Send,
+        deadline: Option<Stamp>,
+    ) -> Snapshot {
+        loop {
+            // Registered before reading, so that a change in between still wakes us.
+            let notified = shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let seen = shared.get();
+            if done(&seen) || seen.finished {
+                return seen;
+            }
+            match deadline {
+                None => notified.await,
+                Some(d) => {
+                    if Stamp::now() >= d {
+                        return seen;
+                    }
+                    // At most a second at a time (see `clock`).
+                    let _ = tokio::time::timeout(nap_until(d), notified).await;
+                }
+            }
+        }
+    }
+
+    async fn sleep_until(deadline: Stamp) {
+        loop {
+            // At most a second at a time (see `clock`).
+            let nap = nap_until(deadline);
+            if nap.is_zero() {
+                return;
+            }
+            tokio::time::sleep(nap).await;
+        }
+    }
+
+    fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        // Not joined: the task ends by itself (see the module docs).
+        drop(runtime.spawn(driver));
+        Ok(())
+    }
+
+    fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        Tokio::spawn(hub)
+    }
+
+    fn dropped(_: &Shared) {
+        // The release goes on in the task: a drop cannot wait in async code.
+    }
+}
+
+/// Opens locks on S3 from async code.
+///
+/// [`with_lock`](Locker::with_lock) is the simple, complete use: it acquires, runs the
+/// critical section, releases, and returns once nothing of ours is left in flight.
+///
+/// ```no_run
+/// use sets3lock::{tokio::Locker, Wait};
+/// # async fn run() -> Result<(), sets3lock::Error> {
+/// let locker = Locker::from_env("s3://my-bucket/locks/nightly")?;
+/// let wait = Wait::Timeout(std::time::Duration::from_secs(60));
+/// let ((), outcome) = locker // outcome: Deleted, TakenOver or AlreadyGone
+///     .with_lock(wait, async |held| {
+///         tokio::select! {
+///             _ = async { /* the critical section */ } => {}
+///             loss = held.lost() => eprintln!("lock lost ({loss:?}): stopping"),
+///         }
+///     })
+///     .await?;
+/// # Ok(()) }
+/// ```
+pub type Locker = crate::Locker<Tokio>;
+
+/// A held lock. Renewed in the background; released by [`release`](crate::Held::release),
+/// or on drop: then the task releases it in the background, without a report, as long as
+/// the runtime runs (see the [module docs](self)).
+pub type Held = crate::Held<Tokio>;
+
+impl crate::Locker<Tokio> {
+    /// Acquires the lock. The returned handle renews the lease in the background until it is
+    /// released or dropped. Dropping this future while it waits cancels the acquisition (and
+    /// the task removes any write of ours that lands).
+    pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        self.acquire_as(wait).await
+    }
+
+    /// Continues the hold `handle` names ([`Held::handle`](crate::Held::handle), or
+    /// `sets3lock acquire`'s output), in this process: reads the record, renews it with
+    /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
+    /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
+    /// taken over, deleted, released, or is older than its lease by the store's clock; with
+    /// [`Error::HandleElsewhere`] if the handle names another lock; with
+    /// [`Error::HoldInUse`] if the hold has lease 0 and its record is not parked (a process
+    /// running under it would never learn of us), or if this adoption would write lease 0
+    /// over an unparked record with a lease.
+    ///
+    /// If two processes continue one hold with a lease at once, the last to adopt it keeps
+    /// it: the other learns it lost the lock at its next renewal ([`Loss::Lost`]).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), sets3lock::Error> {
+    /// use sets3lock::tokio::Locker;
+    /// let handle: sets3lock::proto::Handle = std::env::var("SETS3LOCK_HANDLE").unwrap_or_default()
+    ///     .parse().expect("a handle from `sets3lock acquire`");
+    /// let locker = Locker::from_env(&handle.url.to_string())?;
+    /// let held = locker.adopt(&handle).await?;
+    /// // ... work under the lock; it is renewed meanwhile ...
+    /// held.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn adopt(&self, handle: &sets3lock_proto::Handle) -> Result<Held, Error> {
+        self.adopt_as(handle).await
+    }
+
+    /// Renews the hold `handle` names once, and leaves it held with nobody renewing it: for
+    /// runtimes that freeze between invocations (a serverless function renews on each
+    /// invocation). Returns how long the hold is valid now, by this process's clock (`None`
+    /// with a zero lease); errors as [`adopt`](Self::adopt).
+    pub async fn renew_handle(
+        &self,
+        handle: &sets3lock_proto::Handle,
+    ) -> Result<Option<Duration>, Error> {
+        self.renew_handle_as(handle).await
+    }
+
+    /// Releases the hold `handle` names, and reports what it found, as
+    /// [`Held::release`](crate::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
+    /// still ours but older than its lease. Errors as [`adopt`](Self::adopt).
+    pub async fn release_handle(
+        &self,
+        handle: &sets3lock_proto::Handle,
+    ) -> Result<ReleaseOutcome, Error> {
+        self.release_handle_as(handle).await
+    }
+
+    /// Acquires the lock, runs `work` with the handle, releases, and returns `work`'s result
+    /// with what the release found, once the driver has finished (a cleanup of writes that
+    /// landed late included). A hold lost while `work` ran is an error
+    /// ([`Error::AlreadyLost`], [`Error::AlreadyExpired`]): `work` should watch
+    /// [`Held::lost`](crate::Held::lost).
+    pub async fn with_lock<T>(
+        &self,
+        wait: Wait,
+        work: impl AsyncFnOnce(&Held) -> T,
+    ) -> Result<(T, ReleaseOutcome), Error> {
+        self.scoped(wait, work).await
+    }
+
+    /// Waits until every driver this locker started has finished: holds released, and the
+    /// cleanups after dropped handles and acquisitions done. Needed only before the runtime
+    /// ends, and only after dropping a handle or an acquisition (or while one is held: then
+    /// it waits for that hold to end).
+    pub async fn shutdown(&self) {
+        self.settle().await;
+    }
+}
+
+impl crate::Held<Tokio> {
+    /// Resolves when the lock is lost or expires: stop relying on it then. Never resolves
+    /// while the hold is healthy.
+    pub async fn lost(&self) -> Loss {
+        loop {
+            if let Some(loss) = self.wait_loss(None).await {
+                return loss;
+            }
+        }
+    }
+
+    /// Releases the lock and reports what the conditional delete found.
+    pub async fn release(self) -> Result<ReleaseOutcome, Error> {
+        self.end().await
+    }
+
+    /// Lets go of the hold without releasing it, and returns its handle: the driver stops
+    /// renewing it, and the lock object stays with its lease running, for another process to
+    /// continue ([`Locker::adopt`]) or release ([`Locker::release_handle`]). Fails if the
+    /// hold had already ended.
+    pub async fn detach(self) -> Result<sets3lock_proto::Handle, Error> {
+        self.let_go().await
+    }
+}
+
+/// A watch on a hold's loss, from [`Held::loss_watch`](crate::Held::loss_watch).
+pub type LossWatch = crate::LossWatch<Tokio>;
+
+impl crate::LossWatch<Tokio> {
+    /// Resolves when the hold is lost, expires or ends (a release shows as
+    /// [`Loss::DriverStopped`]).
+    pub async fn lost(&self) -> Loss {
+        loop {
+            if let Some(loss) = self.wait(None).await {
+                return loss;
+            }
+        }
+    }
+}
+
+/// Watches a lock from async code: the holder now, then one event per change.
+///
+/// ```no_run
+/// use sets3lock::{tokio::Watcher, S3Options, WatchConfig, WatchEvent};
+/// # async fn run() -> Result<(), sets3lock::Error> {
+/// let mut watcher = Watcher::new("s3://my-bucket/locks/leader", S3Options::from_env()?,
+///     WatchConfig::default())?;
+/// while let Some(event) = watcher.next().await {
+///     if let WatchEvent::Changed(sighting) = event {
+///         println!("{:?}", sighting.holder());
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub type Watcher = crate::Watcher<Tokio>;
+
+impl crate::Watcher<Tokio> {
+    /// The next change (the first call: the holder now), or trouble reaching the store;
+    /// `None` once the watch has stopped on a refusal that retrying cannot fix (it was the
+    /// last event). Cancel-safe: a call dropped while a poll was on its way (a `select!` with
+    /// another branch) loses nothing; the next call sends that poll again.
+    pub async fn next(&mut self) -> Option<sets3lock_proto::WatchEvent> {
+        self.next_event().await
+    }
+}
+
+/// A semaphore from async code: at most N holders at once (see [`crate::Semaphore`]).
+///
+/// ```no_run
+/// use sets3lock::{tokio::Semaphore, S3Options, Wait};
+/// # async fn run() -> Result<(), sets3lock::Error> {
+/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, S3Options::from_env()?)?;
+/// let held = deploys.acquire(Wait::Forever).await?;
+/// println!("deploying in slot {:?}", held.slot());
+/// held.release().await?;
+/// # Ok(()) }
+/// ```
+pub type Semaphore = crate::Semaphore<Tokio>;
+
+impl crate::Semaphore<Tokio> {
+    /// Takes a slot: the handle renews it in the background until released or dropped, like a
+    /// lock's. Dropping this future while it waits cancels every slot's acquisition.
+    pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+        self.acquire_as(wait).await
+    }
+
+    /// Waits until every driver this semaphore started has finished (see
+    /// [`Locker::shutdown`](crate::Locker)).
+    pub async fn shutdown(&self) {
+        self.settle().await;
+    }
+}
+
+/// Many locks of one bucket from async code, all driven by one task (see [`crate::Locks`]).
+///
+/// ```no_run
+/// use sets3lock::{tokio::Locks, S3Options, Wait};
+/// # async fn run() -> Result<(), sets3lock::Error> {
+/// let locks = Locks::new("s3://my-bucket", S3Options::from_env()?)?;
+/// let a = locks.acquire("jobs/a", Wait::No).await?;
+/// let b = locks.acquire("jobs/b", Wait::No).await?;
+/// a.release().await?;
+/// b.release().await?;
+/// # Ok(()) }
+/// ```
+pub type Locks = crate::Locks<Tokio>;
+
+impl crate::Locks<Tokio> {
+    /// Acquires the lock at `key` of the bucket; the handle renews it until released or
+    /// dropped (then the hub releases it in the background, as long as the runtime runs).
+    pub async fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
+        self.acquire_as(key, wait).await
+    }
+
+    /// Waits until every lock started so far has finished (released, cleaned up).
+    pub async fn shutdown(&self) {
+        self.settle().await;
+    }
+}
+
+/// Leader election from async code (see [`crate::Election`]).
+///
+/// ```no_run
+/// use sets3lock::{tokio::Election, Health, S3Options, WatchConfig};
+/// # async fn run() -> Result<(), sets3lock::Error> {
+/// let election = Election::new("s3://my-bucket/leader", "10.0.0.7:8080", S3Options::from_env()?)?;
+/// let leadership = election.campaign().await?; // leading from here
+/// tokio::select! {
+///     _ = async { /* lead: and fail readiness when leadership.health() is not Renewing */ } => {}
+///     loss = leadership.lost() => eprintln!("no longer leading: {loss:?}"),
+/// }
+/// leadership.release().await?; // resign
+/// # Ok(()) }
+/// ```
+pub type Election = crate::Election<Tokio>;
+
+impl crate::Election<Tokio> {
+    /// Campaigns until elected (waits as long as it takes): the leadership, renewed in the
+    /// background until it is released (resigned) or lost.
+    pub async fn campaign(&self) -> Result<Held, Error> {
+        self.locker().acquire(Wait::Forever).await
+    }
+
+    /// The leader now (one read): [`Sighting::Held`](sets3lock::proto::Sighting), with its record
+    /// and proclaimed value, or free, or stale.
+    pub async fn leader(&self) -> Result<sets3lock_proto::Sighting, Error> {
+        self.leader_as().await
+    }
+}

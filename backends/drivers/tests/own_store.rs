@@ -1,0 +1,187 @@
+//! A store of one's own, plugged in with `Locker::with_store`: the mock in-process (no HTTP)
+//! behind the public `Store` trait, in each store's dialect, through both drivers. The whole
+//! driver stack (engine, handles, renewals, release) runs on it unchanged.
+
+use futures_util::future::BoxFuture;
+use sets3lock::proto::{Intent, LockUrl, ReleaseOutcome, Response, Scheme};
+use sets3lock_mock::{Dialect, MockS3, Semantics};
+use sets3lock::{S3Options, Store, StoreCheck, StoreId, Wait};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The mock bucket as a `Store`: each intent executed at once and read by the dialect's table.
+#[derive(Debug)]
+struct InProcess {
+    id: StoreId,
+    mock: Mutex<MockS3>,
+    sent: AtomicU64,
+}
+
+impl InProcess {
+    fn new(dialect: Dialect) -> Arc<InProcess> {
+        let mut mock = MockS3::with_semantics(Semantics {
+            dialect,
+            ..Semantics::default()
+        });
+        mock.create_bucket("bucket");
+        Arc::new(InProcess {
+            // One id per dialect: a passed store check is remembered per store.
+            id: StoreId::new(Scheme::S3, &format!("in-process-{dialect:?}"), "bucket"),
+            mock: Mutex::new(mock),
+            sent: AtomicU64::new(0),
+        })
+    }
+}
+
+impl Store for InProcess {
+    fn send<'a>(
+        &'a self,
+        key: &'a str,
+        intent: &'a Intent,
+        _: Duration,
+    ) -> BoxFuture<'a, Response> {
+        Box::pin(async move {
+            self.sent.fetch_add(1, Ordering::SeqCst);
+            let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
+            mock.execute("bucket", key, intent).classify(intent.kind())
+        })
+    }
+
+    fn discard<'a>(&'a self, key: &'a str, _: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
+            mock.force("bucket", key, None);
+        })
+    }
+
+    fn id(&self) -> &StoreId {
+        &self.id
+    }
+}
+
+fn options() -> S3Options {
+    let mut o = S3Options {
+        store_check: StoreCheck::Once,
+        ..S3Options::default()
+    };
+    o.lock.lease = Duration::from_secs(3);
+    o.lock.poll = sets3lock::proto::Backoff::new(Duration::from_millis(20), Duration::from_millis(100));
+    o
+}
+
+/// The tests of this binary one at a time: `drivers_running` counts the whole process's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
+    let _one_at_a_time = serial();
+    for dialect in [Dialect::S3, Dialect::Azure, Dialect::Gcs] {
+        let store = InProcess::new(dialect);
+        let url = LockUrl::new("bucket", "locks/own").expect("url");
+        let first =
+            sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
+                .expect("locker");
+        let second =
+            sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
+                .expect("locker");
+        let held = first.acquire(Wait::No).expect("acquire");
+        // Held by the first: the second cannot have it now.
+        assert!(
+            matches!(
+                second.acquire(Wait::No),
+                Err(sets3lock::Error::Busy { .. })
+            ),
+            "{dialect:?}"
+        );
+        // Past the lease: still held only if renewals landed in the background.
+        std::thread::sleep(Duration::from_millis(3500));
+        assert!(held.is_held(), "{dialect:?}");
+        assert_eq!(
+            held.release().expect("release"),
+            ReleaseOutcome::Deleted,
+            "{dialect:?}"
+        );
+        // Free again: the second takes it at once, through the async driver as well.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let asynchronous =
+            sets3lock::tokio::Locker::with_store(store.clone(), url, options()).expect("locker");
+        let held = rt
+            .block_on(asynchronous.acquire(Wait::No))
+            .expect("acquire (async)");
+        assert_eq!(
+            rt.block_on(held.release()).expect("release"),
+            ReleaseOutcome::Deleted,
+            "{dialect:?}"
+        );
+        rt.block_on(asynchronous.shutdown());
+        // The store check ran through the store too (its probes, then the lock's requests).
+        assert!(store.sent.load(Ordering::SeqCst) > 8, "{dialect:?}");
+    }
+}
+
+/// Waits (at most 5 s) until `drivers_running` is `n`; what it was at the end.
+fn drivers_settle_to(n: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while sets3lock::drivers_running() != n && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sets3lock::drivers_running()
+}
+
+#[test]
+fn a_loss_watch_sees_the_loss_from_another_thread_and_drivers_running_counts_each_driver() {
+    let _one_at_a_time = serial();
+    let store = InProcess::new(Dialect::S3);
+    let url = LockUrl::new("bucket", "locks/watched").expect("url");
+    let locker =
+        sets3lock::blocking::Locker::with_store(store.clone(), url, options()).expect("locker");
+    assert_eq!(
+        drivers_settle_to(0),
+        0,
+        "no driver before the first acquisition"
+    );
+    let held = locker.acquire(Wait::No).expect("acquire");
+    assert_eq!(sets3lock::drivers_running(), 1, "one driver while held");
+    let watch = held.loss_watch();
+    // Healthy: the watch times out, and says nothing is lost.
+    assert_eq!(watch.wait_lost(Some(Duration::from_millis(50))), None);
+    assert_eq!(watch.loss(), None);
+    // Waiting in another thread, while this one deletes the object behind the holder's back.
+    let waiter = {
+        let watch = watch.clone();
+        std::thread::spawn(move || watch.wait_lost(Some(Duration::from_secs(10))))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    store
+        .mock
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .force("bucket", "locks/watched", None);
+    // The deletion is seen at the next renewal (a third of the 3 s lease).
+    let seen = waiter.join().expect("waiter thread");
+    assert_eq!(
+        seen,
+        Some(sets3lock::Loss::Lost(sets3lock::proto::LostReason::Deleted)),
+        "the watch reports the deletion"
+    );
+    assert!(!held.is_held());
+    drop(held);
+    assert_eq!(drivers_settle_to(0), 0, "the driver ends with the hold");
+    // A released hold: the watch reports the driver stopped, at once.
+    let held = locker.acquire(Wait::No).expect("acquire again");
+    let watch = held.loss_watch();
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(
+        watch.wait_lost(Some(Duration::from_secs(1))),
+        Some(sets3lock::Loss::DriverStopped)
+    );
+    assert_eq!(drivers_settle_to(0), 0, "no driver after the release");
+}

@@ -1,8 +1,0 @@
-//! Azure Blob Storage (`az://container/key`, feature `azure`): the Blob REST API with its own
-//! conditional headers (`If-None-Match: *`, `If-Match`), signed with Shared Key or carried
-//! by a SAS token, `x-ms-version` pinned. Replies are read by the core's Azure reply table
-//! ([`sets3lock::azure::classify`]).
-
-pub(crate) mod options;
-pub(crate) mod sign;
-pub(crate) mod store;
