@@ -8,8 +8,8 @@ mod common;
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
 fn main() {
-    use sets3lock_proto::{Config, Instant, Lock};
     use sets3lock_mock::MockS3;
+    use sets3lock_proto::{Config, Instant, Lock};
     let _profiler = dhat::Profiler::builder().testing().build();
     let mut s3 = MockS3::new();
     s3.create_bucket("bench");

@@ -6,8 +6,8 @@
 //! `cargo bench --bench cycle`; allocations per cycle: `cargo bench --bench allocs`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use sets3lock_proto::{Config, Instant, Lock, Response, Wait};
 use sets3lock_mock::MockS3;
+use sets3lock_proto::{Config, Instant, Lock, Response, Wait};
 use std::hint::black_box;
 use std::time::Duration;
 

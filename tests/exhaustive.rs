@@ -47,12 +47,12 @@
 
 use core::time::Duration;
 use http::StatusCode;
+use sets3lock_mock::check::{self, Resource};
+use sets3lock_mock::{MissingKeyIfMatch, MockS3, Reply, Semantics, Violation};
 use sets3lock_proto::{
     Ambiguity, Backoff, Config, Event, Handle, Holder, Instant, Lock, OwnerId, Purpose, Request,
     RequestId, Response, Resume, Wait,
 };
-use sets3lock_mock::check::{self, Resource};
-use sets3lock_mock::{MissingKeyIfMatch, MockS3, Reply, Semantics, Violation};
 use stateright::{Checker, Model, Property};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

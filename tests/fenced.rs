@@ -3,11 +3,11 @@
 //! sent; a key that holds a fenced record is used in fenced mode whatever the client was
 //! configured for.
 
+use sets3lock_mock::MockS3;
 use sets3lock_proto::{
     Ambiguity, Config, Event, Fence, Holder, Instant, Intent, LockState, Purpose, ReleaseOutcome,
     Request, Response, Wait,
 };
-use sets3lock_mock::MockS3;
 
 mod scenario;
 use scenario::*;
@@ -222,7 +222,8 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
     {
         let req = c.request().unwrap();
         let reply = s3.execute(B, K, &req.intent);
-        let r = sets3lock_proto::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+        let r =
+            sets3lock_proto::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
         c.answer(&req, r);
     }
     let claim = c.request().unwrap();

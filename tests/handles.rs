@@ -16,7 +16,11 @@ fn url() -> sets3lock_proto::LockUrl {
 }
 
 /// Acquires with `cfg` and lets go at once: the hold's handle.
-fn acquired_and_detached(cfg: sets3lock_proto::Config, s3: &mut MockS3, seed: u8) -> (Handle, Process) {
+fn acquired_and_detached(
+    cfg: sets3lock_proto::Config,
+    s3: &mut MockS3,
+    seed: u8,
+) -> (Handle, Process) {
     let mut a = Process::new(cfg, seed);
     a.lock.acquire(a.now, EPOCH_MS, Wait::No).expect("idle");
     let until = a.now;

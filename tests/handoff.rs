@@ -12,11 +12,11 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
+use sets3lock_mock::MockS3;
 use sets3lock_proto::{
     Ambiguity, Config, Event, Handle, Instant, Lock, LockUrl, NotAcquired, Request, Response,
     Resume, Wait,
 };
-use sets3lock_mock::MockS3;
 
 const B: &str = "bucket";
 const K: &str = "lock";

@@ -182,8 +182,9 @@ fn a_foreign_holder_found_after_a_lost_delete_reply_is_our_release_only_within_o
     assert_eq!(within, ReleaseOutcome::Deleted);
     // From the very end of validity on, a takeover is possible: say so.
     // (The hold was acquired at zero and never renewed.)
-    let at_the_end =
-        release_outcome_after_a_lost_reply(|_| sets3lock_proto::Instant::ZERO + config().validity());
+    let at_the_end = release_outcome_after_a_lost_reply(|_| {
+        sets3lock_proto::Instant::ZERO + config().validity()
+    });
     assert_eq!(at_the_end, ReleaseOutcome::TakenOver);
 }
 

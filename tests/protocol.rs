@@ -2,11 +2,11 @@
 
 use bytes::Bytes;
 use core::time::Duration;
+use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 use sets3lock_proto::{
     classify, Ambiguity, Config, Event, Holder, Instant, Intent, LostReason, NotAcquired, Purpose,
     Record, ReleaseOutcome, Response, Wait,
 };
-use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
 
 mod scenario;
 use scenario::*;

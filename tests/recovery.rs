@@ -2,7 +2,9 @@
 //! a busy core refusing a second acquisition, a release that needs a retry, what a release
 //! whose reply was lost reports, and the cleanup of an unanswered create after a cancel.
 
-use sets3lock_proto::{Ambiguity, CommandError, Event, Purpose, ReleaseOutcome, Response, Setback, Wait};
+use sets3lock_proto::{
+    Ambiguity, CommandError, Event, Purpose, ReleaseOutcome, Response, Setback, Wait,
+};
 
 mod scenario;
 use scenario::*;

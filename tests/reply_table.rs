@@ -337,7 +337,8 @@ fn an_error_document_is_read_up_to_16_kib_exactly() {
 #[test]
 fn error_codes_are_letters_digits_and_dots_of_at_most_64_characters() {
     let code = |c: &str| {
-        sets3lock_proto::S3ErrorBody::parse(format!("<Error><Code>{c}</Code></Error>").as_bytes()).code
+        sets3lock_proto::S3ErrorBody::parse(format!("<Error><Code>{c}</Code></Error>").as_bytes())
+            .code
     };
     assert_eq!(code("A.B9").as_deref(), Some("A.B9"));
     assert_eq!(code("a b"), None);
@@ -346,8 +347,10 @@ fn error_codes_are_letters_digits_and_dots_of_at_most_64_characters() {
     let long = "C".repeat(70);
     assert_eq!(code(&long).map(|c| c.len()), Some(64));
     let message = |m: &str| {
-        sets3lock_proto::S3ErrorBody::parse(format!("<Error><Message>{m}</Message></Error>").as_bytes())
-            .message
+        sets3lock_proto::S3ErrorBody::parse(
+            format!("<Error><Message>{m}</Message></Error>").as_bytes(),
+        )
+        .message
     };
     assert_eq!(message(" a &amp; b ").as_deref(), Some("a & b"));
     assert_eq!(message(&"m".repeat(400)).map(|m| m.len()), Some(300));

@@ -347,8 +347,8 @@ fn a_missing_container_says_how_to_create_it() {
 
 #[test]
 fn the_mocks_azure_replies_mean_what_azures_do() {
-    use sets3lock_proto::Intent;
     use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Semantics};
+    use sets3lock_proto::Intent;
     for missing_key_if_match in [
         MissingKeyIfMatch::NotFound,
         MissingKeyIfMatch::PreconditionFailed,

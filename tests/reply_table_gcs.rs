@@ -312,8 +312,8 @@ fn the_rate_limit_is_never_a_refusal_nor_a_success() {
 
 #[test]
 fn the_mocks_gcs_replies_mean_what_gcss_do() {
-    use sets3lock_proto::{ConditionalDelete, Intent};
     use sets3lock_mock::{Dialect, MockS3, Semantics};
+    use sets3lock_proto::{ConditionalDelete, Intent};
     let mut gs = MockS3::with_semantics(Semantics {
         dialect: Dialect::Gcs,
         ..Semantics::default()

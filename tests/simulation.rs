@@ -6,11 +6,11 @@
 use core::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
-use sets3lock_proto::{ConditionalDelete, ReleaseOutcome, Resume, Wait};
 use sets3lock_mock::{
     Dialect, Exit, Fault, MissingKeyIfMatch, ProcessPlan, Round, Sim, SimConfig, Start, Tamper,
     Violation,
 };
+use sets3lock_proto::{ConditionalDelete, ReleaseOutcome, Resume, Wait};
 
 const DRIFT_BOUND_PPM: i32 = 10_000;
 /// The store's clock at real time zero, in schedules with one (Unix milliseconds).

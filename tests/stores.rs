@@ -7,8 +7,8 @@ mod scenario;
 
 use core::time::Duration;
 use scenario::*;
-use sets3lock_proto::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
 use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Reply, Semantics};
+use sets3lock_proto::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
 
 /// The stores: S3, Azure, Azurite (412 for If-Match on a missing blob), GCS, and
 /// fake-gcs-server (a DELETE that ignores its condition, reads never 304).
@@ -151,12 +151,16 @@ fn a_burst_of_429s_while_renewing_never_loses_a_valid_lock_on_gcs() {
         );
         reply.classify(sets3lock_proto::IntentKind::PutIfMatch)
     };
-    assert!(matches!(throttled(), sets3lock_proto::Response::Ambiguous(_)));
+    assert!(matches!(
+        throttled(),
+        sets3lock_proto::Response::Ambiguous(_)
+    ));
     let (mut throttled_writes, mut reads) = (0, 0);
     // From the first renewal (at 20 s) for 15 s, every write is refused with 429 unapplied.
     while holder.now < holder.at(secs(35)) {
         let req = holder.next_request();
-        if holder.now < holder.at(secs(20)) || req.intent.kind() == sets3lock_proto::IntentKind::Get {
+        if holder.now < holder.at(secs(20)) || req.intent.kind() == sets3lock_proto::IntentKind::Get
+        {
             reads += usize::from(req.intent.kind() == sets3lock_proto::IntentKind::Get);
             holder.serve(&mut s3, &req);
         } else {

@@ -4,11 +4,11 @@
 
 use bytes::Bytes;
 use core::time::Duration;
+use sets3lock_mock::MockS3;
 use sets3lock_proto::{
     Ambiguity, Fence, Holder, Instant, Intent, LockState, OwnerId, Record, Response, Setback,
     Sighting, Watch, WatchConfig, WatchEvent,
 };
-use sets3lock_mock::MockS3;
 
 const B: &str = "bucket";
 const K: &str = "lock";

@@ -1,8 +1,8 @@
 //! The cycles both benchmark binaries measure.
 #![allow(dead_code)] // each bench binary uses part of it
 
-use sets3lock_proto::{Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
 use sets3lock_mock::MockS3;
+use sets3lock_proto::{Event, Instant, Intent, Lock, OwnerId, Record, Response, Wait};
 use std::time::Duration;
 
 pub(crate) const B: &str = "bench";

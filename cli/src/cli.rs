@@ -340,7 +340,8 @@ const KILL_AFTER: Duration = Duration::from_secs(10);
 
 /// Reads a handle; the error is the one-line message of what is wrong.
 pub(crate) fn handle(s: &str) -> Result<sets3lock::proto::Handle, String> {
-    s.parse().map_err(|e: sets3lock::proto::HandleError| e.to_string())
+    s.parse()
+        .map_err(|e: sets3lock::proto::HandleError| e.to_string())
 }
 
 impl Run {

@@ -7,7 +7,7 @@
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
 use bytes::Bytes;
 use sets3lock::proto::{ETag, Intent, LockUrl, Response};
-use sets3lock::{Client, S3Options};
+use sets3lock::{Client, Options};
 
 /// What one check found.
 enum Verdict {
@@ -57,7 +57,7 @@ impl ProbeUrl {
     }
 }
 
-pub(crate) fn doctor(url: &ProbeUrl, options: &S3Options, racers: u16) -> u8 {
+pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16) -> u8 {
     let ProbeUrl {
         scheme,
         bucket,

@@ -5,14 +5,14 @@ use crate::cli::AcquireFlags;
 use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
 use crate::log::Log;
 use sets3lock::proto::{Handle, LockUrl, ReleaseOutcome};
-use sets3lock::tokio::Locker;
-use sets3lock::{Error, S3Options, StoreCheck, Wait};
+use sets3lock::Locker;
+use sets3lock::{Error, Options, StoreCheck, Wait};
 use std::time::Duration;
 
 /// `sets3lock acquire`: acquires, lets go without releasing, prints the handle.
 pub(crate) fn acquire(
     url: &LockUrl,
-    mut options: S3Options,
+    mut options: Options,
     flags: &AcquireFlags,
     no_store_check: bool,
     verbose: bool,
@@ -90,7 +90,7 @@ pub(crate) fn acquire(
 /// `sets3lock renew HANDLE`: one renewal, then nobody renews it again.
 pub(crate) fn renew(
     handle: &Handle,
-    mut options: S3Options,
+    mut options: Options,
     lease: Option<Duration>,
     no_store_check: bool,
     verbose: bool,
@@ -119,7 +119,7 @@ pub(crate) fn renew(
 }
 
 /// `sets3lock release HANDLE`: releases it and says what it found.
-pub(crate) fn release(handle: &Handle, mut options: S3Options, verbose: bool) -> u8 {
+pub(crate) fn release(handle: &Handle, mut options: Options, verbose: bool) -> u8 {
     let url = &handle.url;
     let log = Log::new(verbose, false, url.clone());
     options.observer = Some(log.observer());
@@ -158,7 +158,7 @@ pub(crate) fn release(handle: &Handle, mut options: S3Options, verbose: bool) ->
 
 /// Runs `work` with a locker for `url` on a runtime of its own, then lets what is in flight
 /// finish (bounded).
-fn with_locker(url: &LockUrl, options: S3Options, work: impl AsyncFnOnce(&Locker) -> u8) -> u8 {
+fn with_locker(url: &LockUrl, options: Options, work: impl AsyncFnOnce(&Locker) -> u8) -> u8 {
     let Some(runtime) = crate::runtime() else {
         return CANNOT_LOCK;
     };

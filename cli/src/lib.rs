@@ -74,7 +74,7 @@ pub fn store_options(
     region: Option<&str>,
     profile: Option<&str>,
     path_style: bool,
-) -> Result<sets3lock::S3Options, sets3lock::Error> {
+) -> Result<sets3lock::Options, sets3lock::Error> {
     let endpoint = endpoint.map(sets3lock::parse_endpoint).transpose()?;
     let flags = cli::S3Flags {
         endpoint,

@@ -148,7 +148,8 @@ impl Log {
                 } else {
                     "never taken over: no lease"
                 };
-                let resting = matches!(holder, sets3lock::proto::Holder::Sets3lock(r) if r.cooldown);
+                let resting =
+                    matches!(holder, sets3lock::proto::Holder::Sets3lock(r) if r.cooldown);
                 let mut complete = false;
                 let text = match self.slots {
                     None if resting => format!(
@@ -275,7 +276,7 @@ impl Log {
         }
     }
 
-    pub(crate) fn acquired(&self, held: &sets3lock::tokio::Held) {
+    pub(crate) fn acquired(&self, held: &sets3lock::Held) {
         if self.verbose {
             self.line(&format!("acquired {} as owner {}", self.url, held.owner()));
         }

@@ -3,47 +3,53 @@
 
 use crate::cli::S3Flags;
 use sets3lock::proto::Scheme;
-use sets3lock::{Error, S3Options, StoreCheck};
+use sets3lock::{Error, Options, S3Options, StoreCheck};
 
-/// With the `aws-config` feature: the whole AWS chain (profiles with SSO or assume-role,
-/// web identity, ECS and EC2 roles), refreshed; flags win over it.
+/// The options for a lock on `scheme`'s store: that store's environment only (a malformed
+/// variable of another store breaks nothing), for S3 completed from an AWS profile (with the
+/// `aws-config` feature: the whole AWS chain, refreshed); flags win over both.
+pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<Options, Error> {
+    let mut options = Options::from_env(scheme)?;
+    if scheme == Scheme::S3 {
+        options.s3 = s3_part(flags)?;
+    }
+    apply_flags(&mut options, flags, scheme);
+    Ok(options)
+}
+
+/// The whole AWS chain (profiles with SSO or assume-role, web identity, ECS and EC2 roles).
 #[cfg(feature = "aws-config")]
-pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<S3Options, Error> {
+fn s3_part(flags: &S3Flags) -> Result<S3Options, Error> {
     if let Some(profile) = &flags.profile {
         // Read by aws-config; set before any other thread exists.
         std::env::set_var("AWS_PROFILE", profile);
     }
-    let mut options = S3Options::from_aws_config()?;
-    apply_flags(&mut options, flags, scheme);
-    Ok(options)
+    S3Options::from_aws_config()
 }
 
-/// Flags win over the environment; the environment's keys win over a profile, unless a
-/// profile is named with `--profile`. (Static keys only; build with the `aws-config` feature
-/// for the whole AWS chain.)
+/// The environment's keys win over a profile, unless a profile is named with `--profile`.
+/// (Static keys only; build with the `aws-config` feature for the whole AWS chain.)
 #[cfg(not(feature = "aws-config"))]
-pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<S3Options, Error> {
-    let mut options = S3Options::from_env_and_profile(flags.profile.as_deref())?;
-    apply_flags(&mut options, flags, scheme);
-    Ok(options)
+fn s3_part(flags: &S3Flags) -> Result<S3Options, Error> {
+    S3Options::from_env_and_profile(flags.profile.as_deref())
 }
 
 /// `--endpoint` is the endpoint of the store the URL names.
-fn apply_flags(options: &mut S3Options, flags: &S3Flags, scheme: Scheme) {
+fn apply_flags(options: &mut Options, flags: &S3Flags, scheme: Scheme) {
     if let Some(endpoint) = &flags.endpoint {
         match scheme {
             #[cfg(feature = "azure")]
             Scheme::Azure => options.azure.endpoint = Some(endpoint.clone()),
             #[cfg(feature = "gcs")]
             Scheme::Gcs => options.gcs.endpoint = Some(endpoint.clone()),
-            _ => options.endpoint = Some(endpoint.clone()),
+            _ => options.s3.endpoint = Some(endpoint.clone()),
         }
     }
     if let Some(r) = &flags.region {
-        options.region = r.clone();
+        options.s3.region = r.clone();
     }
     if flags.path_style {
-        options.path_style = Some(true);
+        options.s3.path_style = Some(true);
     }
 }
 

@@ -7,8 +7,8 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::proto::{LockUrl, ReleaseOutcome};
-use sets3lock::tokio::{Held, Locker, Semaphore};
-use sets3lock::{Error, Loss, S3Options, StoreCheck, Wait};
+use sets3lock::{Error, Loss, Options, StoreCheck, Wait};
+use sets3lock::{Held, Locker, Semaphore};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -40,7 +40,7 @@ pub(crate) fn catch_signals() -> std::io::Result<mpsc::UnboundedReceiver<Signal>
     Ok(rx)
 }
 
-pub(crate) async fn run(args: Run, mut options: S3Options, program: Vec<OsString>) -> u8 {
+pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>) -> u8 {
     let Some(url) = args.url() else {
         return crate::exit_codes::USAGE;
     };

@@ -2,9 +2,9 @@
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
 use sets3lock::proto::{Holder, LockUrl};
-use sets3lock::{Client, S3Options};
+use sets3lock::{Client, Options};
 
-pub(crate) fn status(url: &LockUrl, options: &S3Options, json: bool) -> u8 {
+pub(crate) fn status(url: &LockUrl, options: &Options, json: bool) -> u8 {
     let result =
         Client::in_store(url.scheme(), url.bucket(), options).and_then(|c| c.status(url.key()));
     match result {

@@ -8,7 +8,7 @@
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK, USAGE};
 use sets3lock::proto::{ETag, Fence, Intent, LockState, LockUrl, OwnerId, Record, Response};
-use sets3lock::{Client, S3Options};
+use sets3lock::{Client, Options};
 
 /// What a force-unlock came to: the one line `sets3lock unlock` says and its exit status.
 #[derive(Debug)]
@@ -54,7 +54,7 @@ fn failed(line: String, error: impl Into<sets3lock::Error>) -> Unlocked {
 }
 
 /// `sets3lock unlock --etag ETAG URL`: prints what [`force_unlock`] says.
-pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
+pub(crate) fn unlock(url: &LockUrl, options: &Options, etag: &ETag) -> u8 {
     let unlocked = force_unlock(url, options, etag);
     if unlocked.code == OK {
         out!("{}", unlocked.line);
@@ -67,8 +67,9 @@ pub(crate) fn unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> u8 {
 /// Deletes the lock at `url` only if its ETag is still `etag` (a fenced lock is freed, never
 /// deleted, keeping its token); it reads the lock first and never sends a delete for another
 /// holder's lock.
-pub fn force_unlock(url: &LockUrl, options: &S3Options, etag: &ETag) -> Unlocked {
-    if url.scheme() == sets3lock::proto::Scheme::Gcs && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
+pub fn force_unlock(url: &LockUrl, options: &Options, etag: &ETag) -> Unlocked {
+    if url.scheme() == sets3lock::proto::Scheme::Gcs
+        && !etag.as_str().bytes().all(|b| b.is_ascii_digit())
     {
         return left(USAGE, format!(
             "{url}: --etag {}: a gs:// lock's ETag is its generation, a decimal number (sets3lock status shows it)",

@@ -4,11 +4,11 @@
 use crate::exit_codes::{CANNOT_LOCK, OK};
 use crate::status::quote;
 use sets3lock::proto::{Holder, LockUrl, Sighting, WatchConfig, WatchEvent};
-use sets3lock::{tokio::Watcher, S3Options};
+use sets3lock::{Options, Watcher};
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
-pub(crate) fn watch(locks: Vec<(LockUrl, S3Options)>, json: bool, interval: Duration) -> u8 {
+pub(crate) fn watch(locks: Vec<(LockUrl, Options)>, json: bool, interval: Duration) -> u8 {
     let Some(runtime) = crate::runtime() else {
         return CANNOT_LOCK;
     };
@@ -29,7 +29,7 @@ struct Report {
 }
 
 async fn watch_until_interrupted(
-    locks: Vec<(LockUrl, S3Options)>,
+    locks: Vec<(LockUrl, Options)>,
     cfg: WatchConfig,
     json: bool,
 ) -> u8 {

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Every page: its path from the repository's root, and its text.
-const PAGES: [(&str, &str); 8] = [
+const PAGES: [(&str, &str); 12] = [
     ("README.md", include_str!("../../README.md")),
     ("docs/GUIDE.md", include_str!("../../docs/GUIDE.md")),
     ("docs/LIBRARY.md", include_str!("../../docs/LIBRARY.md")),
@@ -29,6 +29,16 @@ const PAGES: [(&str, &str); 8] = [
         "bindings/python/README.md",
         include_str!("../../bindings/python/README.md"),
     ),
+    (
+        "backends/drivers/README.md",
+        include_str!("../../backends/drivers/README.md"),
+    ),
+    ("src/README.md", include_str!("../../src/README.md")),
+    (
+        "backends/mock/README.md",
+        include_str!("../../backends/mock/README.md"),
+    ),
+    ("cli/README.md", include_str!("../README.md")),
 ];
 
 /// The repository's root.

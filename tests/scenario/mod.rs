@@ -4,8 +4,10 @@
 #![allow(dead_code, unreachable_pub)] // each test file uses part of it
 
 use core::time::Duration;
-use sets3lock_proto::{Ambiguity, Config, ETag, Event, Instant, Lock, Purpose, Request, Response, Wait};
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
+use sets3lock_proto::{
+    Ambiguity, Config, ETag, Event, Instant, Lock, Purpose, Request, Response, Wait,
+};
 
 /// More timer firings or rounds of requests than any scenario needs: a protocol that spins
 /// fails here instead of hanging the suite.

@@ -18,10 +18,9 @@ mod http1;
 #[allow(dead_code, unreachable_pub)]
 mod mock_server;
 
-use rusty_s3::Credentials;
 use sets3lock::proto::{WatchConfig, WatchEvent};
-use sets3lock::tokio::{Locker, Locks, Semaphore, Watcher};
-use sets3lock::{S3Options, Wait};
+use sets3lock::{AwsCredentials, Options, Wait};
+use sets3lock::{Locker, Locks, Semaphore, Watcher};
 use std::time::{Duration, Instant};
 
 struct Target {
@@ -61,12 +60,11 @@ fn target() -> Target {
     }
 }
 
-fn options(t: &Target) -> S3Options {
-    S3Options {
-        endpoint: Some(sets3lock::parse_endpoint(&t.endpoint).expect("endpoint")),
-        credentials: Some(Credentials::new(t.key.clone(), t.secret.clone())),
-        ..S3Options::default()
-    }
+fn options(t: &Target) -> Options {
+    let mut options = Options::default();
+    options.s3.endpoint = Some(sets3lock::parse_endpoint(&t.endpoint).expect("endpoint"));
+    options.s3.credentials = Some(AwsCredentials::new(t.key.clone(), t.secret.clone()));
+    options
 }
 
 /// Resident set size, in bytes.

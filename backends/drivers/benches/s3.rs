@@ -9,7 +9,7 @@
 
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
-use sets3lock::{blocking::Locker, S3Options, Wait};
+use sets3lock::{blocking::Locker, Options, Wait};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,13 +41,15 @@ fn server() -> Server {
     }
 }
 
-fn options(s: &Server) -> S3Options {
-    S3Options {
-        endpoint: Some(sets3lock::parse_endpoint(&s.endpoint).expect("endpoint")),
-        credentials: Some(Credentials::new(s.key.clone(), s.secret.clone())),
-        request_timeout: Duration::from_secs(60),
-        ..S3Options::default()
-    }
+fn options(s: &Server) -> Options {
+    let mut options = Options::default();
+    options.s3.endpoint = Some(sets3lock::parse_endpoint(&s.endpoint).expect("endpoint"));
+    options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+        s.key.clone(),
+        s.secret.clone(),
+    ));
+    options.request_timeout = Duration::from_secs(60);
+    options
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -13,7 +13,7 @@
 #[allow(unreachable_pub)] // shared with the tests
 mod sas;
 
-use sets3lock::{blocking::Locker, AzureOptions, GcsOptions, S3Options, StoreCheck, Wait};
+use sets3lock::{blocking::Locker, AzureOptions, GcsOptions, Options, StoreCheck, Wait};
 use std::time::Instant;
 
 fn var(name: &str) -> String {
@@ -175,11 +175,9 @@ fn main() {
         azure.account = Some(account.clone());
         azure.sas = Some(sas.clone());
         azure.endpoint = Some(sets3lock::parse_endpoint(&endpoint).expect("endpoint"));
-        let mut options = S3Options {
-            azure,
-            store_check: StoreCheck::Off,
-            ..S3Options::default()
-        };
+        let mut options = Options::default();
+        options.azure = azure;
+        options.store_check = StoreCheck::Off;
         options.lock.fenced = fenced;
         let mode = if fenced { "fenced" } else { "presence" };
         let url = format!("az://{container}/bench/{run}/{mode}");
@@ -201,16 +199,14 @@ fn main() {
     let mut gcs = GcsOptions::default();
     gcs.endpoint = Some(sets3lock::parse_endpoint(&endpoint).expect("endpoint"));
     gcs.anonymous = true;
-    let mut options = S3Options {
-        gcs,
-        store_check: StoreCheck::Off,
-        ..S3Options::default()
-    };
+    let mut options = Options::default();
+    options.gcs = gcs;
+    options.store_check = StoreCheck::Off;
     options.lock.fenced = true;
     // The store alone (no core, no driver thread): the same three requests through the
     // library's client, to tell the store's cost from the driver's.
-    let store =
-        sets3lock::Client::in_store(sets3lock::proto::Scheme::Gcs, &bucket, &options).expect("client");
+    let store = sets3lock::Client::in_store(sets3lock::proto::Scheme::Gcs, &bucket, &options)
+        .expect("client");
     let store_key = format!("bench/{run}/store-only");
     let body = |n: u64| bytes::Bytes::from(format!("{{\"n\":{n}}}"));
     let first = store.send(

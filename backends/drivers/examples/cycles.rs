@@ -10,7 +10,7 @@
 //! lookup and an atomic per instrument, as an exporter's would) and prints the number of
 //! series at the end: `scripts/bench-metrics.sh` runs it beside the build without the feature.
 
-use sets3lock::{blocking::Locker, S3Options, StoreCheck, Wait};
+use sets3lock::{blocking::Locker, Options, StoreCheck, Wait};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .ok_or("usage: cycles s3://bucket/key [cycles]")?;
     let cycles: u32 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(200);
-    let mut options = S3Options::from_env()?;
+    let mut options = Options::from_env(sets3lock::LockUrl::parse(&url)?.scheme())?;
     options.store_check = StoreCheck::Once;
     let mean = match args.next().as_deref() {
         Some("tokio") => asynchronous(&url, options, cycles)?,
@@ -93,7 +93,7 @@ mod recorder {
 }
 
 /// The mean cycle in microseconds, through the blocking driver (a thread per lock).
-fn blocking(url: &str, options: S3Options, cycles: u32) -> Result<f64, sets3lock::Error> {
+fn blocking(url: &str, options: Options, cycles: u32) -> Result<f64, sets3lock::Error> {
     let locker = Locker::new(url, options)?;
     // The store check and the connection, outside the timing.
     locker.acquire(Wait::No)?.release()?;
@@ -108,7 +108,7 @@ fn blocking(url: &str, options: S3Options, cycles: u32) -> Result<f64, sets3lock
 /// Python package runs it).
 fn asynchronous(
     url: &str,
-    options: S3Options,
+    options: Options,
     cycles: u32,
 ) -> Result<f64, Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -116,7 +116,7 @@ fn asynchronous(
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let locker = sets3lock::tokio::Locker::new(url, options)?;
+        let locker = sets3lock::Locker::new(url, options)?;
         locker.acquire(Wait::No).await?.release().await?;
         let start = Instant::now();
         for _ in 0..cycles {

@@ -6,7 +6,7 @@
 //! ```
 //! With an S3-compatible store, also set AWS_ENDPOINT_URL (path-style addressing follows).
 
-use sets3lock::{tokio::Locker, Wait};
+use sets3lock::{Locker, Wait};
 use std::time::Duration;
 
 #[tokio::main(flavor = "current_thread")]

@@ -134,20 +134,20 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// println!("{outcome:?}");
 /// # Ok(()) }
 /// ```
-pub type Locker = crate::Locker<Blocking>;
+pub type Locker = crate::generic::Locker<Blocking>;
 
 /// A held lock. Renewed on a background thread; released by
-/// [`release`](crate::Held::release), or on drop (which blocks until the release is done).
-pub type Held = crate::Held<Blocking>;
+/// [`release`](crate::generic::Held::release), or on drop (which blocks until the release is done).
+pub type Held = crate::generic::Held<Blocking>;
 
-impl crate::Locker<Blocking> {
+impl crate::generic::Locker<Blocking> {
     /// Acquires the lock, blocking until it is held or the wait ends. The returned handle
     /// renews the lease on a background thread until it is released or dropped.
     pub fn acquire(&self, wait: Wait) -> Result<Held, Error> {
         block_on(self.acquire_as(wait))
     }
 
-    /// Continues the hold `handle` names ([`Held::handle`](crate::Held::handle), or
+    /// Continues the hold `handle` names ([`Held::handle`](crate::generic::Held::handle), or
     /// `sets3lock acquire`'s output), in this process: reads the record, renews it with
     /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
     /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
@@ -179,14 +179,20 @@ impl crate::Locker<Blocking> {
     /// runtimes that freeze between invocations (a serverless function renews on each
     /// invocation). Returns how long the hold is valid now, by this process's clock (`None`
     /// with a zero lease); errors as [`adopt`](Self::adopt).
-    pub fn renew_handle(&self, handle: &sets3lock_proto::Handle) -> Result<Option<Duration>, Error> {
+    pub fn renew_handle(
+        &self,
+        handle: &sets3lock_proto::Handle,
+    ) -> Result<Option<Duration>, Error> {
         block_on(self.renew_handle_as(handle))
     }
 
     /// Releases the hold `handle` names, and reports what it found, as
-    /// [`Held::release`](crate::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
+    /// [`Held::release`](crate::generic::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
     /// still ours but older than its lease. Errors as [`adopt`](Self::adopt).
-    pub fn release_handle(&self, handle: &sets3lock_proto::Handle) -> Result<ReleaseOutcome, Error> {
+    pub fn release_handle(
+        &self,
+        handle: &sets3lock_proto::Handle,
+    ) -> Result<ReleaseOutcome, Error> {
         block_on(self.release_handle_as(handle))
     }
 
@@ -203,7 +209,7 @@ impl crate::Locker<Blocking> {
     }
 }
 
-impl crate::Held<Blocking> {
+impl crate::generic::Held<Blocking> {
     /// Blocks until the lock is lost or expires, or until `timeout` passes (then `None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
         block_on(self.wait_loss(timeout.map(|t| Stamp::now().plus(t))))
@@ -226,9 +232,9 @@ impl crate::Held<Blocking> {
 /// Watches a lock from blocking code: an iterator over the holder now, then each change.
 ///
 /// ```no_run
-/// use sets3lock::{blocking::Watcher, S3Options, WatchConfig, WatchEvent};
+/// use sets3lock::{blocking::Watcher, Options, Scheme, WatchConfig, WatchEvent};
 /// # fn run() -> Result<(), sets3lock::Error> {
-/// let watcher = Watcher::new("s3://my-bucket/locks/leader", S3Options::from_env()?,
+/// let watcher = Watcher::new("s3://my-bucket/locks/leader", Options::from_env(Scheme::S3)?,
 ///     WatchConfig::default())?;
 /// for event in watcher {
 ///     if let WatchEvent::Changed(sighting) = event {
@@ -237,12 +243,12 @@ impl crate::Held<Blocking> {
 /// }
 /// # Ok(()) }
 /// ```
-pub type Watcher = crate::Watcher<Blocking>;
+pub type Watcher = crate::generic::Watcher<Blocking>;
 
-/// A watch on a hold's loss, from [`Held::loss_watch`](crate::Held::loss_watch).
-pub type LossWatch = crate::LossWatch<Blocking>;
+/// A watch on a hold's loss, from [`Held::loss_watch`](crate::generic::Held::loss_watch).
+pub type LossWatch = crate::generic::LossWatch<Blocking>;
 
-impl crate::LossWatch<Blocking> {
+impl crate::generic::LossWatch<Blocking> {
     /// Blocks until the hold is lost, expires or ends (then the loss), or for at most
     /// `timeout` (then `None`).
     pub fn wait_lost(&self, timeout: Option<Duration>) -> Option<Loss> {
@@ -250,7 +256,7 @@ impl crate::LossWatch<Blocking> {
     }
 }
 
-impl Iterator for crate::Watcher<Blocking> {
+impl Iterator for crate::generic::Watcher<Blocking> {
     type Item = sets3lock_proto::WatchEvent;
 
     /// Blocks until the next change (the first: the holder now) or trouble; `None` once the
@@ -260,20 +266,20 @@ impl Iterator for crate::Watcher<Blocking> {
     }
 }
 
-/// A semaphore from blocking code: at most N holders at once (see [`crate::Semaphore`]).
+/// A semaphore from blocking code: at most N holders at once (see [`crate::generic::Semaphore`]).
 ///
 /// ```no_run
-/// use sets3lock::{blocking::Semaphore, S3Options, Wait};
+/// use sets3lock::{blocking::Semaphore, Options, Scheme, Wait};
 /// # fn run() -> Result<(), sets3lock::Error> {
-/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, S3Options::from_env()?)?;
+/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, Options::from_env(Scheme::S3)?)?;
 /// let held = deploys.acquire(Wait::Forever)?;
 /// println!("deploying in slot {:?}", held.slot());
 /// held.release()?;
 /// # Ok(()) }
 /// ```
-pub type Semaphore = crate::Semaphore<Blocking>;
+pub type Semaphore = crate::generic::Semaphore<Blocking>;
 
-impl crate::Semaphore<Blocking> {
+impl crate::generic::Semaphore<Blocking> {
     /// Takes a slot: the handle renews it in a thread until released or dropped.
     pub fn acquire(&self, wait: Wait) -> Result<Held, Error> {
         block_on(self.acquire_as(wait))
@@ -281,19 +287,19 @@ impl crate::Semaphore<Blocking> {
 }
 
 /// Many locks of one bucket from blocking code, all driven by one thread (see
-/// [`crate::Locks`]).
+/// [`crate::generic::Locks`]).
 ///
 /// ```no_run
-/// use sets3lock::{blocking::Locks, S3Options, Wait};
+/// use sets3lock::{blocking::Locks, Options, Scheme, Wait};
 /// # fn run() -> Result<(), sets3lock::Error> {
-/// let locks = Locks::new("s3://my-bucket", S3Options::from_env()?)?;
+/// let locks = Locks::new("s3://my-bucket", Options::from_env(Scheme::S3)?)?;
 /// let a = locks.acquire("jobs/a", Wait::No)?;
 /// a.release()?;
 /// # Ok(()) }
 /// ```
-pub type Locks = crate::Locks<Blocking>;
+pub type Locks = crate::generic::Locks<Blocking>;
 
-impl crate::Locks<Blocking> {
+impl crate::generic::Locks<Blocking> {
     /// Acquires the lock at `key` of the bucket; the handle renews it until released or
     /// dropped (a drop releases it before it returns).
     pub fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
@@ -301,20 +307,20 @@ impl crate::Locks<Blocking> {
     }
 }
 
-/// Leader election from blocking code (see [`crate::Election`]).
+/// Leader election from blocking code (see [`crate::generic::Election`]).
 ///
 /// ```no_run
-/// use sets3lock::{blocking::Election, S3Options};
+/// use sets3lock::{blocking::Election, Options, Scheme};
 /// # fn run() -> Result<(), sets3lock::Error> {
-/// let election = Election::new("s3://my-bucket/leader", "worker-3", S3Options::from_env()?)?;
+/// let election = Election::new("s3://my-bucket/leader", "worker-3", Options::from_env(Scheme::S3)?)?;
 /// let leadership = election.campaign()?;
 /// // ... lead, checking leadership.is_held() before each irreversible step ...
 /// leadership.release()?; // resign
 /// # Ok(()) }
 /// ```
-pub type Election = crate::Election<Blocking>;
+pub type Election = crate::generic::Election<Blocking>;
 
-impl crate::Election<Blocking> {
+impl crate::generic::Election<Blocking> {
     /// Campaigns until elected (blocks as long as it takes): the leadership, renewed in a
     /// thread until it is released (resigned) or lost.
     pub fn campaign(&self) -> Result<Held, Error> {

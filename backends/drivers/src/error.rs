@@ -40,7 +40,7 @@ pub enum Error {
     /// The HTTP client could not be built (its TLS setup failed).
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
-    /// The CA bundle named by `AWS_CA_BUNDLE` (`S3Options::ca_bundle`) cannot be used.
+    /// The CA bundle named by `AWS_CA_BUNDLE` (`Options::ca_bundle`) cannot be used.
     #[error("the CA bundle {path:?} (AWS_CA_BUNDLE) cannot be used: {reason}; point AWS_CA_BUNDLE at a PEM file of the CA certificates to trust, or unset it to use the system's")]
     CaBundle {
         /// The file.
@@ -170,7 +170,7 @@ pub enum Error {
     /// there is nothing to continue, and nothing was written.
     #[error("the hold this handle names has ended: {0}")]
     HoldEnded(Box<sets3lock_proto::HoldEnded>),
-    /// [`Locker::adopt`](crate::tokio::Locker::adopt) (or a release from a handle) of a hold
+    /// [`Locker::adopt`](crate::Locker::adopt) (or a release from a handle) of a hold
     /// with lease 0 whose record is not parked: a process may still be running under it, and
     /// it never renews, so it would never learn of us. Nothing was written.
     #[error("a process may still run under this hold ({holder}), and with lease 0 it would never learn of another: left to it; once you know it has stopped, `sets3lock unlock URL --etag {etag}` removes it")]
@@ -225,8 +225,8 @@ fn lost_how(reason: &LostReason) -> &'static str {
 #[non_exhaustive]
 pub enum EndpointError {
     /// It is not a URL.
-    #[error(transparent)]
-    Parse(#[from] url::ParseError),
+    #[error("it is not a URL ({0})")]
+    NotAUrl(String),
     /// Its scheme is not http or https.
     #[error("the scheme must be http or https")]
     Scheme,
@@ -236,7 +236,13 @@ pub enum EndpointError {
     /// It has a query or a fragment.
     #[error("it must not have a query or a fragment")]
     QueryOrFragment,
-    /// rusty-s3 cannot address a bucket on it.
-    #[error(transparent)]
-    Bucket(#[from] rusty_s3::BucketError),
+    /// No bucket can be addressed on it.
+    #[error("no bucket can be addressed on it ({0})")]
+    Bucket(String),
+}
+
+impl EndpointError {
+    pub(crate) fn parse(e: url::ParseError) -> EndpointError {
+        EndpointError::NotAUrl(e.to_string())
+    }
 }

@@ -25,14 +25,14 @@
 //! - `azure/`: Shared Key and SAS, connection strings;
 //! - `gcs/`: the JSON API, tokens, the pause after a 429.
 //!
-//! Configuration comes from the environment ([`S3Options::from_env`]): the standard AWS
+//! Configuration comes from the environment ([`Options::from_env`]): the standard AWS
 //! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
 //! `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`), and with their features Azure's
 //! (`AZURE_STORAGE_CONNECTION_STRING`, or `AZURE_STORAGE_ACCOUNT` with `AZURE_STORAGE_KEY` or
 //! `AZURE_STORAGE_SAS_TOKEN`) and Google's (`GOOGLE_APPLICATION_CREDENTIALS`,
 //! `STORAGE_EMULATOR_HOST`, the metadata server); any field can be set in code.
-//! [`S3Options::from_env_and_profile`] adds an AWS profile from `~/.aws`; with the
-//! `aws-config` feature, `S3Options::from_aws_config` uses the whole AWS credential chain.
+//! [`Options::from_env_and_profile`] adds an AWS profile from `~/.aws`; with the
+//! `aws-config` feature, `Options::from_aws_config` uses the whole AWS credential chain.
 //!
 //! Before its first lock on an endpoint and bucket, a [`Locker`] checks that the store honours
 //! the conditional requests a lock stands on, and refuses one that does not ([`StoreCheck`]).
@@ -47,23 +47,18 @@ mod driver;
 mod error;
 #[cfg(feature = "gcs")]
 mod gcs;
+pub mod generic;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod options;
 mod s3;
-pub mod tokio;
+mod tokio;
 
 pub use api::client::Client;
-pub use api::election::Election;
-pub use api::held::{Health, Held, LossWatch};
-pub use api::locker::Locker;
-pub use api::locks::Locks;
-pub use api::semaphore::{Semaphore, MAX_SLOTS};
-pub use api::watcher::Watcher;
+pub use api::held::Health;
+pub use api::semaphore::MAX_SLOTS;
 #[cfg(feature = "azure")]
 pub use azure::options::AzureOptions;
-pub use driver::http::HttpRequest;
-pub use driver::mode::Mode;
 pub use driver::observe::{Observation, Observer};
 pub use driver::state::{drivers_running, Loss};
 pub use driver::store::{Store, StoreId};
@@ -71,14 +66,19 @@ pub use driver::store_check::StoreCheck;
 pub use error::{EndpointError, Error};
 #[cfg(feature = "gcs")]
 pub use gcs::options::GcsOptions;
-pub use options::{parse_endpoint, S3Options};
-pub use rusty_s3::Credentials;
-pub use s3::credentials::CredentialSource;
+pub use options::{parse_endpoint, Options};
+pub use s3::credentials::{AwsCredentialSource, AwsCredentials};
+pub use s3::options::S3Options;
 /// The sans-IO protocol core these drivers run (the `sets3lock-proto` crate), for naming
 /// any of its types without a second dependency.
 pub use sets3lock_proto as proto;
-pub use sets3lock_proto::{Handle, HoldEnded, Wait};
-pub use sets3lock_proto::{Sighting, WatchConfig, WatchEvent};
+/// The core's types that this crate's API names, so that one dependency is enough.
+pub use sets3lock_proto::{
+    Backoff, ConditionalDelete, Config, ConfigError, ETag, Event, Handle, HandleError, HoldEnded,
+    Holder, Intent, IntentKind, LockUrl, LostReason, OwnerId, ReleaseOutcome, Response, Scheme,
+    Sighting, UrlError, Wait, WatchConfig, WatchEvent,
+};
+pub use tokio::{Election, Held, Locker, Locks, LossWatch, Semaphore, Watcher};
 
 /// The Rust examples of every page of the documentation are compiled as doc tests, and run
 /// unless marked `no_run` (those need a store): `cargo test -p sets3lock --doc`.
@@ -100,4 +100,12 @@ mod documentation {
     struct Faq;
     #[doc = include_str!("../../../bindings/python/README.md")]
     struct Python;
+    #[doc = include_str!("../README.md")]
+    struct LockCrate;
+    #[doc = include_str!("../../../src/README.md")]
+    struct ProtoCrate;
+    #[doc = include_str!("../../mock/README.md")]
+    struct MockCrate;
+    #[doc = include_str!("../../../cli/README.md")]
+    struct CliCrate;
 }

@@ -5,7 +5,7 @@
 //! request, next to a network round trip).
 //!
 //! Every instrument has the label `lock` (the lock's URL, or
-//! [`S3Options::metrics_name`](crate::S3Options::metrics_name): name locks there to keep the
+//! [`Options::metrics_name`](crate::Options::metrics_name): name locks there to keep the
 //! number of series small) and, where it says so, `mode` (`presence` or `fenced`: the
 //! configuration's until a grant carries a token, which makes it `fenced`).
 //!

@@ -1,55 +1,46 @@
-//! How to reach the store and the lock settings: endpoint, region, addressing, credentials,
-//! the request timeout, the protocol's settings, the observer and the store check.
+//! What every store shares (the lock's settings, the request time limit, the CA bundle, the
+//! observer, the metrics name, the store check), with each store's own part beside it.
 
 use crate::error::EndpointError;
-use crate::Error;
+use crate::{Error, S3Options};
 use core::time::Duration;
-use rusty_s3::Credentials;
+use sets3lock_proto::{Config, Scheme};
+use std::path::PathBuf;
 use url::Url;
 
-/// How to reach S3, and the lock settings. [`S3Options::from_env`] reads the standard AWS
-/// variables; every field can be overridden in code.
+/// How to reach the store, and the lock's settings: what every store shares at the top, each
+/// store's own part beside it ([`s3`](Options::s3), and with their features
+/// [`azure`](Options::azure) and [`gcs`](Options::gcs)).
+///
+/// [`Options::from_env`] reads the variables of one store, the one a lock's URL names, so a
+/// malformed variable of another store never breaks a lock. Every field can be set in code:
 ///
 /// ```
-/// use sets3lock::S3Options;
+/// use sets3lock::{Options, Scheme, StoreCheck};
 /// let vars = |name: &str| match name {
-///     "AWS_ACCESS_KEY_ID" => Some("AKIDEXAMPLE".to_string()),
-///     "AWS_SECRET_ACCESS_KEY" => Some("secret".to_string()),
 ///     "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:8333".to_string()),
+///     "AZURE_STORAGE_CONNECTION_STRING" => Some("not a connection string".to_string()),
 ///     _ => None,
 /// };
-/// let options = S3Options::from_vars(vars).unwrap();
-/// assert_eq!(options.region, "us-east-1");
-/// assert_eq!(options.endpoint.unwrap().as_str(), "http://127.0.0.1:8333/");
+/// // Azure's variable is not read for an s3:// lock.
+/// let mut options = Options::from_vars(Scheme::S3, vars).unwrap();
+/// options.lock.lease = std::time::Duration::from_secs(30);
+/// options.store_check = StoreCheck::Off;
+/// assert_eq!(options.s3.endpoint.unwrap().as_str(), "http://127.0.0.1:8333/");
 /// ```
 #[derive(Clone, Debug)]
-pub struct S3Options {
-    /// The S3 endpoint; `None` means AWS (`https://s3.<region>.amazonaws.com`).
-    pub endpoint: Option<Url>,
-    /// The region to sign for.
-    pub region: String,
-    /// Path-style addressing (`endpoint/bucket/key`). `None`: on for custom endpoints and for
-    /// bucket names with dots, virtual-host style otherwise.
-    pub path_style: Option<bool>,
-    /// The credentials; `None` (and no `credential_source`) fails with
-    /// [`Error::MissingCredentials`] when the lock is opened.
-    pub credentials: Option<Credentials>,
-    /// A provider asked before every request (refreshing temporary credentials); takes
-    /// precedence over `credentials`.
-    pub credential_source: Option<std::sync::Arc<dyn crate::CredentialSource>>,
+#[non_exhaustive]
+pub struct Options {
+    /// The protocol settings: lease, drift bound, pacing, fenced mode. `host` and `pid` are
+    /// filled in.
+    pub lock: Config,
     /// How long one request may take before its outcome counts as unknown. Generous by
     /// default (20 s): some S3-compatible servers answer losers of a race seconds apart.
     pub request_timeout: Duration,
-    /// How long a presigned request stays valid after it is signed (15 s): the window in
-    /// which a captured request could be replayed (with the same body: PUT bodies are bound
-    /// to the signature by a signed `Content-MD5`). Requests are signed at the server's time,
-    /// learned from its `Date` header, so this need not cover a skewed clock.
-    pub presign_expiry: Duration,
-    /// A PEM file of the only CA certificates to trust for an `https` endpoint (read from
-    /// `AWS_CA_BUNDLE`); `None`: the system's store. Plain-`http` endpoints read none.
-    pub ca_bundle: Option<std::path::PathBuf>,
-    /// The protocol settings: lease, drift bound, pacing. `host` and `pid` are filled in.
-    pub lock: sets3lock_proto::Config,
+    /// A PEM file of the only CA certificates to trust for an `https` endpoint, on every store
+    /// (`SETS3LOCK_CA_BUNDLE`, or `AWS_CA_BUNDLE` for `s3://` locks); `None`: the system's
+    /// store. Plain-`http` endpoints read none.
+    pub ca_bundle: Option<PathBuf>,
     /// Sees every request, reply and event (for logging).
     pub observer: Option<crate::Observer>,
     /// The `lock` label of the instruments (feature `metrics`, see `sets3lock::metrics`);
@@ -57,6 +48,8 @@ pub struct S3Options {
     pub metrics_name: Option<String>,
     /// How the store is checked before the first lock (once per process by default).
     pub store_check: crate::StoreCheck,
+    /// How to reach S3, for `s3://` URLs.
+    pub s3: S3Options,
     /// How to reach Azure Blob Storage, for `az://` URLs (feature `azure`).
     #[cfg(feature = "azure")]
     pub azure: crate::AzureOptions,
@@ -65,21 +58,16 @@ pub struct S3Options {
     pub gcs: crate::GcsOptions,
 }
 
-impl Default for S3Options {
-    fn default() -> S3Options {
-        S3Options {
-            endpoint: None,
-            region: "us-east-1".into(),
-            path_style: None,
-            credentials: None,
-            credential_source: None,
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            lock: Config::default(),
             request_timeout: Duration::from_secs(20),
-            presign_expiry: Duration::from_secs(15),
             ca_bundle: None,
-            lock: sets3lock_proto::Config::default(),
             observer: None,
             metrics_name: None,
             store_check: crate::StoreCheck::default(),
+            s3: S3Options::default(),
             #[cfg(feature = "azure")]
             azure: crate::AzureOptions::default(),
             #[cfg(feature = "gcs")]
@@ -88,43 +76,45 @@ impl Default for S3Options {
     }
 }
 
-impl S3Options {
-    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
-    /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) and
-    /// `AWS_CA_BUNDLE` from the process environment; with the `azure` feature also Azure's
-    /// variables (`AzureOptions::from_vars`), with `gcs` Google's
-    /// (`GcsOptions::from_vars`).
-    pub fn from_env() -> Result<S3Options, Error> {
-        S3Options::from_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+impl Options {
+    /// Options for a lock on `scheme`'s store, from the process environment: the CA bundle
+    /// (`SETS3LOCK_CA_BUNDLE`, or for S3 `AWS_CA_BUNDLE`), and that store's variables only:
+    /// [`S3Options::from_vars`], `AzureOptions::from_vars` (feature `azure`) or
+    /// `GcsOptions::from_vars` (feature `gcs`).
+    pub fn from_env(scheme: Scheme) -> Result<Options, Error> {
+        Options::from_vars(scheme, env_var)
     }
 
-    /// Like [`from_env`](S3Options::from_env), with variables from `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<S3Options, Error> {
-        let mut options = S3Options::default();
-        if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
-            options.region = region;
-        }
-        if let Some(endpoint) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
-            options.endpoint = Some(parse_endpoint(&endpoint)?);
-        }
-        options.ca_bundle = var("AWS_CA_BUNDLE").map(std::path::PathBuf::from);
-        options.credentials = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-            (Some(key), Some(secret)) => Some(match var("AWS_SESSION_TOKEN") {
-                Some(token) => Credentials::new_with_token(key, secret, token),
-                None => Credentials::new(key, secret),
-            }),
+    /// Like [`from_env`](Options::from_env), with variables from `var`.
+    pub fn from_vars(
+        scheme: Scheme,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Options, Error> {
+        let mut options = Options::default();
+        let store_bundle = || match scheme {
+            Scheme::S3 => var("AWS_CA_BUNDLE"),
             _ => None,
         };
-        #[cfg(feature = "azure")]
-        {
-            options.azure = crate::AzureOptions::from_vars(&var)?;
-        }
-        #[cfg(feature = "gcs")]
-        {
-            options.gcs = crate::GcsOptions::from_vars(&var)?;
+        options.ca_bundle = var("SETS3LOCK_CA_BUNDLE")
+            .or_else(store_bundle)
+            .map(PathBuf::from);
+        match scheme {
+            Scheme::S3 => options.s3 = S3Options::from_vars(&var)?,
+            #[cfg(feature = "azure")]
+            Scheme::Azure => options.azure = crate::AzureOptions::from_vars(&var)?,
+            #[cfg(feature = "gcs")]
+            Scheme::Gcs => options.gcs = crate::GcsOptions::from_vars(&var)?,
+            // A store this build lacks: opening the lock says so.
+            #[allow(unreachable_patterns)] // with every store's feature on
+            _ => {}
         }
         Ok(options)
     }
+}
+
+/// A variable of the process environment; empty counts as unset.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 /// Parses an endpoint URL, with an error that says what is wrong.
@@ -138,7 +128,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<Url, Error> {
         endpoint: endpoint.to_owned(),
         reason,
     };
-    let url = Url::parse(endpoint).map_err(|e| invalid(e.into()))?;
+    let url = Url::parse(endpoint).map_err(|e| invalid(EndpointError::parse(e)))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(EndpointError::Scheme));
     }

@@ -83,7 +83,7 @@ impl Waiting for Tokio {
 /// critical section, releases, and returns once nothing of ours is left in flight.
 ///
 /// ```no_run
-/// use sets3lock::{tokio::Locker, Wait};
+/// use sets3lock::{Locker, Wait};
 /// # async fn run() -> Result<(), sets3lock::Error> {
 /// let locker = Locker::from_env("s3://my-bucket/locks/nightly")?;
 /// let wait = Wait::Timeout(std::time::Duration::from_secs(60));
@@ -97,14 +97,14 @@ impl Waiting for Tokio {
 ///     .await?;
 /// # Ok(()) }
 /// ```
-pub type Locker = crate::Locker<Tokio>;
+pub type Locker = crate::generic::Locker<Tokio>;
 
-/// A held lock. Renewed in the background; released by [`release`](crate::Held::release),
+/// A held lock. Renewed in the background; released by [`release`](crate::generic::Held::release),
 /// or on drop: then the task releases it in the background, without a report, as long as
 /// the runtime runs (see the [module docs](self)).
-pub type Held = crate::Held<Tokio>;
+pub type Held = crate::generic::Held<Tokio>;
 
-impl crate::Locker<Tokio> {
+impl crate::generic::Locker<Tokio> {
     /// Acquires the lock. The returned handle renews the lease in the background until it is
     /// released or dropped. Dropping this future while it waits cancels the acquisition (and
     /// the task removes any write of ours that lands).
@@ -112,7 +112,7 @@ impl crate::Locker<Tokio> {
         self.acquire_as(wait).await
     }
 
-    /// Continues the hold `handle` names ([`Held::handle`](crate::Held::handle), or
+    /// Continues the hold `handle` names ([`Held::handle`](crate::generic::Held::handle), or
     /// `sets3lock acquire`'s output), in this process: reads the record, renews it with
     /// `If-Match` on what it read, and returns an ordinary handle renewed in the background
     /// from then on (with the handle's lease). Fails with [`Error::HoldEnded`] if the hold was
@@ -127,7 +127,7 @@ impl crate::Locker<Tokio> {
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), sets3lock::Error> {
-    /// use sets3lock::tokio::Locker;
+    /// use sets3lock::Locker;
     /// let handle: sets3lock::proto::Handle = std::env::var("SETS3LOCK_HANDLE").unwrap_or_default()
     ///     .parse().expect("a handle from `sets3lock acquire`");
     /// let locker = Locker::from_env(&handle.url.to_string())?;
@@ -152,7 +152,7 @@ impl crate::Locker<Tokio> {
     }
 
     /// Releases the hold `handle` names, and reports what it found, as
-    /// [`Held::release`](crate::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
+    /// [`Held::release`](crate::generic::Held::release) does; [`ReleaseOutcome::Overdue`] if it was
     /// still ours but older than its lease. Errors as [`adopt`](Self::adopt).
     pub async fn release_handle(
         &self,
@@ -165,7 +165,7 @@ impl crate::Locker<Tokio> {
     /// with what the release found, once the driver has finished (a cleanup of writes that
     /// landed late included). A hold lost while `work` ran is an error
     /// ([`Error::AlreadyLost`], [`Error::AlreadyExpired`]): `work` should watch
-    /// [`Held::lost`](crate::Held::lost).
+    /// [`Held::lost`](crate::generic::Held::lost).
     pub async fn with_lock<T>(
         &self,
         wait: Wait,
@@ -183,7 +183,7 @@ impl crate::Locker<Tokio> {
     }
 }
 
-impl crate::Held<Tokio> {
+impl crate::generic::Held<Tokio> {
     /// Resolves when the lock is lost or expires: stop relying on it then. Never resolves
     /// while the hold is healthy.
     pub async fn lost(&self) -> Loss {
@@ -208,10 +208,10 @@ impl crate::Held<Tokio> {
     }
 }
 
-/// A watch on a hold's loss, from [`Held::loss_watch`](crate::Held::loss_watch).
-pub type LossWatch = crate::LossWatch<Tokio>;
+/// A watch on a hold's loss, from [`Held::loss_watch`](crate::generic::Held::loss_watch).
+pub type LossWatch = crate::generic::LossWatch<Tokio>;
 
-impl crate::LossWatch<Tokio> {
+impl crate::generic::LossWatch<Tokio> {
     /// Resolves when the hold is lost, expires or ends (a release shows as
     /// [`Loss::DriverStopped`]).
     pub async fn lost(&self) -> Loss {
@@ -226,9 +226,9 @@ impl crate::LossWatch<Tokio> {
 /// Watches a lock from async code: the holder now, then one event per change.
 ///
 /// ```no_run
-/// use sets3lock::{tokio::Watcher, S3Options, WatchConfig, WatchEvent};
+/// use sets3lock::{Watcher, Options, Scheme, WatchConfig, WatchEvent};
 /// # async fn run() -> Result<(), sets3lock::Error> {
-/// let mut watcher = Watcher::new("s3://my-bucket/locks/leader", S3Options::from_env()?,
+/// let mut watcher = Watcher::new("s3://my-bucket/locks/leader", Options::from_env(Scheme::S3)?,
 ///     WatchConfig::default())?;
 /// while let Some(event) = watcher.next().await {
 ///     if let WatchEvent::Changed(sighting) = event {
@@ -237,9 +237,9 @@ impl crate::LossWatch<Tokio> {
 /// }
 /// # Ok(()) }
 /// ```
-pub type Watcher = crate::Watcher<Tokio>;
+pub type Watcher = crate::generic::Watcher<Tokio>;
 
-impl crate::Watcher<Tokio> {
+impl crate::generic::Watcher<Tokio> {
     /// The next change (the first call: the holder now), or trouble reaching the store;
     /// `None` once the watch has stopped on a refusal that retrying cannot fix (it was the
     /// last event). Cancel-safe: a call dropped while a poll was on its way (a `select!` with
@@ -249,20 +249,20 @@ impl crate::Watcher<Tokio> {
     }
 }
 
-/// A semaphore from async code: at most N holders at once (see [`crate::Semaphore`]).
+/// A semaphore from async code: at most N holders at once (see [`crate::generic::Semaphore`]).
 ///
 /// ```no_run
-/// use sets3lock::{tokio::Semaphore, S3Options, Wait};
+/// use sets3lock::{Semaphore, Options, Scheme, Wait};
 /// # async fn run() -> Result<(), sets3lock::Error> {
-/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, S3Options::from_env()?)?;
+/// let deploys = Semaphore::new("s3://my-bucket/deploys", 3, Options::from_env(Scheme::S3)?)?;
 /// let held = deploys.acquire(Wait::Forever).await?;
 /// println!("deploying in slot {:?}", held.slot());
 /// held.release().await?;
 /// # Ok(()) }
 /// ```
-pub type Semaphore = crate::Semaphore<Tokio>;
+pub type Semaphore = crate::generic::Semaphore<Tokio>;
 
-impl crate::Semaphore<Tokio> {
+impl crate::generic::Semaphore<Tokio> {
     /// Takes a slot: the handle renews it in the background until released or dropped, like a
     /// lock's. Dropping this future while it waits cancels every slot's acquisition.
     pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
@@ -270,27 +270,27 @@ impl crate::Semaphore<Tokio> {
     }
 
     /// Waits until every driver this semaphore started has finished (see
-    /// [`Locker::shutdown`](crate::Locker)).
+    /// [`Locker::shutdown`](crate::generic::Locker)).
     pub async fn shutdown(&self) {
         self.settle().await;
     }
 }
 
-/// Many locks of one bucket from async code, all driven by one task (see [`crate::Locks`]).
+/// Many locks of one bucket from async code, all driven by one task (see [`crate::generic::Locks`]).
 ///
 /// ```no_run
-/// use sets3lock::{tokio::Locks, S3Options, Wait};
+/// use sets3lock::{Locks, Options, Scheme, Wait};
 /// # async fn run() -> Result<(), sets3lock::Error> {
-/// let locks = Locks::new("s3://my-bucket", S3Options::from_env()?)?;
+/// let locks = Locks::new("s3://my-bucket", Options::from_env(Scheme::S3)?)?;
 /// let a = locks.acquire("jobs/a", Wait::No).await?;
 /// let b = locks.acquire("jobs/b", Wait::No).await?;
 /// a.release().await?;
 /// b.release().await?;
 /// # Ok(()) }
 /// ```
-pub type Locks = crate::Locks<Tokio>;
+pub type Locks = crate::generic::Locks<Tokio>;
 
-impl crate::Locks<Tokio> {
+impl crate::generic::Locks<Tokio> {
     /// Acquires the lock at `key` of the bucket; the handle renews it until released or
     /// dropped (then the hub releases it in the background, as long as the runtime runs).
     pub async fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
@@ -303,12 +303,12 @@ impl crate::Locks<Tokio> {
     }
 }
 
-/// Leader election from async code (see [`crate::Election`]).
+/// Leader election from async code (see [`crate::generic::Election`]).
 ///
 /// ```no_run
-/// use sets3lock::{tokio::Election, Health, S3Options, WatchConfig};
+/// use sets3lock::{Election, Health, Options, Scheme, WatchConfig};
 /// # async fn run() -> Result<(), sets3lock::Error> {
-/// let election = Election::new("s3://my-bucket/leader", "10.0.0.7:8080", S3Options::from_env()?)?;
+/// let election = Election::new("s3://my-bucket/leader", "10.0.0.7:8080", Options::from_env(Scheme::S3)?)?;
 /// let leadership = election.campaign().await?; // leading from here
 /// tokio::select! {
 ///     _ = async { /* lead: and fail readiness when leadership.health() is not Renewing */ } => {}
@@ -317,9 +317,9 @@ impl crate::Locks<Tokio> {
 /// leadership.release().await?; // resign
 /// # Ok(()) }
 /// ```
-pub type Election = crate::Election<Tokio>;
+pub type Election = crate::generic::Election<Tokio>;
 
-impl crate::Election<Tokio> {
+impl crate::generic::Election<Tokio> {
     /// Campaigns until elected (waits as long as it takes): the leadership, renewed in the
     /// background until it is released (resigned) or lost.
     pub async fn campaign(&self) -> Result<Held, Error> {

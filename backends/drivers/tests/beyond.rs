@@ -6,8 +6,9 @@
 
 mod support;
 
+use sets3lock::generic::Watcher;
 use sets3lock::proto::{Sighting, WatchConfig, WatchEvent};
-use sets3lock::{Error, Health, Wait, Watcher};
+use sets3lock::{Error, Health, Wait};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ fn next_change<D: Driver>(w: &mut Watcher<D>) -> Sighting {
     panic!("no change in 20 events");
 }
 
-fn short_lease(s: &Server, lease: Duration) -> sets3lock::S3Options {
+fn short_lease(s: &Server, lease: Duration) -> sets3lock::Options {
     let mut options = s.options();
     options.lock.lease = lease;
     options.lock.poll =
@@ -234,8 +235,9 @@ fn threads() -> usize {
 fn many_keys_through_one_client<D: Driver>(s: &Server) {
     let prefix = support::fresh_key("many");
     let keys: Vec<String> = (0..40).map(|i| format!("{prefix}/{i}")).collect();
-    let locks = sets3lock::Locks::<D>::new(&s.url(""), short_lease(s, Duration::from_secs(3)))
-        .expect("locks");
+    let locks =
+        sets3lock::generic::Locks::<D>::new(&s.url(""), short_lease(s, Duration::from_secs(3)))
+            .expect("locks");
     let threads_before = threads();
     let held: Vec<_> = D::acquire_many(&locks, &keys, Wait::No)
         .into_iter()
@@ -247,7 +249,7 @@ fn many_keys_through_one_client<D: Driver>(s: &Server) {
         assert!(s.raw_get(k).is_some(), "{}: {k} not written", s.name);
     }
     // A second client finds them held.
-    let other = sets3lock::Locks::<D>::new(&s.url(""), s.options()).expect("locks");
+    let other = sets3lock::generic::Locks::<D>::new(&s.url(""), s.options()).expect("locks");
     let busy = D::acquire_many(&other, &keys[..1], Wait::No);
     assert!(matches!(busy[0], Err(Error::Busy { .. })), "{}", s.name);
     // Held through two renewals each (every second): all still held, renewed by the one hub.
@@ -287,8 +289,8 @@ fn value_of(s: &Sighting) -> Option<String> {
 fn election_campaign_resign_observe<D: Driver>(s: &Server) {
     let url = s.url(&support::fresh_key("election"));
     let options = || short_lease(s, Duration::from_secs(3));
-    let a = sets3lock::Election::<D>::new(&url, "candidate-a", options()).expect("a");
-    let b = sets3lock::Election::<D>::new(&url, "candidate-b", options()).expect("b");
+    let a = sets3lock::generic::Election::<D>::new(&url, "candidate-a", options()).expect("a");
+    let b = sets3lock::generic::Election::<D>::new(&url, "candidate-b", options()).expect("b");
     assert_eq!(D::leader(&a).expect("leader"), Sighting::Free);
     let mut watcher = b.observe(fast_watch()).expect("observe");
     assert_eq!(next_change(&mut watcher), Sighting::Free);
@@ -342,7 +344,7 @@ fn scenarios<D: Driver>(s: &Server) {
 fn mock_through_both_drivers() {
     let _serial = serial();
     let s = support::mock(404);
-    scenarios::<sets3lock::tokio::Tokio>(&s);
+    scenarios::<sets3lock::generic::Tokio>(&s);
     scenarios::<sets3lock::blocking::Blocking>(&s);
 }
 
@@ -352,7 +354,7 @@ fn seaweedfs_through_both_drivers() {
     let Some(s) = support::real("seaweedfs") else {
         return;
     };
-    scenarios::<sets3lock::tokio::Tokio>(&s);
+    scenarios::<sets3lock::generic::Tokio>(&s);
     scenarios::<sets3lock::blocking::Blocking>(&s);
 }
 
@@ -362,7 +364,7 @@ fn a_hold_whose_renewals_stop_getting_through_is_behind_before_it_ends() {
     let s = support::mock(404);
     let proxy = support::proxy::LossyProxy::start(&s.endpoint);
     let mut options = short_lease(&s, Duration::from_secs(3));
-    options.endpoint = Some(sets3lock::parse_endpoint(&proxy.endpoint).expect("endpoint"));
+    options.s3.endpoint = Some(sets3lock::parse_endpoint(&proxy.endpoint).expect("endpoint"));
     options.request_timeout = Duration::from_millis(500);
     let url = s.url(&support::fresh_key("health-behind"));
     let locker = sets3lock::blocking::Locker::new(&url, options).expect("locker");
@@ -404,8 +406,7 @@ fn a_next_dropped_mid_request_does_not_lose_the_watch() {
     let key = support::fresh_key("watch-cancel");
     let url = s.url(&key);
     let rt = support::runtime();
-    let mut w =
-        sets3lock::tokio::Watcher::new(&url, s.options(), fast_watch()).expect("watcher");
+    let mut w = sets3lock::Watcher::new(&url, s.options(), fast_watch()).expect("watcher");
     let first = rt.block_on(w.next());
     assert_eq!(first, Some(WatchEvent::Changed(Sighting::Free)));
     // `next` dropped again and again, some while a poll is on its way (as a `select!` with a

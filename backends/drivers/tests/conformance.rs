@@ -6,9 +6,9 @@
 
 mod support;
 
-use sets3lock::proto::{Fence, Holder, LockState, OwnerId, Record, ReleaseOutcome};
 use sets3lock::blocking::Blocking;
-use sets3lock::tokio::Tokio;
+use sets3lock::generic::Tokio;
+use sets3lock::proto::{Fence, Holder, LockState, OwnerId, Record, ReleaseOutcome};
 use sets3lock::{Error, Loss, Wait};
 use std::time::{Duration, Instant};
 use support::{fresh_key, Driver, RawAccess, Server};
@@ -48,7 +48,7 @@ fn fenced_scenarios<D: Driver>(server: &Server) {
     fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed::<D>(server);
 }
 
-fn fenced(s: &Server) -> sets3lock::S3Options {
+fn fenced(s: &Server) -> sets3lock::Options {
     let mut o = s.options();
     o.lock.fenced = true;
     o
@@ -67,10 +67,9 @@ fn fenced_tokens_grow<D: Driver>(s: &Server) {
         // cannot know the key's mode in advance, and refuses a presence-mode lock on a store
         // without a safe DELETE: here it is skipped to show that the key decides.)
         let options = if n == 3 {
-            sets3lock::S3Options {
-                store_check: sets3lock::StoreCheck::Off,
-                ..s.options()
-            }
+            let mut o = s.options();
+            o.store_check = sets3lock::StoreCheck::Off;
+            o
         } else {
             fenced(s)
         };
@@ -102,7 +101,7 @@ fn fenced_tokens_grow<D: Driver>(s: &Server) {
 /// which saw nothing, starts again at 1; and `Locks` remembers each key's tokens as well.
 fn fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed<D: Driver>(s: &Server) {
     let key = fresh_key("fenced-removed");
-    let locker = sets3lock::Locker::<D>::new(&s.url(&key), fenced(s)).expect("locker");
+    let locker = sets3lock::generic::Locker::<D>::new(&s.url(&key), fenced(s)).expect("locker");
     for n in 1..=2 {
         let held = D::acquire_with(&locker, Wait::No).expect("acquire");
         assert_eq!(held.token(), Some(n), "{}", s.name);
@@ -128,7 +127,7 @@ fn fenced_tokens_never_go_back_for_a_locker_after_the_object_is_removed<D: Drive
     D::release(fresh).expect("release");
     s.raw_delete(&key);
     // `Locks` (and so a semaphore's slots) remember each key's tokens the same way.
-    let locks = sets3lock::Locks::<D>::new(&s.url(&key), fenced(s)).expect("locks");
+    let locks = sets3lock::generic::Locks::<D>::new(&s.url(&key), fenced(s)).expect("locks");
     let keys = [key.clone()];
     for n in 1..=2 {
         let held = D::acquire_many(&locks, &keys, Wait::No).pop().expect("one");
@@ -264,7 +263,7 @@ fn contend<D: Driver>(s: &Server) {
 fn outages<D: Driver>(s: &Server) {
     let fenced = s.scheme == sets3lock::proto::Scheme::Gcs; // fake-gcs-server: fenced only
     let lease = Duration::from_secs(4);
-    let through = |proxy_options: sets3lock::S3Options| {
+    let through = |proxy_options: sets3lock::Options| {
         let mut o = proxy_options;
         o.lock.lease = lease;
         o.lock.fenced = fenced;
@@ -313,10 +312,11 @@ fn outages<D: Driver>(s: &Server) {
     );
 }
 
-fn short_lease(s: &Server, lease: Duration) -> sets3lock::S3Options {
+fn short_lease(s: &Server, lease: Duration) -> sets3lock::Options {
     let mut o = s.options();
     o.lock.lease = lease;
-    o.lock.poll = sets3lock::proto::Backoff::new(Duration::from_millis(50), Duration::from_millis(300));
+    o.lock.poll =
+        sets3lock::proto::Backoff::new(Duration::from_millis(50), Duration::from_millis(300));
     o
 }
 
@@ -441,11 +441,7 @@ fn release_after_takeover<D: Driver>(s: &Server) {
 
 /// Someone else's object (`theirs`) replaced ours while we held the lock: the release reports
 /// it and leaves it alone.
-fn release_after_takeover_in<D: Driver>(
-    s: &Server,
-    options: sets3lock::S3Options,
-    theirs: &[u8],
-) {
+fn release_after_takeover_in<D: Driver>(s: &Server, options: sets3lock::Options, theirs: &[u8]) {
     let key = fresh_key("taken-over");
     let held = D::acquire(&s.url(&key), options, Wait::No).expect("acquire");
     let theirs = s.raw_put(&key, theirs);
@@ -659,10 +655,8 @@ fn an_azure_server_40_minutes_off_this_machines_clock_is_locked_on_all_the_same(
         ))
         .expect("endpoint"),
     );
-    let options = sets3lock::S3Options {
-        azure,
-        ..sets3lock::S3Options::default()
-    };
+    let mut options = sets3lock::Options::default();
+    options.azure = azure;
     let url = format!("az://mock-bucket/{}", fresh_key("skew"));
     let held = Blocking::acquire(&url, options, Wait::No).expect("acquired after one resend");
     assert_eq!(

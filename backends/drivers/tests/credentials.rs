@@ -5,7 +5,7 @@
 
 mod support;
 
-use sets3lock::{blocking::Locker, S3Options, Wait};
+use sets3lock::{blocking::Locker, Options, Wait};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -64,8 +64,9 @@ fn the_aws_chain_provides_and_refreshes_credentials() {
     std::env::set_var("AWS_REGION", "us-east-1");
     std::env::set_var("AWS_ENDPOINT_URL", &mock.endpoint);
 
-    let options = S3Options::from_aws_config().expect("credentials from the chain");
-    assert!(options.credentials.is_none() && options.credential_source.is_some());
+    let mut options = Options::default();
+    options.s3 = sets3lock::S3Options::from_aws_config().expect("credentials from the chain");
+    assert!(options.s3.credentials.is_none() && options.s3.credential_source.is_some());
     let locker = Locker::new(&mock.url(&support::fresh_key("aws-chain")), options).expect("locker");
     let held = locker
         .acquire(Wait::No)

@@ -5,7 +5,7 @@
 
 mod support;
 
-use sets3lock::{blocking::Locker, GcsOptions, S3Options, StoreCheck, Wait};
+use sets3lock::{blocking::Locker, GcsOptions, Options, StoreCheck, Wait};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -44,16 +44,14 @@ fn metadata_server(token: &'static str) -> (String, Arc<AtomicUsize>) {
     (host, asked)
 }
 
-fn through_proxy(gcs: GcsOptions) -> (support::proxy::LossyProxy, S3Options, String) {
+fn through_proxy(gcs: GcsOptions) -> (support::proxy::LossyProxy, Options, String) {
     let s = support::mock_gcs();
     let proxy = support::proxy::LossyProxy::start(&s.endpoint);
     let mut gcs = gcs;
     gcs.endpoint = Some(sets3lock::parse_endpoint(&proxy.endpoint).expect("endpoint"));
-    let options = S3Options {
-        gcs,
-        store_check: StoreCheck::Off,
-        ..S3Options::default()
-    };
+    let mut options = Options::default();
+    options.gcs = gcs;
+    options.store_check = StoreCheck::Off;
     let url = s.url(&support::fresh_key("gcs-auth"));
     (proxy, options, url)
 }
@@ -163,11 +161,9 @@ fn after_a_429_the_next_write_of_that_object_waits_a_second_and_the_lock_is_had(
     let mut gcs = GcsOptions::default();
     gcs.endpoint = Some(sets3lock::parse_endpoint(&m.endpoint).expect("endpoint"));
     gcs.anonymous = true;
-    let options = S3Options {
-        gcs,
-        store_check: StoreCheck::Off,
-        ..S3Options::default()
-    };
+    let mut options = Options::default();
+    options.gcs = gcs;
+    options.store_check = StoreCheck::Off;
     let url = format!("gs://mock-bucket/{}", support::fresh_key("gcs-429"));
     let locker = Locker::new(&url, options).expect("locker");
     m.throttle_writes.store(1, Ordering::SeqCst); // the first create is throttled

@@ -153,7 +153,7 @@ fn servers() -> Vec<Server> {
     all
 }
 
-fn locker(url: &str, mut options: sets3lock::S3Options, name: &str) -> Locker {
+fn locker(url: &str, mut options: sets3lock::Options, name: &str) -> Locker {
     options.metrics_name = Some(name.to_owned());
     options.store_check = StoreCheck::Off;
     options.lock.lease = Duration::from_secs(3);

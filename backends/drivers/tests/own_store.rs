@@ -4,8 +4,8 @@
 
 use futures_util::future::BoxFuture;
 use sets3lock::proto::{Intent, LockUrl, ReleaseOutcome, Response, Scheme};
+use sets3lock::{Options, Store, StoreCheck, StoreId, Wait};
 use sets3lock_mock::{Dialect, MockS3, Semantics};
-use sets3lock::{S3Options, Store, StoreCheck, StoreId, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,13 +60,12 @@ impl Store for InProcess {
     }
 }
 
-fn options() -> S3Options {
-    let mut o = S3Options {
-        store_check: StoreCheck::Once,
-        ..S3Options::default()
-    };
+fn options() -> Options {
+    let mut o = Options::default();
+    o.store_check = StoreCheck::Once;
     o.lock.lease = Duration::from_secs(3);
-    o.lock.poll = sets3lock::proto::Backoff::new(Duration::from_millis(20), Duration::from_millis(100));
+    o.lock.poll =
+        sets3lock::proto::Backoff::new(Duration::from_millis(20), Duration::from_millis(100));
     o
 }
 
@@ -83,19 +82,14 @@ fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
     for dialect in [Dialect::S3, Dialect::Azure, Dialect::Gcs] {
         let store = InProcess::new(dialect);
         let url = LockUrl::new("bucket", "locks/own").expect("url");
-        let first =
-            sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
-                .expect("locker");
-        let second =
-            sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
-                .expect("locker");
+        let first = sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
+            .expect("locker");
+        let second = sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
+            .expect("locker");
         let held = first.acquire(Wait::No).expect("acquire");
         // Held by the first: the second cannot have it now.
         assert!(
-            matches!(
-                second.acquire(Wait::No),
-                Err(sets3lock::Error::Busy { .. })
-            ),
+            matches!(second.acquire(Wait::No), Err(sets3lock::Error::Busy { .. })),
             "{dialect:?}"
         );
         // Past the lease: still held only if renewals landed in the background.
@@ -112,7 +106,7 @@ fn a_store_of_ones_own_holds_renews_and_hands_over_the_lock_in_every_dialect() {
             .build()
             .expect("runtime");
         let asynchronous =
-            sets3lock::tokio::Locker::with_store(store.clone(), url, options()).expect("locker");
+            sets3lock::Locker::with_store(store.clone(), url, options()).expect("locker");
         let held = rt
             .block_on(asynchronous.acquire(Wait::No))
             .expect("acquire (async)");

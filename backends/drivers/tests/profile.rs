@@ -3,7 +3,7 @@
 
 mod support;
 
-use sets3lock::{Client, S3Options};
+use sets3lock::{Client, Options, S3Options};
 
 #[test]
 fn a_named_profiles_keys_sign_the_requests() {
@@ -30,7 +30,9 @@ fn a_named_profiles_keys_sign_the_requests() {
             _ => None,
         }
     };
-    let status = |options: S3Options| {
+    let status = |s3: S3Options| {
+        let mut options = Options::default();
+        options.s3 = s3;
         Client::new(&mock.bucket, &options).and_then(|c| c.status(&support::fresh_key("profile")))
     };
 

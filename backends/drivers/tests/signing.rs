@@ -7,10 +7,10 @@
 
 mod support;
 
-use sets3lock::proto::{Event, ReleaseOutcome};
 use sets3lock::blocking::Blocking;
-use sets3lock::tokio::Tokio;
-use sets3lock::{Observation, Observer, S3Options, Wait};
+use sets3lock::generic::Tokio;
+use sets3lock::proto::{Event, ReleaseOutcome};
+use sets3lock::{Observation, Observer, Options, Wait};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::http1::Message;
@@ -41,7 +41,7 @@ struct Seen {
 }
 
 /// Options that record what the driver learns and does.
-fn watched(server: &Server) -> (S3Options, Arc<Mutex<Seen>>) {
+fn watched(server: &Server) -> (Options, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let s = seen.clone();
     let mut options = server.options();
@@ -188,7 +188,7 @@ fn replay(proxy: &LossyProxy, m: &Message, body: &[u8], leave_out: &[&str]) -> u
 fn lock_through_a_logging_proxy(server: &Server, key: &str) -> (LossyProxy, Message) {
     let proxy = LossyProxy::start(&server.endpoint);
     let mut options = server.options();
-    options.endpoint = Some(sets3lock::parse_endpoint(&proxy.endpoint).expect("endpoint"));
+    options.s3.endpoint = Some(sets3lock::parse_endpoint(&proxy.endpoint).expect("endpoint"));
     options.store_check = sets3lock::StoreCheck::Off;
     let held = Blocking::acquire(&server.url(key), options, Wait::No).expect("acquire");
     assert!(Blocking::release(held).expect("release") == ReleaseOutcome::Deleted);

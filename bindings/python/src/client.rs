@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sets3lock::proto::{ETag, LockUrl};
-use sets3lock::{Client, S3Options};
+use sets3lock::{Client, Options};
 
 use crate::errors::{to_py, to_py_said, Error};
 use crate::holder::Holder;
@@ -16,7 +16,7 @@ fn target(
     what: &str,
     url: &str,
     options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<(LockUrl, S3Options)> {
+) -> PyResult<(LockUrl, Options)> {
     let settings = Settings::read(what, options, &[STORE])?;
     let parsed = lock_url(url)?;
     let store = settings.store(parsed.scheme())?;
@@ -24,7 +24,7 @@ fn target(
 }
 
 /// Who holds the lock now (one read), on a blocking thread of the runtime.
-fn read(url: LockUrl, options: S3Options) -> PyResult<Option<Holder>> {
+fn read(url: LockUrl, options: Options) -> PyResult<Option<Holder>> {
     let client = Client::in_store(url.scheme(), url.bucket(), &options).map_err(to_py)?;
     let found = client.status(url.key()).map_err(to_py)?;
     // A freed fenced record is nobody's hold (its last token is in `watch`'s events).
@@ -34,7 +34,7 @@ fn read(url: LockUrl, options: S3Options) -> PyResult<Option<Holder>> {
 }
 
 /// The force-unlock, on a blocking thread of the runtime.
-fn force(url: LockUrl, options: S3Options, etag: String) -> PyResult<&'static str> {
+fn force(url: LockUrl, options: Options, etag: String) -> PyResult<&'static str> {
     let etag = ETag::parse(&etag).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let unlocked = sets3lock_cli::force_unlock(&url, &options, &etag);
     match (unlocked.outcome, unlocked.error) {

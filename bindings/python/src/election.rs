@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sets3lock::proto::Sighting;
-use sets3lock::tokio::Election as RustElection;
+use sets3lock::Election as RustElection;
 use std::sync::Arc;
 
 use crate::errors::{in_python, to_py};

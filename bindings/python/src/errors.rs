@@ -95,9 +95,8 @@ fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {
 
 fn core_error(py: Python<'_>, error: sets3lock::proto::Error, message: String) -> PyErr {
     match error {
-        sets3lock::proto::Error::NoSuchBucket { .. } | sets3lock::proto::Error::MissingContainer { .. } => {
-            raise(py, "NoSuchBucket", (message,))
-        }
+        sets3lock::proto::Error::NoSuchBucket { .. }
+        | sets3lock::proto::Error::MissingContainer { .. } => raise(py, "NoSuchBucket", (message,)),
         sets3lock::proto::Error::Refused {
             status: 401 | 403, ..
         } => raise(py, "AccessDenied", (message,)),

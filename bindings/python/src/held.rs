@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 use sets3lock::proto::ReleaseOutcome;
-use sets3lock::tokio::{Held as RustHeld, LossWatch};
 use sets3lock::{Error as LockError, Health, Loss};
+use sets3lock::{Held as RustHeld, LossWatch};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::errors::{in_python, to_py, Error};

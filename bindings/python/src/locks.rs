@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sets3lock::proto::{LockUrl, Scheme};
-use sets3lock::tokio::Locks as RustLocks;
+use sets3lock::Locks as RustLocks;
 use std::sync::Arc;
 
 use crate::errors::{in_python, to_py};

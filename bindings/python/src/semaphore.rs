@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use sets3lock::tokio::Semaphore as RustSemaphore;
+use sets3lock::Semaphore as RustSemaphore;
 use sets3lock::Wait;
 use std::sync::Arc;
 

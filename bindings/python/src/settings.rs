@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use sets3lock::proto::{LockUrl, Scheme};
-use sets3lock::{S3Options, StoreCheck, Wait};
+use sets3lock::{Options, StoreCheck, Wait};
 use std::time::Duration;
 
 use crate::errors::{to_py, wrong_type};
@@ -92,7 +92,7 @@ impl<'py> Settings<'py> {
 
     /// The store options for a lock in `scheme`'s store: the environment, then these
     /// arguments, as the command's flags.
-    pub(crate) fn store(&self, scheme: Scheme) -> PyResult<S3Options> {
+    pub(crate) fn store(&self, scheme: Scheme) -> PyResult<Options> {
         let endpoint = self.text("endpoint")?;
         let region = self.text("region")?;
         let profile = self.text("profile")?;
@@ -114,7 +114,7 @@ impl<'py> Settings<'py> {
     }
 
     /// The store options and the lock's settings, for a lock in `scheme`'s store.
-    pub(crate) fn lock(&self, scheme: Scheme) -> PyResult<S3Options> {
+    pub(crate) fn lock(&self, scheme: Scheme) -> PyResult<Options> {
         let mut options = self.store(scheme)?;
         let config = &mut options.lock;
         if let Some(lease) = self.duration("lease")? {

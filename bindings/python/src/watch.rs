@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sets3lock::tokio::Watcher;
+use sets3lock::Watcher;
 use sets3lock::{WatchConfig, WatchEvent as RustEvent};
 use std::sync::Arc;
 use tokio::sync::Mutex;

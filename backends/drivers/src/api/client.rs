@@ -4,7 +4,7 @@
 use crate::api::open::open_store;
 use crate::blocking::block_on;
 use crate::driver::store::{Store, StoreId};
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use sets3lock_proto::{ETag, Holder, Intent, Response, Scheme};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +14,8 @@ use std::time::Duration;
 ///
 /// ```no_run
 /// use sets3lock::proto::Intent;
-/// use sets3lock::{Client, S3Options};
-/// let client = Client::new("my-bucket", &S3Options::from_env()?)?;
+/// use sets3lock::{Client, Options, Scheme};
+/// let client = Client::new("my-bucket", &Options::from_env(Scheme::S3)?)?;
 /// if let Some((etag, holder)) = client.status("locks/nightly")? {
 ///     println!("held by {holder} (ETag {etag})");
 /// }
@@ -29,12 +29,12 @@ pub struct Client {
 
 impl Client {
     /// A client for the S3 bucket `bucket`.
-    pub fn new(bucket: &str, options: &S3Options) -> Result<Client, Error> {
+    pub fn new(bucket: &str, options: &Options) -> Result<Client, Error> {
         Client::in_store(Scheme::S3, bucket, options)
     }
 
     /// A client for the bucket (or container) `bucket` of the store `scheme`.
-    pub fn in_store(scheme: Scheme, bucket: &str, options: &S3Options) -> Result<Client, Error> {
+    pub fn in_store(scheme: Scheme, bucket: &str, options: &Options) -> Result<Client, Error> {
         Ok(Client {
             store: open_store(scheme, bucket, options, true)?,
             timeout: options.request_timeout,

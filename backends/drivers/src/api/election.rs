@@ -4,19 +4,19 @@
 use crate::api::locker::Locker;
 use crate::api::watcher::Watcher;
 use crate::driver::mode::Mode;
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use sets3lock_proto::{Setback, Sighting, WatchConfig, WatchEvent};
 
 /// Leader election on one key: whoever holds its lock leads.
 ///
 /// | here | client-go / etcd |
 /// |---|---|
-/// | [`campaign`](crate::tokio::Election::campaign) returns the leadership (a [`Held`](crate::Held)) | `OnStartedLeading` / `Campaign` |
+/// | [`campaign`](crate::Election::campaign) returns the leadership (a [`Held`](crate::Held)) | `OnStartedLeading` / `Campaign` |
 /// | the leadership's `lost()` / `wait_lost()` | `OnStoppedLeading` |
 /// | the leadership's `release()` | `Resign` |
 /// | the leadership's [`health`](crate::Held::health) | the leader's health check |
 /// | [`observe`](Election::observe): a [`Watcher`] of holder changes | `OnNewLeader` / `Observe` |
-/// | [`leader`](crate::tokio::Election::leader): one read | `GetLeader` / `Leader` |
+/// | [`leader`](crate::Election::leader): one read | `GetLeader` / `Leader` |
 ///
 /// Each candidate proclaims a value (its address, its name) that observers see in the
 /// leader's record ([`Record::value`](sets3lock::proto::Record::value)). A leader renews its lease
@@ -27,13 +27,13 @@ use sets3lock_proto::{Setback, Sighting, WatchConfig, WatchEvent};
 pub struct Election<M: Mode> {
     locker: Locker<M>,
     url: String,
-    options: S3Options,
+    options: Options,
 }
 
 impl<M: Mode> Election<M> {
     /// An election on `url` (`s3://bucket/key`), where this candidate proclaims `value` (at
     /// most 256 bytes).
-    pub fn new(url: &str, value: impl Into<String>, options: S3Options) -> Result<Self, Error> {
+    pub fn new(url: &str, value: impl Into<String>, options: Options) -> Result<Self, Error> {
         let mut options = options;
         options.lock.value = Some(value.into());
         Ok(Election {

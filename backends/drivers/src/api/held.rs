@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// A held lock, renewed in the background until it is released or dropped.
 ///
-/// Generic over how it waits: [`tokio::Held`](crate::tokio::Held) (async `lost` and
+/// Generic over how it waits: [`tokio::Held`](crate::Held) (async `lost` and
 /// `release`) and [`blocking::Held`](crate::blocking::Held) (blocking `wait_lost` and
 /// `release`). What dropping it does is the mode's: see those.
 #[derive(Debug)]
@@ -181,7 +181,7 @@ impl<M: Mode> Held<M> {
     /// releases. After a release it reports [`Loss::DriverStopped`].
     ///
     /// ```no_run
-    /// # async fn run(held: sets3lock::tokio::Held) {
+    /// # async fn run(held: sets3lock::Held) {
     /// let watch = held.loss_watch();
     /// tokio::spawn(async move { eprintln!("lost: {:?}", watch.lost().await) });
     /// held.release().await.ok();

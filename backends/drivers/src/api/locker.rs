@@ -7,26 +7,26 @@ use crate::driver::engine::{driver, Engine, Start};
 use crate::driver::mode::Mode;
 use crate::driver::state::Drivers;
 use crate::driver::store::{Sender, Store};
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use sets3lock_proto::{Handle, LockUrl, ReleaseOutcome, Resume, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Opens locks on one S3 object; each [acquisition](crate::tokio::Locker::acquire) gets its
+/// Opens locks on one S3 object; each [acquisition](crate::Locker::acquire) gets its
 /// own background driver and [`Held`] handle.
 ///
-/// Generic over how it waits: use [`tokio::Locker`](crate::tokio::Locker) from async code and
+/// Generic over how it waits: use [`tokio::Locker`](crate::Locker) from async code and
 /// [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock` (and the
 /// async `shutdown`) are the mode's own; the rest is shared.
 ///
 /// Before its first acquisition it makes sure the store honours conditional writes, as
-/// [`S3Options::store_check`] says (once per process and endpoint and bucket by default), and
+/// [`Options::store_check`] says (once per process and endpoint and bucket by default), and
 /// refuses a store that does not ([`StoreCheck`](crate::StoreCheck)).
 #[derive(Debug)]
 pub struct Locker<M: Mode> {
     store: Arc<dyn Store>,
     url: LockUrl,
-    options: S3Options,
+    options: Options,
     requests: Arc<AtomicU64>,
     /// The drivers started and not seen finished: what `shutdown` waits for.
     drivers: Drivers,
@@ -39,7 +39,7 @@ pub struct Locker<M: Mode> {
 impl<M: Mode> Locker<M> {
     /// A locker for `url` with these options: `s3://bucket/key`, `az://container/key`
     /// (feature `azure`) or `gs://bucket/key` (feature `gcs`); the scheme picks the store.
-    pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
+    pub fn new(url: &str, options: Options) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
         options.lock.validate()?;
         let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
@@ -54,13 +54,13 @@ impl<M: Mode> Locker<M> {
     pub fn with_store(
         store: Arc<dyn Store>,
         url: LockUrl,
-        options: S3Options,
+        options: Options,
     ) -> Result<Self, Error> {
         options.lock.validate()?;
         Ok(Locker::on(store, url, options))
     }
 
-    fn on(store: Arc<dyn Store>, url: LockUrl, options: S3Options) -> Self {
+    fn on(store: Arc<dyn Store>, url: LockUrl, options: Options) -> Self {
         Locker {
             store,
             url,
@@ -72,9 +72,11 @@ impl<M: Mode> Locker<M> {
         }
     }
 
-    /// A locker for `url` configured from the standard AWS environment variables.
+    /// A locker for `url` configured from the environment: the variables of the store its
+    /// scheme names ([`Options::from_env`]).
     pub fn from_env(url: &str) -> Result<Self, Error> {
-        Locker::new(url, S3Options::from_env()?)
+        let scheme = LockUrl::parse(url)?.scheme();
+        Locker::new(url, Options::from_env(scheme)?)
     }
 
     /// The lock's address.
@@ -212,7 +214,7 @@ impl<M: Mode> Locker<M> {
 pub(crate) async fn check_store(
     store: &dyn Store,
     key: &str,
-    options: &S3Options,
+    options: &Options,
     wait: Wait,
 ) -> Result<Wait, Error> {
     let deadline = match wait {

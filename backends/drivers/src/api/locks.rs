@@ -9,8 +9,8 @@ use crate::driver::hub::Hub;
 use crate::driver::mode::Mode;
 use crate::driver::state::{Drivers, Shared};
 use crate::driver::store::Store;
-use crate::tokio::Tokio;
-use crate::{Error, S3Options};
+use crate::generic::Tokio;
+use crate::{Error, Options};
 use sets3lock_proto::{LockUrl, Scheme, Wait};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +22,13 @@ use std::sync::{Arc, Mutex};
 /// each key its own core. A held lock costs its core and its state, not a task or a thread:
 /// see the per-lock cost table in docs/BENCHMARKS.md.
 ///
-/// Generic over how it waits: [`tokio::Locks`](crate::tokio::Locks) and
+/// Generic over how it waits: [`tokio::Locks`](crate::Locks) and
 /// [`blocking::Locks`](crate::blocking::Locks). The handles are ordinary [`Held`]s.
 #[derive(Debug)]
 pub struct Locks<M: Mode> {
     scheme: Scheme,
     bucket: String,
-    options: S3Options,
+    options: Options,
     /// For the store check, which runs in the caller's mode.
     check: Arc<dyn Store>,
     /// For the drivers, which all run in the hub (async, whatever the caller's mode).
@@ -45,13 +45,13 @@ pub struct Locks<M: Mode> {
 
 impl<M: Mode> Locks<M> {
     /// The options these locks were opened with.
-    pub(crate) fn options(&self) -> &S3Options {
+    pub(crate) fn options(&self) -> &Options {
         &self.options
     }
 
     /// Locks on the bucket of `url` (`s3://bucket`, or any key of it; `az://container` and
     /// `gs://bucket` with their features), with these options.
-    pub fn new(url: &str, options: S3Options) -> Result<Self, Error> {
+    pub fn new(url: &str, options: Options) -> Result<Self, Error> {
         let url = LockUrl::parse(&bucket_url(url))?;
         options.lock.validate()?;
         let (scheme, bucket) = (url.scheme(), url.bucket());

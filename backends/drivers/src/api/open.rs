@@ -3,7 +3,7 @@
 
 use crate::driver::store::Store;
 use crate::s3::store::S3Store;
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use sets3lock_proto::Scheme;
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 pub(crate) fn open_store(
     scheme: Scheme,
     bucket: &str,
-    options: &S3Options,
+    options: &Options,
     blocking: bool,
 ) -> Result<Arc<dyn Store>, Error> {
     match scheme {

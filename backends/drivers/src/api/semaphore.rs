@@ -5,7 +5,7 @@ use crate::api::locks::Locks;
 use crate::driver::clock::Stamp;
 use crate::driver::mode::Mode;
 use crate::driver::state::Shared;
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use sets3lock_proto::{LockUrl, SlotChoice, SlotOutcome, SlotStep, Wait};
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ pub const MAX_SLOTS: u32 = 100;
 /// times the polls of one waiter on one lock (mostly `304`s); starting the wait costs a `PUT`
 /// and a `GET` per slot. All the slots' locks share one client and one driver ([`Locks`]).
 ///
-/// Generic over how it waits: [`tokio::Semaphore`](crate::tokio::Semaphore) and
+/// Generic over how it waits: [`tokio::Semaphore`](crate::Semaphore) and
 /// [`blocking::Semaphore`](crate::blocking::Semaphore). The handle is an ordinary [`Held`]
 /// whose [`slot`](Held::slot) says which slot it holds.
 #[derive(Debug)]
@@ -44,7 +44,7 @@ pub struct Semaphore<M: Mode> {
 impl<M: Mode> Semaphore<M> {
     /// A semaphore of `slots` slots (1 to [`MAX_SLOTS`]) named by `url` (`s3://bucket/name`;
     /// a trailing `/` names the same semaphore).
-    pub fn new(url: &str, slots: u32, options: S3Options) -> Result<Self, Error> {
+    pub fn new(url: &str, slots: u32, options: Options) -> Result<Self, Error> {
         let name = LockUrl::parse(url.trim_end_matches('/'))?;
         if !(1..=MAX_SLOTS).contains(&slots) {
             return Err(Error::Slots { slots });

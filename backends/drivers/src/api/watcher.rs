@@ -5,7 +5,7 @@ use crate::api::open::open_store;
 use crate::driver::clock::Stamp;
 use crate::driver::mode::Mode;
 use crate::driver::store::{Sender, Store};
-use crate::{Error, Observation, S3Options};
+use crate::{Error, Observation, Options};
 use core::marker::PhantomData;
 use sets3lock_proto::{Instant, LockUrl, Sighting, Watch, WatchConfig, WatchEvent};
 use std::sync::Arc;
@@ -15,13 +15,13 @@ use std::sync::Arc;
 /// cadence and the cost), so it needs only `s3:GetObject` (and `s3:ListBucket` for a free
 /// key to read as free rather than as access denied).
 ///
-/// Generic over how it waits: [`tokio::Watcher`](crate::tokio::Watcher) (async `next`) and
+/// Generic over how it waits: [`tokio::Watcher`](crate::Watcher) (async `next`) and
 /// [`blocking::Watcher`](crate::blocking::Watcher) (an iterator).
 #[derive(Debug)]
 pub struct Watcher<M: Mode> {
     store: Arc<dyn Store>,
     url: LockUrl,
-    options: S3Options,
+    options: Options,
     watch: Watch,
     origin: Stamp,
     requests: u64,
@@ -38,7 +38,7 @@ pub struct Watcher<M: Mode> {
 impl<M: Mode> Watcher<M> {
     /// A watcher of `url` (`s3://bucket/key`, or another store's URL), with these options
     /// and this cadence.
-    pub fn new(url: &str, options: S3Options, cfg: WatchConfig) -> Result<Self, Error> {
+    pub fn new(url: &str, options: Options, cfg: WatchConfig) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
         let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
         let mut seed = [0u8; 32];

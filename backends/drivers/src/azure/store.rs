@@ -4,7 +4,7 @@ use crate::azure::sign::{blob_url, plain, request, Auth};
 use crate::driver::http::{Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::{Store, StoreId};
-use crate::{Error, Observer, S3Options};
+use crate::{Error, Observer, Options};
 use base64::Engine as _;
 use core::time::Duration;
 use futures_util::future::BoxFuture;
@@ -27,11 +27,7 @@ pub(crate) struct AzureStore {
 
 impl AzureStore {
     /// The container `name`, reached as `options.azure` says.
-    pub(crate) fn open(
-        name: &str,
-        options: &S3Options,
-        blocking: bool,
-    ) -> Result<AzureStore, Error> {
+    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<AzureStore, Error> {
         let azure = &options.azure;
         let endpoint = match (&azure.endpoint, &azure.account) {
             (Some(e), _) => e.clone(),
@@ -52,7 +48,7 @@ impl AzureStore {
         };
         let settings = Settings {
             endpoint: Some(endpoint.clone()),
-            ca_bundle: None,
+            ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
         };
         let origin = endpoint.origin().ascii_serialization();
@@ -74,9 +70,10 @@ impl AzureStore {
         &self,
         kind: IntentKind,
         limit: Duration,
-        sign: impl Fn(&jiff::Timestamp) -> crate::HttpRequest,
+        sign: impl Fn(&jiff::Timestamp) -> crate::driver::http::HttpRequest,
     ) -> Response {
-        let read = |r: &Reply| sets3lock_proto::azure::classify(kind, r.status, &r.headers, &r.body);
+        let read =
+            |r: &Reply| sets3lock_proto::azure::classify(kind, r.status, &r.headers, &r.body);
         let sign = |time: &jiff::Timestamp| Ok(sign(time));
         let observer = self.observer.as_ref();
         match exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await {

@@ -6,7 +6,7 @@ use crate::driver::meter::Meter;
 use crate::driver::mode::Mode;
 use crate::driver::state::{FinishOnDrop, Shared};
 use crate::driver::store::Store;
-use crate::{Error, Observation, S3Options};
+use crate::{Error, Observation, Options};
 use core::time::Duration;
 use sets3lock_proto::{Event, Handle, Instant, Lock, LockUrl, Request, Response, Resume, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,7 +72,7 @@ impl Engine {
     pub(crate) fn acquiring(
         store: Arc<dyn Store>,
         url: LockUrl,
-        options: &S3Options,
+        options: &Options,
         wait: Wait,
         requests: Arc<AtomicU64>,
         bell: Option<Arc<Shared>>,
@@ -84,7 +84,7 @@ impl Engine {
     pub(crate) fn starting(
         store: Arc<dyn Store>,
         url: LockUrl,
-        options: &S3Options,
+        options: &Options,
         start: Start,
         requests: Arc<AtomicU64>,
         bell: Option<Arc<Shared>>,

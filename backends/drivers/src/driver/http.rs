@@ -17,15 +17,15 @@ use url::Url;
 /// One HTTP request, ready to send. Its `Debug` shows neither the URL's query (a presigned
 /// signature, a SAS) nor the `Authorization` header: both are credentials.
 #[derive(Clone)]
-pub struct HttpRequest {
+pub(crate) struct HttpRequest {
     /// The method.
-    pub method: Method,
+    pub(crate) method: Method,
     /// The URL (for S3, presigned: the signature is in the query).
-    pub url: Url,
+    pub(crate) url: Url,
     /// The headers: every signed one, with the value that was signed, and Content-Length.
-    pub headers: HeaderMap,
+    pub(crate) headers: HeaderMap,
     /// The body (empty but for writes).
-    pub body: Bytes,
+    pub(crate) body: Bytes,
 }
 
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone

@@ -12,7 +12,7 @@ use crate::Error;
 use core::future::Future;
 
 /// How a [`Locker`](crate::Locker) and its [`Held`](crate::Held) handles wait:
-/// [`Tokio`](crate::tokio::Tokio) (a tokio task drives the lock; the handles' methods are
+/// [`Tokio`](crate::generic::Tokio) (a tokio task drives the lock; the handles' methods are
 /// async) or [`Blocking`](crate::blocking::Blocking) (a thread drives it; they block).
 ///
 /// Sealed: these two are the modes.

@@ -35,11 +35,9 @@ pub enum Observation<'a> {
 /// quick.
 ///
 /// ```
-/// use sets3lock::{Observation, Observer, S3Options};
-/// let options = S3Options {
-///     observer: Some(Observer::new(|o| if let Observation::Event(e) = o { eprintln!("{e:?}") })),
-///     ..S3Options::default()
-/// };
+/// use sets3lock::{Observation, Observer, Options};
+/// let mut options = Options::default();
+/// options.observer = Some(Observer::new(|o| if let Observation::Event(e) = o { eprintln!("{e:?}") }));
 /// assert!(options.observer.is_some());
 /// ```
 #[derive(Clone)]
@@ -74,8 +72,9 @@ impl Observer {
     /// is the lock's URL.
     ///
     /// ```
-    /// use sets3lock::{Observer, S3Options};
-    /// let options = S3Options { observer: Some(Observer::tracing()), ..S3Options::default() };
+    /// use sets3lock::{Observer, Options};
+    /// let mut options = Options::default();
+    /// options.observer = Some(Observer::tracing());
     /// # assert!(options.observer.is_some());
     /// ```
     pub fn tracing() -> Observer {

@@ -1,7 +1,7 @@
 //! The server's time: requests are signed with it, not with this machine's wall clock.
 //!
 //! A presigned request carries the time it was signed at and stays valid for a short while
-//! (`S3Options::presign_expiry`); a server refuses it as expired (or not yet valid) by its own
+//! (`Options::presign_expiry`); a server refuses it as expired (or not yet valid) by its own
 //! clock. A machine whose clock is off by more than that window (a VM after a pause, a
 //! container, a board without a battery-backed clock) would have every request refused. So
 //! the drivers keep the offset from this machine's clock to the server's, learned from the
@@ -106,7 +106,10 @@ pub(crate) async fn exchange_signed(
         let left = limit.saturating_sub(Stamp::now().since(started));
         let reply = transport.exchange(request, left).await?;
         let response = read(&reply);
-        let about_time = matches!(response, Response::Refused(sets3lock_proto::Error::Clock { .. }));
+        let about_time = matches!(
+            response,
+            Response::Refused(sets3lock_proto::Error::Clock { .. })
+        );
         let learned = time.learn(&reply.headers, sent, SystemTime::now(), about_time);
         let resend = about_time
             && learned.is_some()

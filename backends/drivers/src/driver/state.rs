@@ -157,12 +157,13 @@ impl Standing {
         event: &Event,
         to_stamp: impl Fn(sets3lock_proto::Instant) -> Stamp,
     ) -> Option<Standing> {
-        let hold = |owner, etag: &ETag, valid_until: &Option<sets3lock_proto::Instant>, token| Hold {
-            owner,
-            etag: etag.clone(),
-            valid_until: valid_until.map(&to_stamp),
-            token,
-        };
+        let hold =
+            |owner, etag: &ETag, valid_until: &Option<sets3lock_proto::Instant>, token| Hold {
+                owner,
+                etag: etag.clone(),
+                valid_until: valid_until.map(&to_stamp),
+                token,
+            };
         if let Event::Renewed { etag, valid_until } = event {
             // While held, or while a release waits for the renewal in flight.
             let Standing::Holding(h) = self else {
@@ -257,7 +258,7 @@ impl Drivers {
     }
 
     /// Waits until every driver tracked so far has finished.
-    pub(crate) async fn settle<M: crate::Mode>(&self) {
+    pub(crate) async fn settle<M: crate::generic::Mode>(&self) {
         let drivers = std::mem::take(&mut *self.list());
         for shared in drivers {
             M::wait(&shared, |_| false, None).await;
@@ -353,7 +354,11 @@ impl Shared {
     }
 
     /// Applies a core event; `to_stamp` converts the core's instants to the drivers' clock.
-    pub(crate) fn apply(&self, event: &Event, to_stamp: impl Fn(sets3lock_proto::Instant) -> Stamp) {
+    pub(crate) fn apply(
+        &self,
+        event: &Event,
+        to_stamp: impl Fn(sets3lock_proto::Instant) -> Stamp,
+    ) {
         let mut s = self.lock();
         if let Some(next) = s.standing.after(event, to_stamp) {
             s.standing = next;

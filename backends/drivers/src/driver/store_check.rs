@@ -31,9 +31,10 @@ use std::time::{Duration, SystemTime};
 /// its first lock.
 ///
 /// ```
-/// use sets3lock::{S3Options, StoreCheck};
-/// let options = S3Options { store_check: StoreCheck::Off, ..S3Options::default() };
-/// assert_eq!(S3Options::default().store_check, StoreCheck::Once);
+/// use sets3lock::{Options, StoreCheck};
+/// let mut options = Options::default();
+/// options.store_check = StoreCheck::Off;
+/// assert_eq!(Options::default().store_check, StoreCheck::Once);
 /// # let _ = options;
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -261,7 +262,9 @@ impl Probe<'_> {
             {
                 Response::Mismatch => Some(ConditionalDelete::Honored),
                 Response::Deleted => Some(ConditionalDelete::IgnoresIfMatch),
-                Response::Refused(e @ sets3lock_proto::Error::Clock { .. }) => return Err(Error::S3(e)),
+                Response::Refused(e @ sets3lock_proto::Error::Clock { .. }) => {
+                    return Err(Error::S3(e))
+                }
                 Response::Refused(_) => Some(ConditionalDelete::NotImplemented),
                 _ => None,
             },

@@ -11,7 +11,7 @@ use crate::driver::server_time::ServerTime;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::request::{plain_delete, request};
 use crate::gcs::token::{service_account, Source, Tokens};
-use crate::{Error, S3Options};
+use crate::{Error, Options};
 use core::time::Duration;
 use futures_util::future::BoxFuture;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
@@ -40,7 +40,7 @@ pub(crate) struct GcsStore {
 
 impl GcsStore {
     /// The bucket `name`, reached as `options.gcs` says.
-    pub(crate) fn open(name: &str, options: &S3Options, blocking: bool) -> Result<GcsStore, Error> {
+    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<GcsStore, Error> {
         let gcs = &options.gcs;
         let base = match &gcs.endpoint {
             Some(e) => e.clone(),
@@ -58,7 +58,7 @@ impl GcsStore {
         };
         let settings = Settings {
             endpoint: Some(base.clone()),
-            ca_bundle: None,
+            ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
         };
         let origin = base.origin().ascii_serialization();
@@ -100,7 +100,7 @@ impl GcsStore {
         key: &str,
         kind: IntentKind,
         limit: Duration,
-        build: impl Fn(Option<&str>) -> crate::HttpRequest,
+        build: impl Fn(Option<&str>) -> crate::driver::http::HttpRequest,
     ) -> Response {
         let writes = kind != IntentKind::Get;
         let started = Stamp::now();

@@ -3,7 +3,7 @@
 //! Temporary credentials are refreshed in the background, five minutes before they expire,
 //! so that a long hold keeps signing with valid ones.
 
-use crate::{CredentialSource, Credentials, Error, S3Options};
+use crate::{AwsCredentialSource, AwsCredentials, Error, S3Options};
 use aws_credential_types::provider::ProvideCredentials;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -13,7 +13,7 @@ const MARGIN: Duration = Duration::from_secs(300);
 /// After a failed fetch, try again this soon.
 const RETRY: Duration = Duration::from_secs(10);
 
-type Cached = Result<Credentials, String>;
+type Cached = Result<AwsCredentials, String>;
 
 /// Credentials from aws-config's chain, served from a cache that a background thread keeps
 /// fresh.
@@ -22,8 +22,8 @@ struct AwsChain {
     cache: Arc<Mutex<Cached>>,
 }
 
-impl CredentialSource for AwsChain {
-    fn current(&self) -> Result<Credentials, String> {
+impl AwsCredentialSource for AwsChain {
+    fn current(&self) -> Result<AwsCredentials, String> {
         match self.cache.lock() {
             Ok(c) => c.clone(),
             Err(e) => e.into_inner().clone(),
@@ -40,7 +40,8 @@ impl S3Options {
     /// `tokio::task::spawn_blocking`.
     ///
     /// ```no_run
-    /// let options = sets3lock::S3Options::from_aws_config()?;
+    /// let mut options = sets3lock::Options::default();
+    /// options.s3 = sets3lock::S3Options::from_aws_config()?;
     /// let locker = sets3lock::blocking::Locker::new("s3://my-bucket/locks/job", options)?;
     /// # Ok::<(), sets3lock::Error>(())
     /// ```
@@ -79,14 +80,15 @@ impl S3Options {
                                     .map(|left| left.saturating_sub(MARGIN).max(RETRY))
                                     .unwrap_or(Duration::from_secs(3600));
                                 let creds = match c.session_token() {
-                                    Some(t) => Credentials::new_with_token(
+                                    Some(t) => AwsCredentials::new_with_token(
                                         c.access_key_id(),
                                         c.secret_access_key(),
                                         t,
                                     ),
-                                    None => {
-                                        Credentials::new(c.access_key_id(), c.secret_access_key())
-                                    }
+                                    None => AwsCredentials::new(
+                                        c.access_key_id(),
+                                        c.secret_access_key(),
+                                    ),
                                 };
                                 (Ok(creds), wait)
                             }

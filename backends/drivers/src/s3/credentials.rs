@@ -1,38 +1,111 @@
-//! Where the signing credentials come from, asked once per request so that temporary
-//! credentials can be refreshed underneath a long hold.
+//! AWS signing credentials, and where they come from: asked once per request so that
+//! temporary credentials can be refreshed underneath a long hold.
 
-use rusty_s3::Credentials;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-/// A source of signing credentials, asked before every request.
+/// An AWS access key, its secret and, for temporary credentials, the session token.
+///
+/// `Debug` shows the key id only.
+///
+/// ```
+/// use sets3lock::AwsCredentials;
+/// let c = AwsCredentials::new_with_token("AKID", "wJalrXUtnFEMI", "FwoGZXIvYXdz");
+/// assert_eq!((c.key(), c.secret(), c.token()), ("AKID", "wJalrXUtnFEMI", Some("FwoGZXIvYXdz")));
+/// let shown = format!("{c:?}");
+/// assert!(shown.contains("AKID") && !shown.contains("wJalr") && !shown.contains("FwoG"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    key: String,
+    secret: String,
+    token: Option<String>,
+}
+
+impl AwsCredentials {
+    /// Long-term credentials: an access key id and its secret.
+    pub fn new(key: impl Into<String>, secret: impl Into<String>) -> AwsCredentials {
+        AwsCredentials {
+            key: key.into(),
+            secret: secret.into(),
+            token: None,
+        }
+    }
+
+    /// Temporary credentials: an access key id, its secret and the session token.
+    pub fn new_with_token(
+        key: impl Into<String>,
+        secret: impl Into<String>,
+        token: impl Into<String>,
+    ) -> AwsCredentials {
+        AwsCredentials {
+            token: Some(token.into()),
+            ..AwsCredentials::new(key, secret)
+        }
+    }
+
+    /// The access key id.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The secret access key.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// The session token, for temporary credentials.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The same credentials, as the signer takes them.
+    pub(crate) fn to_signer(&self) -> rusty_s3::Credentials {
+        match &self.token {
+            Some(t) => rusty_s3::Credentials::new_with_token(&self.key, &self.secret, t),
+            None => rusty_s3::Credentials::new(&self.key, &self.secret),
+        }
+    }
+}
+
+impl Debug for AwsCredentials {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AwsCredentials")
+            .field("key", &self.key)
+            .field("secret", &"…")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// A source of AWS signing credentials, asked before every request.
 ///
 /// Implement it to plug in your own provider; it must answer quickly (serve a cached value and
 /// refresh in the background). With the `aws-config` feature,
 /// [`S3Options::from_aws_config`](crate::S3Options) uses the whole AWS chain.
 ///
 /// ```
-/// use sets3lock::{CredentialSource, Credentials};
+/// use sets3lock::{AwsCredentialSource, AwsCredentials};
 /// #[derive(Debug)]
 /// struct Vault;
-/// impl CredentialSource for Vault {
-///     fn current(&self) -> Result<Credentials, String> {
-///         Ok(Credentials::new("AKID", "secret"))
+/// impl AwsCredentialSource for Vault {
+///     fn current(&self) -> Result<AwsCredentials, String> {
+///         Ok(AwsCredentials::new("AKID", "secret"))
 ///     }
 /// }
 /// assert_eq!(Vault.current().unwrap().key(), "AKID");
 /// ```
-pub trait CredentialSource: Send + Sync + Debug {
+pub trait AwsCredentialSource: Send + Sync + Debug {
     /// The credentials to sign the next request with, or why there are none right now.
-    fn current(&self) -> Result<Credentials, String>;
+    fn current(&self) -> Result<AwsCredentials, String>;
 }
 
 /// Fixed credentials.
 #[derive(Debug)]
-pub(crate) struct Fixed(pub(crate) Credentials);
+pub(crate) struct Fixed(pub(crate) AwsCredentials);
 
-impl CredentialSource for Fixed {
-    fn current(&self) -> Result<Credentials, String> {
+impl AwsCredentialSource for Fixed {
+    fn current(&self) -> Result<AwsCredentials, String> {
         Ok(self.0.clone())
     }
 }
@@ -40,9 +113,9 @@ impl CredentialSource for Fixed {
 /// The credentials to sign a request with now, or (when the source has none) the answer that
 /// stands for the request: not sent, so a setback the core retries.
 pub(crate) fn to_sign_with(
-    source: &dyn CredentialSource,
-) -> Result<Credentials, sets3lock_proto::Response> {
-    source.current().map_err(|why| {
+    source: &dyn AwsCredentialSource,
+) -> Result<rusty_s3::Credentials, sets3lock_proto::Response> {
+    source.current().map(|c| c.to_signer()).map_err(|why| {
         sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::NotSent {
             detail: format!("no credentials to sign with: {why}"),
         })
@@ -50,11 +123,11 @@ pub(crate) fn to_sign_with(
 }
 
 /// The source the options name: a provider, or fixed credentials, or none.
-pub(crate) fn source_of(options: &crate::S3Options) -> Option<Arc<dyn CredentialSource>> {
+pub(crate) fn source_of(options: &crate::S3Options) -> Option<Arc<dyn AwsCredentialSource>> {
     options.credential_source.clone().or_else(|| {
         options
             .credentials
             .clone()
-            .map(|c| Arc::new(Fixed(c)) as Arc<dyn CredentialSource>)
+            .map(|c| Arc::new(Fixed(c)) as Arc<dyn AwsCredentialSource>)
     })
 }

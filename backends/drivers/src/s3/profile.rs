@@ -2,7 +2,7 @@
 //! region and endpoint, found the way the AWS CLI finds them. Profiles that need a token
 //! service (SSO, assume-role, credential processes) are the `aws-config` feature's job.
 
-use crate::{Credentials, Error, S3Options};
+use crate::{AwsCredentials, Error, S3Options};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -24,9 +24,7 @@ impl S3Options {
     /// [`Error::MissingCredentials`] reports when a lock is opened), except that a profile
     /// named explicitly must have keys: [`Error::Profile`] otherwise.
     pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Options, Error> {
-        S3Options::from_vars_and_profile(profile, |name| {
-            std::env::var(name).ok().filter(|v| !v.is_empty())
-        })
+        S3Options::from_vars_and_profile(profile, crate::options::env_var)
     }
 
     /// Like [`from_env_and_profile`](S3Options::from_env_and_profile), with variables from
@@ -150,12 +148,12 @@ fn section(path: &Path, name: &str, file: Shared) -> HashMap<String, String> {
 }
 
 /// The static keys of a credentials section, if it has both halves.
-fn static_keys(section: &HashMap<String, String>) -> Option<Credentials> {
+fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
     let key = section.get("aws_access_key_id")?;
     let secret = section.get("aws_secret_access_key")?;
     Some(match section.get("aws_session_token") {
-        Some(token) => Credentials::new_with_token(key.clone(), secret.clone(), token.clone()),
-        None => Credentials::new(key.clone(), secret.clone()),
+        Some(token) => AwsCredentials::new_with_token(key.clone(), secret.clone(), token.clone()),
+        None => AwsCredentials::new(key.clone(), secret.clone()),
     })
 }
 

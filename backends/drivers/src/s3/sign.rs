@@ -2,7 +2,7 @@
 //!
 //! Every header we send is signed (the conditions, the content type, and on PUTs the body's
 //! `Content-MD5`), so a captured URL is good only for the very request it was made for, and
-//! only for `S3Options::presign_expiry` after it was signed.
+//! only for `Options::presign_expiry` after it was signed.
 
 use crate::driver::http::HttpRequest;
 use bytes::Bytes;

@@ -5,9 +5,10 @@
 use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::{Store, StoreId};
-use crate::s3::credentials::{source_of, to_sign_with, CredentialSource};
+use crate::error::EndpointError;
+use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
 use crate::s3::sign::{presign_key, presign_plain_delete};
-use crate::{Error, Observer, S3Options};
+use crate::{Error, Observer, Options};
 use core::time::Duration;
 use futures_util::future::BoxFuture;
 use rusty_s3::{Bucket, UrlStyle};
@@ -22,7 +23,7 @@ const GCS_HOST: &str = "storage.googleapis.com";
 pub(crate) struct S3Store {
     id: StoreId,
     bucket: Bucket,
-    credentials: Arc<dyn CredentialSource>,
+    credentials: Arc<dyn AwsCredentialSource>,
     expiry: Duration,
     /// The server's time, learned from its replies: what requests are signed at.
     time: Arc<ServerTime>,
@@ -32,11 +33,12 @@ pub(crate) struct S3Store {
 
 impl S3Store {
     /// The bucket `name` as `options` say to reach it, through a blocking or an async client.
-    pub(crate) fn open(name: &str, options: &S3Options, blocking: bool) -> Result<S3Store, Error> {
-        let (endpoint, custom) = match &options.endpoint {
+    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<S3Store, Error> {
+        let s3 = &options.s3;
+        let (endpoint, custom) = match &s3.endpoint {
             Some(e) => (e.clone(), true),
             None => {
-                let aws = format!("https://s3.{}.amazonaws.com", options.region);
+                let aws = format!("https://s3.{}.amazonaws.com", s3.region);
                 (crate::parse_endpoint(&aws)?, false)
             }
         };
@@ -47,25 +49,20 @@ impl S3Store {
             return Err(Error::GcsIgnoresConditions);
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
-        let credentials = source_of(options).ok_or(Error::MissingCredentials)?;
-        let path_style = options.path_style.unwrap_or(custom || name.contains('.'));
+        let credentials = source_of(s3).ok_or(Error::MissingCredentials)?;
+        let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let style = if path_style {
             UrlStyle::Path
         } else {
             UrlStyle::VirtualHost
         };
-        let bucket = Bucket::new(
-            endpoint.clone(),
-            style,
-            name.to_owned(),
-            options.region.clone(),
-        )
-        .map_err(|e| Error::InvalidEndpoint {
-            endpoint: endpoint.to_string(),
-            reason: e.into(),
-        })?;
+        let bucket = Bucket::new(endpoint.clone(), style, name.to_owned(), s3.region.clone())
+            .map_err(|e| Error::InvalidEndpoint {
+                endpoint: endpoint.to_string(),
+                reason: EndpointError::Bucket(e.to_string()),
+            })?;
         let settings = Settings {
-            endpoint: options.endpoint.clone(),
+            endpoint: s3.endpoint.clone(),
             ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
         };
@@ -74,7 +71,7 @@ impl S3Store {
             id: StoreId::new(Scheme::S3, &origin, name),
             bucket,
             credentials,
-            expiry: options.presign_expiry.max(Duration::from_secs(1)),
+            expiry: s3.presign_expiry.max(Duration::from_secs(1)),
             time: Arc::default(),
             transport: Transport::new(blocking, &settings)?,
             observer: options.observer.clone(),

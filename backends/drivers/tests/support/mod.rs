@@ -10,11 +10,10 @@ pub mod sas;
 
 pub use raw::{fresh_key, rand_u64, RawAccess};
 use rusty_s3::Credentials;
+use sets3lock::generic::{Blocking, Held, Mode, Tokio};
 use sets3lock::proto::{ConditionalDelete, ReleaseOutcome};
+use sets3lock::{Error, Loss, Options, Wait};
 use sets3lock_mock::{MissingKeyIfMatch, Semantics};
-use sets3lock::blocking::Blocking;
-use sets3lock::tokio::Tokio;
-use sets3lock::{Error, Held, Loss, Mode, S3Options, Wait};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -135,7 +134,12 @@ fn mock_flavour(name: &'static str, semantics: Semantics) -> Server {
             String::new(),
             String::new(),
         ),
-        _ => (sets3lock::proto::Scheme::S3, m.endpoint, m.access_key, m.secret),
+        _ => (
+            sets3lock::proto::Scheme::S3,
+            m.endpoint,
+            m.access_key,
+            m.secret,
+        ),
     };
     let server = Server {
         name,
@@ -216,7 +220,7 @@ pub fn fake_gcs() -> Option<Server> {
 }
 
 impl Server {
-    pub fn options(&self) -> S3Options {
+    pub fn options(&self) -> Options {
         self.options_at(&self.origin())
     }
 
@@ -230,11 +234,9 @@ impl Server {
 
     /// The options, with requests sent to `endpoint` (a proxy in front of the server): the
     /// server's own path (Azurite's account) is kept.
-    pub fn options_at(&self, endpoint: &str) -> S3Options {
-        let mut options = S3Options {
-            request_timeout: Duration::from_secs(30),
-            ..S3Options::default()
-        };
+    pub fn options_at(&self, endpoint: &str) -> Options {
+        let mut options = Options::default();
+        options.request_timeout = Duration::from_secs(30);
         let path = url::Url::parse(&self.endpoint)
             .expect("endpoint")
             .path()
@@ -262,8 +264,8 @@ impl Server {
                 options.gcs = gcs;
             }
             _ => {
-                options.endpoint = Some(at);
-                options.credentials = Some(Credentials::new(
+                options.s3.endpoint = Some(at);
+                options.s3.credentials = Some(sets3lock::AwsCredentials::new(
                     self.access_key.clone(),
                     self.secret.clone(),
                 ));
@@ -274,7 +276,7 @@ impl Server {
 
     /// The same options with a wrong secret (none to get wrong on an emulator without
     /// authentication: `None`).
-    pub fn wrong_secret(&self) -> Option<S3Options> {
+    pub fn wrong_secret(&self) -> Option<Options> {
         let mut options = self.options();
         match self.scheme {
             #[cfg(feature = "azure")]
@@ -285,15 +287,17 @@ impl Server {
             }
             sets3lock::proto::Scheme::Gcs => return None,
             _ => {
-                options.credentials =
-                    Some(Credentials::new(self.access_key.clone(), "wrong-secret"))
+                options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+                    self.access_key.clone(),
+                    "wrong-secret",
+                ))
             }
         }
         Some(options)
     }
 
     /// A proxy in front of the server, and the options that send through it.
-    pub fn proxied(&self) -> (proxy::LossyProxy, S3Options) {
+    pub fn proxied(&self) -> (proxy::LossyProxy, Options) {
         let proxy = proxy::LossyProxy::start(&self.origin());
         let options = self.options_at(&proxy.endpoint);
         (proxy, options)
@@ -325,8 +329,7 @@ impl Server {
     /// A client of the library for the stores the raw S3 requests cannot reach.
     fn client(&self) -> Option<sets3lock::Client> {
         (self.scheme != sets3lock::proto::Scheme::S3).then(|| {
-            sets3lock::Client::in_store(self.scheme, &self.bucket, &self.options())
-                .expect("client")
+            sets3lock::Client::in_store(self.scheme, &self.bucket, &self.options()).expect("client")
         })
     }
 }
@@ -356,46 +359,49 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// What the two drivers do differently, so that every scenario runs on both: the waiting
 /// methods (the rest of the handle is one type).
 pub trait Driver: Mode {
-    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error>;
+    fn acquire(url: &str, options: Options, wait: Wait) -> Result<Held<Self>, Error>;
     /// Acquires through `locker` (which may have acquired before).
-    fn acquire_with(locker: &sets3lock::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error>;
+    fn acquire_with(
+        locker: &sets3lock::generic::Locker<Self>,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error>;
     fn release(held: Held<Self>) -> Result<ReleaseOutcome, Error>;
     /// Waits up to `timeout` for the hold to be lost.
     fn wait_lost(held: &Held<Self>, timeout: Duration) -> Option<Loss>;
     fn with_lock<T>(
         url: &str,
-        options: S3Options,
+        options: Options,
         wait: Wait,
         work: impl FnOnce(&Held<Self>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error>;
     /// Takes a slot of the semaphore `url` of `slots` slots.
-    fn take_slot(
-        url: &str,
-        slots: u32,
-        options: S3Options,
-        wait: Wait,
-    ) -> Result<Held<Self>, Error>;
+    fn take_slot(url: &str, slots: u32, options: Options, wait: Wait) -> Result<Held<Self>, Error>;
     /// The watcher's next event.
-    fn next_event(watcher: &mut sets3lock::Watcher<Self>) -> Option<sets3lock::proto::WatchEvent>;
+    fn next_event(
+        watcher: &mut sets3lock::generic::Watcher<Self>,
+    ) -> Option<sets3lock::proto::WatchEvent>;
     /// Campaigns until elected.
-    fn campaign(e: &sets3lock::Election<Self>) -> Result<Held<Self>, Error>;
+    fn campaign(e: &sets3lock::generic::Election<Self>) -> Result<Held<Self>, Error>;
     /// The leader now.
-    fn leader(e: &sets3lock::Election<Self>) -> Result<sets3lock::proto::Sighting, Error>;
+    fn leader(e: &sets3lock::generic::Election<Self>) -> Result<sets3lock::proto::Sighting, Error>;
     /// Acquires every key of `keys` through one client, in order.
     fn acquire_many(
-        locks: &sets3lock::Locks<Self>,
+        locks: &sets3lock::generic::Locks<Self>,
         keys: &[String],
         wait: Wait,
     ) -> Vec<Result<Held<Self>, Error>>;
 }
 
 impl Driver for Tokio {
-    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
-        let locker = sets3lock::tokio::Locker::new(url, options)?;
+    fn acquire(url: &str, options: Options, wait: Wait) -> Result<Held<Self>, Error> {
+        let locker = sets3lock::Locker::new(url, options)?;
         runtime().block_on(locker.acquire(wait))
     }
 
-    fn acquire_with(locker: &sets3lock::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error> {
+    fn acquire_with(
+        locker: &sets3lock::generic::Locker<Self>,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error> {
         runtime().block_on(locker.acquire(wait))
     }
 
@@ -409,38 +415,35 @@ impl Driver for Tokio {
 
     fn with_lock<T>(
         url: &str,
-        options: S3Options,
+        options: Options,
         wait: Wait,
         work: impl FnOnce(&Held<Self>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
-        let locker = sets3lock::tokio::Locker::new(url, options)?;
+        let locker = sets3lock::Locker::new(url, options)?;
         runtime().block_on(locker.with_lock(wait, async |held| work(held)))
     }
 
-    fn take_slot(
-        url: &str,
-        slots: u32,
-        options: S3Options,
-        wait: Wait,
-    ) -> Result<Held<Self>, Error> {
-        let semaphore = sets3lock::tokio::Semaphore::new(url, slots, options)?;
+    fn take_slot(url: &str, slots: u32, options: Options, wait: Wait) -> Result<Held<Self>, Error> {
+        let semaphore = sets3lock::Semaphore::new(url, slots, options)?;
         runtime().block_on(semaphore.acquire(wait))
     }
 
-    fn next_event(watcher: &mut sets3lock::Watcher<Self>) -> Option<sets3lock::proto::WatchEvent> {
+    fn next_event(
+        watcher: &mut sets3lock::generic::Watcher<Self>,
+    ) -> Option<sets3lock::proto::WatchEvent> {
         runtime().block_on(watcher.next())
     }
 
-    fn campaign(e: &sets3lock::Election<Self>) -> Result<Held<Self>, Error> {
+    fn campaign(e: &sets3lock::generic::Election<Self>) -> Result<Held<Self>, Error> {
         runtime().block_on(e.campaign())
     }
 
-    fn leader(e: &sets3lock::Election<Self>) -> Result<sets3lock::proto::Sighting, Error> {
+    fn leader(e: &sets3lock::generic::Election<Self>) -> Result<sets3lock::proto::Sighting, Error> {
         runtime().block_on(e.leader())
     }
 
     fn acquire_many(
-        locks: &sets3lock::Locks<Self>,
+        locks: &sets3lock::generic::Locks<Self>,
         keys: &[String],
         wait: Wait,
     ) -> Vec<Result<Held<Self>, Error>> {
@@ -455,11 +458,14 @@ impl Driver for Tokio {
 }
 
 impl Driver for Blocking {
-    fn acquire(url: &str, options: S3Options, wait: Wait) -> Result<Held<Self>, Error> {
+    fn acquire(url: &str, options: Options, wait: Wait) -> Result<Held<Self>, Error> {
         sets3lock::blocking::Locker::new(url, options)?.acquire(wait)
     }
 
-    fn acquire_with(locker: &sets3lock::Locker<Self>, wait: Wait) -> Result<Held<Self>, Error> {
+    fn acquire_with(
+        locker: &sets3lock::generic::Locker<Self>,
+        wait: Wait,
+    ) -> Result<Held<Self>, Error> {
         locker.acquire(wait)
     }
 
@@ -473,36 +479,33 @@ impl Driver for Blocking {
 
     fn with_lock<T>(
         url: &str,
-        options: S3Options,
+        options: Options,
         wait: Wait,
         work: impl FnOnce(&Held<Self>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
         sets3lock::blocking::Locker::new(url, options)?.with_lock(wait, work)
     }
 
-    fn take_slot(
-        url: &str,
-        slots: u32,
-        options: S3Options,
-        wait: Wait,
-    ) -> Result<Held<Self>, Error> {
+    fn take_slot(url: &str, slots: u32, options: Options, wait: Wait) -> Result<Held<Self>, Error> {
         sets3lock::blocking::Semaphore::new(url, slots, options)?.acquire(wait)
     }
 
-    fn next_event(watcher: &mut sets3lock::Watcher<Self>) -> Option<sets3lock::proto::WatchEvent> {
+    fn next_event(
+        watcher: &mut sets3lock::generic::Watcher<Self>,
+    ) -> Option<sets3lock::proto::WatchEvent> {
         watcher.next()
     }
 
-    fn campaign(e: &sets3lock::Election<Self>) -> Result<Held<Self>, Error> {
+    fn campaign(e: &sets3lock::generic::Election<Self>) -> Result<Held<Self>, Error> {
         e.campaign()
     }
 
-    fn leader(e: &sets3lock::Election<Self>) -> Result<sets3lock::proto::Sighting, Error> {
+    fn leader(e: &sets3lock::generic::Election<Self>) -> Result<sets3lock::proto::Sighting, Error> {
         e.leader()
     }
 
     fn acquire_many(
-        locks: &sets3lock::Locks<Self>,
+        locks: &sets3lock::generic::Locks<Self>,
         keys: &[String],
         wait: Wait,
     ) -> Vec<Result<Held<Self>, Error>> {

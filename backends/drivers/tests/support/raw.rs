@@ -60,7 +60,9 @@ pub trait RawAccess {
                     if_none_match: None,
                 },
             ) {
-                sets3lock::proto::Response::Object { etag, body, .. } => Some((etag, body.to_vec())),
+                sets3lock::proto::Response::Object { etag, body, .. } => {
+                    Some((etag, body.to_vec()))
+                }
                 sets3lock::proto::Response::Absent => None,
                 other => panic!("raw GET: {other:?}"),
             };
