@@ -106,6 +106,7 @@ pub enum NotAcquired {
 
 /// What became of a hold that a handle names, when it cannot be continued.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HoldEnded {
     /// Another hold's record is there: someone took the lock over (after the hold's lease ran
     /// out unrenewed) or an operator replaced it.
@@ -154,6 +155,7 @@ impl fmt::Display for HoldEnded {
 
 /// How a held lock was lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LostReason {
     /// The object was replaced by another writer (a takeover after we failed to renew, or an
     /// operator).

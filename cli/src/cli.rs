@@ -1,4 +1,5 @@
-//! The command line: run mode (`sets3lock [-nNxX] [options] s3://bucket/key program ...`)
+//! The command line: run mode (`sets3lock [-nNxX] [options] URL program ...`, the URL
+//! `s3://bucket/key`, `az://container/key` or `gs://bucket/key`)
 //! and the operator commands. Arguments are parsed into typed values here, so that every
 //! usage error is a clap error; `main` dispatches.
 
@@ -10,7 +11,8 @@ use std::ffi::OsString;
 use std::time::Duration;
 use url::Url;
 
-pub(crate) const USAGE: &str = "sets3lock [-nNxX] [options] s3://bucket/key program [args...]";
+pub(crate) const USAGE: &str =
+    "sets3lock [-nNxX] [options] s3://bucket/key|az://container/key|gs://bucket/key program [args...]";
 
 /// The default lease.
 pub(crate) const LEASE: Duration = Duration::from_secs(60);
@@ -19,6 +21,8 @@ const EXAMPLES: &str = "\
 Examples:
   sets3lock s3://my-bucket/locks/backup ./backup.sh        wait for the lock, run, release
   sets3lock -n s3://my-bucket/locks/cron make report       give up at once if it is held
+  sets3lock az://my-container/locks/deploy ./deploy.sh     Azure Blob Storage
+  sets3lock gs://my-bucket/locks/report ./report.sh        Google Cloud Storage
   sets3lock --timeout 5m --lease 2m s3://b/deploy -- ./deploy --prod
   sets3lock --fenced s3://b/locks/db ./migrate.sh          hand $SETS3LOCK_TOKEN to the database
   sets3lock --slots 3 s3://b/deploys ./deploy.sh           at most 3 at once ($SETS3LOCK_SLOT)
@@ -32,42 +36,39 @@ Examples:
   sets3lock renew \"$H\"; sets3lock release \"$H\"               renew it once; release it
 
 Exit status: the program's own; 128+N if it died of signal N; 100 usage error; 111 the lock
-could not be had, the program could not start, or S3 failed (0 with -x when the lock could not
-be had); 112 the lock was lost or expired while the program ran (it was sent SIGTERM, then
-SIGKILL after --kill-after), or the hold a handle names has ended.
+could not be had, the program could not start, or the store failed (0 with -x when the lock is
+held elsewhere); 112 the lock was lost or expired while the program ran (it was sent SIGTERM,
+then SIGKILL after --kill-after), or the hold a handle names has ended.
 
-Environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
-AWS_ENDPOINT_URL(_S3), AWS_PROFILE. The program gets SETS3LOCK_URL, SETS3LOCK_OWNER,
-SETS3LOCK_ETAG, in fenced mode SETS3LOCK_TOKEN (larger with every grant of the lock), and with
---slots SETS3LOCK_SLOT (which slot, from 0).
+Environment, read for the URL's store only:
+  s3://  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+         AWS_ENDPOINT_URL(_S3), AWS_PROFILE, AWS_CA_BUNDLE
+  az://  AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or
+         AZURE_STORAGE_SAS_TOKEN
+  gs://  GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_OAUTH_ACCESS_TOKEN, GCE_METADATA_HOST,
+         STORAGE_EMULATOR_HOST
+  any    SETS3LOCK_CA_BUNDLE (a PEM file of the CA certificates to trust)
+The program gets SETS3LOCK_URL, SETS3LOCK_OWNER, SETS3LOCK_ETAG, in fenced mode SETS3LOCK_TOKEN
+(larger with every grant of the lock), and with --slots SETS3LOCK_SLOT (which slot, from 0).
 
-Before its first lock on an endpoint and bucket each day, sets3lock checks that the store honours
-conditional writes (five requests on a throw-away key beside the lock's), and refuses a store that
-ignores them; the verdict is kept in $XDG_CACHE_HOME/sets3lock (or ~/.cache/sets3lock).";
+Before its first lock on an endpoint and bucket (or container) each day, sets3lock checks that
+the store honours conditional writes (five requests on a throw-away key beside the lock's), and
+refuses a store that ignores them; the verdict is kept in $XDG_CACHE_HOME/sets3lock (or
+~/.cache/sets3lock).";
 
-/// Run a program while holding a lock on S3.
+/// Run a program while holding a lock on S3, Azure Blob Storage or Google Cloud Storage.
 #[derive(Parser, Debug)]
 #[command(name = "sets3lock", version, override_usage = USAGE, after_help = EXAMPLES)]
 pub(crate) struct Run {
-    /// Don't wait: if the lock is held, give up at once.
-    #[arg(short = 'n', overrides_with = "wait")]
-    pub(crate) no_wait: bool,
-    /// Wait for the lock (default).
-    #[arg(short = 'N', overrides_with = "no_wait")]
-    pub(crate) wait: bool,
-    /// Exit 0 if the lock cannot be had.
+    /// Exit 0 if the lock is held elsewhere (busy, or the wait ran out); any other failure
+    /// is still 111.
     #[arg(short = 'x', overrides_with = "fail")]
     pub(crate) exit_zero: bool,
     /// Exit 111 if the lock cannot be had (default).
     #[arg(short = 'X', overrides_with = "exit_zero")]
     pub(crate) fail: bool,
-    /// Wait at most this long (30s, 5m, 1h30m).
-    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
-    pub(crate) timeout: Option<Duration>,
-    /// The lease, renewed every third of it while the program runs; 0 never expires
-    /// (default 60s, or with --handle the handle's).
-    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
-    pub(crate) lease: Option<Duration>,
+    #[command(flatten)]
+    pub(crate) lock: LockFlags,
     /// At most one run per this much time on this key, from any host: a run that ends sooner
     /// leaves the lock resting until then (the lock object says so), and `-n` runs or waiters
     /// started meanwhile do not get it; a run after that gets it at once.
@@ -85,34 +86,16 @@ pub(crate) struct Run {
     /// (default 10s, or less to fit a short lease).
     #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) kill_after: Option<Duration>,
-    /// While waiting: the longest pause between checks of the lock (pauses are drawn
-    /// between 100ms and this). Longer means fewer requests and a slower hand-off: about
-    /// 2,300 GETs an hour with the default, 700 with 10s.
-    #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION", allow_hyphen_values = true)]
-    pub(crate) poll_max: Duration,
-    /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
-    /// than every earlier one (the program gets it as SETS3LOCK_TOKEN). Needs no conditional
-    /// DELETE. A key that is already fenced is used fenced without this flag.
-    #[arg(long)]
-    pub(crate) fenced: bool,
-    /// A value for the lock record that `watch` and `status` show (at most 256 bytes): a
-    /// leader's address or name, for example.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) value: Option<String>,
     /// A semaphore: run while holding one of N slots (the locks URL/slot-0 .. URL/slot-N-1),
     /// so that at most N programs run at once; the program gets SETS3LOCK_SLOT. Everyone
     /// using the name must give the same N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(sets3lock::MAX_SLOTS)))]
     pub(crate) slots: Option<u32>,
-    /// Skip the check that the store honours conditional writes.
-    #[arg(long)]
-    pub(crate) no_store_check: bool,
+    #[command(flatten)]
+    pub(crate) check: CheckFlags,
     /// No messages while waiting.
     #[arg(short, long)]
     pub(crate) quiet: bool,
-    /// Log every request, reply and decision to stderr.
-    #[arg(short, long)]
-    pub(crate) verbose: bool,
     /// Write the lock's and the job's metrics to this file in the Prometheus text format
     /// (for node_exporter's textfile collector), replaced whole at the start, at each change
     /// of the lock's state and at exit.
@@ -122,50 +105,80 @@ pub(crate) struct Run {
     #[arg(long, value_name = "NAME=VALUE", value_parser = crate::textfile::label, requires = "metrics_textfile")]
     pub(crate) metrics_label: Vec<(String, String)>,
     #[command(flatten)]
-    pub(crate) s3: S3Flags,
-    /// The lock: s3://bucket/key.
+    pub(crate) store: StoreFlags,
+    /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
     #[arg(value_parser = LockUrl::parse, required_unless_present = "handle")]
     pub(crate) url: Option<LockUrl>,
 }
 
-/// `acquire`'s flags: run mode's for waiting and the lock.
+/// How to wait for the lock and what to hold it with: run mode's flags and `acquire`'s, each
+/// defined once.
 #[derive(Args, Debug)]
-pub(crate) struct AcquireFlags {
-    /// Don't wait: if the lock is held, give up at once (exit 111).
-    #[arg(short = 'n')]
+pub(crate) struct LockFlags {
+    /// Don't wait: if the lock is held, give up at once (exit 111, or 0 with -x).
+    #[arg(short = 'n', overrides_with = "wait")]
     pub(crate) no_wait: bool,
+    /// Wait for the lock (default).
+    #[arg(short = 'N', overrides_with = "no_wait")]
+    pub(crate) wait: bool,
     /// Wait at most this long (30s, 5m, 1h30m).
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
-    /// The lease: the lock is held this long after each renewal, with nobody renewing it
-    /// between commands; 0 never expires.
-    #[arg(long, value_parser = duration, default_value = "60s", value_name = "DURATION")]
-    pub(crate) lease: Duration,
-    /// Fenced mode (as in run mode); the handle carries the token.
+    /// The lease: the lock is held this long after each renewal (run mode renews it every
+    /// third of it while the program runs); 0 never expires. Default 60s, or with --handle
+    /// the handle's.
+    #[arg(long, value_parser = duration, value_name = "DURATION", allow_hyphen_values = true)]
+    pub(crate) lease: Option<Duration>,
+    /// Fenced mode: the lock object is never deleted, and each grant carries a token larger
+    /// than every earlier one (the program gets it as SETS3LOCK_TOKEN; a handle carries it).
+    /// Needs no conditional DELETE. A key that is already fenced is used fenced without this
+    /// flag.
     #[arg(long)]
     pub(crate) fenced: bool,
-    /// A value for the lock record that `watch` and `status` show.
+    /// A value for the lock record that `watch` and `status` show (at most 256 bytes): a
+    /// leader's address or name, for example.
     #[arg(long, value_name = "TEXT")]
     pub(crate) value: Option<String>,
-    /// While waiting: the longest pause between checks of the lock.
-    #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION")]
+    /// While waiting: the longest pause between checks of the lock (pauses are drawn
+    /// between 100ms and this). Longer means fewer requests and a slower hand-off: about
+    /// 2,300 GETs an hour with the default, 700 with 10s.
+    #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) poll_max: Duration,
 }
 
-/// Where S3 is and who we are there.
+/// The store check and the log: every command that takes, continues or releases a hold.
+#[derive(Args, Debug)]
+pub(crate) struct CheckFlags {
+    /// Skip the check that the store honours conditional writes.
+    #[arg(long)]
+    pub(crate) no_store_check: bool,
+    #[command(flatten)]
+    pub(crate) log: Verbose,
+}
+
+/// The log of requests and decisions.
+#[derive(Args, Debug)]
+pub(crate) struct Verbose {
+    /// Log every request, reply and decision to stderr.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+}
+
+/// Where the store is and who we are there.
 #[derive(Args, Debug, Clone)]
-pub(crate) struct S3Flags {
-    /// The store's endpoint: an S3-compatible store's (or AWS_ENDPOINT_URL_S3 /
-    /// AWS_ENDPOINT_URL), an Azure blob endpoint for az:// URLs, a GCS one for gs:// URLs.
+pub(crate) struct StoreFlags {
+    /// The store's endpoint: an S3-compatible store's for s3:// URLs (or AWS_ENDPOINT_URL_S3
+    /// / AWS_ENDPOINT_URL), a blob endpoint for az:// URLs, a GCS one for gs:// URLs (or
+    /// STORAGE_EMULATOR_HOST).
     #[arg(long, value_name = "URL", value_parser = sets3lock::parse_endpoint)]
     pub(crate) endpoint: Option<Url>,
-    /// Region to sign for (or AWS_REGION; default us-east-1).
+    /// s3://: the region to sign for (or AWS_REGION; default us-east-1).
     #[arg(long)]
     pub(crate) region: Option<String>,
-    /// Path-style addressing (the default when an endpoint is given).
+    /// s3://: path-style addressing (the default when an endpoint is given).
     #[arg(long)]
     pub(crate) path_style: bool,
-    /// Profile in ~/.aws/credentials and ~/.aws/config (or AWS_PROFILE).
+    /// s3://: the profile in ~/.aws/credentials and ~/.aws/config (or AWS_PROFILE).
     #[arg(long)]
     pub(crate) profile: Option<String>,
 }
@@ -180,8 +193,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        s3: S3Flags,
-        /// The lock: s3://bucket/key.
+        store: StoreFlags,
+        /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
         #[arg(value_parser = LockUrl::parse)]
         url: LockUrl,
     },
@@ -207,8 +220,8 @@ pub(crate) enum Command {
         #[arg(long, value_name = "NAME=VALUE", value_parser = crate::textfile::label, requires = "metrics_textfile")]
         metrics_label: Vec<(String, String)>,
         #[command(flatten)]
-        s3: S3Flags,
-        /// The locks: s3://bucket/key (one or more).
+        store: StoreFlags,
+        /// The locks: s3://bucket/key, az://container/key or gs://bucket/key (one or more).
         #[arg(value_parser = LockUrl::parse, required = true, num_args = 1..)]
         url: Vec<LockUrl>,
     },
@@ -219,8 +232,8 @@ pub(crate) enum Command {
         #[arg(long, required = true, value_parser = ETag::parse)]
         etag: ETag,
         #[command(flatten)]
-        s3: S3Flags,
-        /// The lock: s3://bucket/key.
+        store: StoreFlags,
+        /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
         #[arg(value_parser = LockUrl::parse)]
         url: LockUrl,
     },
@@ -229,16 +242,12 @@ pub(crate) enum Command {
     /// after each renewal.
     Acquire {
         #[command(flatten)]
-        lock: AcquireFlags,
-        /// Skip the check that the store honours conditional writes.
-        #[arg(long)]
-        no_store_check: bool,
-        /// Log every request, reply and decision to stderr.
-        #[arg(short, long)]
-        verbose: bool,
+        lock: LockFlags,
         #[command(flatten)]
-        s3: S3Flags,
-        /// The lock: s3://bucket/key.
+        check: CheckFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+        /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
         #[arg(value_parser = LockUrl::parse)]
         url: LockUrl,
     },
@@ -247,25 +256,20 @@ pub(crate) enum Command {
         /// The lease for this renewal (default: the handle's).
         #[arg(long, value_parser = duration, value_name = "DURATION")]
         lease: Option<Duration>,
-        /// Skip the check that the store honours conditional writes.
-        #[arg(long)]
-        no_store_check: bool,
-        /// Log every request, reply and decision to stderr.
-        #[arg(short, long)]
-        verbose: bool,
         #[command(flatten)]
-        s3: S3Flags,
+        check: CheckFlags,
+        #[command(flatten)]
+        store: StoreFlags,
         /// The handle `sets3lock acquire` printed.
         #[arg(value_parser = handle)]
         handle: sets3lock::proto::Handle,
     },
     /// Release the hold a handle names, and say what was found (exit 112 if it had ended).
     Release {
-        /// Log every request, reply and decision to stderr.
-        #[arg(short, long)]
-        verbose: bool,
         #[command(flatten)]
-        s3: S3Flags,
+        log: Verbose,
+        #[command(flatten)]
+        store: StoreFlags,
         /// The handle `sets3lock acquire` printed.
         #[arg(value_parser = handle)]
         handle: sets3lock::proto::Handle,
@@ -276,8 +280,8 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(2..=200))]
         racers: u16,
         #[command(flatten)]
-        s3: S3Flags,
-        /// Where to put the probe keys: s3://bucket/prefix/.
+        store: StoreFlags,
+        /// Where to put the probe keys: s3://bucket/prefix/ (or az://, gs://).
         #[arg(value_parser = ProbeUrl::parse)]
         url: ProbeUrl,
     },
@@ -355,7 +359,8 @@ impl Run {
 
     /// The lease in force: as given, else the handle's, else the default.
     pub(crate) fn lease(&self) -> Duration {
-        self.lease
+        self.lock
+            .lease
             .or(self.handle.as_ref().map(|h| h.lease))
             .unwrap_or(LEASE)
     }
@@ -365,9 +370,9 @@ impl Run {
         let mut config = base;
         config.lease = self.lease();
         config.hold_at_least = self.hold_at_least.unwrap_or_default();
-        config.fenced = self.fenced;
-        config.poll.cap = self.poll_max;
-        config.value = self.value.clone();
+        config.fenced = self.lock.fenced;
+        config.poll.cap = self.lock.poll_max;
+        config.value = self.lock.value.clone();
         config
     }
 
@@ -399,7 +404,7 @@ fn check_timing(run: &Run) -> Result<(), String> {
     config.validate().map_err(|e| match e {
         sets3lock::proto::ConfigError::BadBackoff { which: "poll" } => format!(
             "--poll-max {} is shorter than the shortest pause between checks ({}): give at least that",
-            human(run.poll_max),
+            human(run.lock.poll_max),
             human(config.poll.floor)
         ),
         other => other.to_string(),
@@ -688,8 +693,46 @@ mod tests {
     #[test]
     fn the_last_of_a_pair_wins() {
         let r = Run::try_parse_from(["sets3lock", "-nN", "-Xx", "s3://bucket/k"]).expect("parses");
-        assert!(r.wait && !r.no_wait && r.exit_zero && !r.fail);
+        assert!(r.lock.wait && !r.lock.no_wait && r.exit_zero && !r.fail);
         let r = Run::try_parse_from(["sets3lock", "-N", "-n", "s3://bucket/k"]).expect("parses");
-        assert!(r.no_wait && !r.wait);
+        assert!(r.lock.no_wait && !r.lock.wait);
+    }
+
+    #[test]
+    fn run_mode_and_acquire_read_the_lock_flags_alike() {
+        let flags = [
+            "-n",
+            "--timeout",
+            "5m",
+            "--lease",
+            "2m",
+            "--fenced",
+            "--value",
+            "v",
+            "--poll-max",
+            "1s",
+        ];
+        let run = Run::try_parse_from(["sets3lock"].into_iter().chain(flags).chain(["s3://b1/k"]))
+            .expect("run mode parses");
+        let acquire = Command::try_parse_from(
+            ["sets3lock", "acquire"]
+                .into_iter()
+                .chain(flags)
+                .chain(["s3://b1/k"]),
+        )
+        .expect("acquire parses");
+        let Command::Acquire { lock, .. } = acquire else {
+            panic!("not acquire: {acquire:?}");
+        };
+        assert_eq!(format!("{:?}", run.lock), format!("{lock:?}"));
+        // And alike by default: no lease given (60s, or a handle's), 3s between checks.
+        let run = Run::try_parse_from(["sets3lock", "s3://b1/k"]).expect("parses");
+        let Command::Acquire { lock, .. } =
+            Command::try_parse_from(["sets3lock", "acquire", "s3://b1/k"]).expect("parses")
+        else {
+            panic!("not acquire");
+        };
+        assert_eq!(format!("{:?}", run.lock), format!("{lock:?}"));
+        assert_eq!((lock.lease, lock.poll_max), (None, Duration::from_secs(3)));
     }
 }

@@ -1,25 +1,26 @@
 //! Holds across processes: `sets3lock acquire` (prints a handle), `renew HANDLE` and
 //! `release HANDLE`. Run mode's `--handle` is in `run`.
 
-use crate::cli::AcquireFlags;
+use crate::cli::{LockFlags, LEASE};
 use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
 use crate::log::Log;
 use sets3lock::proto::{Handle, LockUrl, ReleaseOutcome};
 use sets3lock::Locker;
-use sets3lock::{Error, Options, StoreCheck, Wait};
+use sets3lock::{Error, ErrorKind, Options, StoreCheck, Wait};
 use std::time::Duration;
 
 /// `sets3lock acquire`: acquires, lets go without releasing, prints the handle.
 pub(crate) fn acquire(
     url: &LockUrl,
     mut options: Options,
-    flags: &AcquireFlags,
+    flags: &LockFlags,
     no_store_check: bool,
     verbose: bool,
 ) -> u8 {
     let log = Log::new(verbose, false, url.clone());
     options.observer = Some(log.observer());
-    options.lock.lease = flags.lease;
+    let lease = flags.lease.unwrap_or(LEASE);
+    options.lock.lease = lease;
     options.lock.fenced = flags.fenced;
     options.lock.value = flags.value.clone();
     options.lock.poll.cap = flags.poll_max;
@@ -67,7 +68,7 @@ pub(crate) fn acquire(
             Ok(held) => match held.detach().await {
                 Ok(handle) => {
                     out!("{handle}");
-                    log.unparked_since(before, flags.lease);
+                    log.unparked_since(before, lease);
                     OK
                 }
                 Err(e) => {
@@ -182,9 +183,9 @@ fn with_locker(url: &LockUrl, options: Options, work: impl AsyncFnOnce(&Locker) 
 /// refused, unreachable) is 111.
 pub(crate) fn refused(url: &LockUrl, e: &Error) -> u8 {
     say!("{url}: {e}");
-    match e {
+    match e.kind() {
         // Ended before we came, or lost between our renewal and our letting go.
-        Error::HoldEnded(_) | Error::AlreadyLost(_) | Error::AlreadyExpired => LOST,
+        ErrorKind::Lost => LOST,
         _ => CANNOT_LOCK,
     }
 }

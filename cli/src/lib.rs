@@ -2,8 +2,8 @@
 //!
 //! The binary's `main` calls it, and so does the Python package's `sets3lock` command: one
 //! implementation, the same flags, messages and exit codes. It runs a program while holding
-//! a lock (setlock-compatible), or one of the operator commands `status`, `watch`, `unlock`,
-//! `doctor` and `completions`.
+//! a lock (setlock-compatible), or one of the other commands: `status`, `watch`, `unlock`,
+//! `acquire`, `renew`, `release`, `doctor` and `completions`.
 //!
 //! ```no_run
 //! let code = sets3lock_cli::run(["sets3lock", "--version"].map(std::ffi::OsString::from));
@@ -76,13 +76,13 @@ pub fn store_options(
     path_style: bool,
 ) -> Result<sets3lock::Options, sets3lock::Error> {
     let endpoint = endpoint.map(sets3lock::parse_endpoint).transpose()?;
-    let flags = cli::S3Flags {
+    let flags = cli::StoreFlags {
         endpoint,
         region: region.map(str::to_owned),
         path_style,
         profile: profile.map(str::to_owned),
     };
-    options::s3_options(&flags, scheme)
+    options::store_options_for(&flags, scheme)
 }
 
 /// A lock holder as the command describes it to people: "host pid N since
@@ -138,7 +138,7 @@ fn run_mode(args: &[OsString]) -> u8 {
 }
 
 fn run_mode_in(run: cli::Run, program: Vec<OsString>, url: &LockUrl, unavailable: u8) -> u8 {
-    let options = match options::s3_options(&run.s3, url.scheme()) {
+    let options = match options::store_options_for(&run.store, url.scheme()) {
         Ok(o) => o,
         Err(e) => {
             say!("{e}");
@@ -176,8 +176,8 @@ fn command(args: &[OsString]) -> u8 {
         Ok(c) => c,
         Err(e) => return usage_exit(e),
     };
-    let s3 = |flags: &cli::S3Flags, scheme: sets3lock::proto::Scheme| {
-        options::s3_options(flags, scheme).map_err(|e| {
+    let store = |flags: &cli::StoreFlags, scheme: sets3lock::proto::Scheme| {
+        options::store_options_for(flags, scheme).map_err(|e| {
             say!("{e}");
             CANNOT_LOCK
         })
@@ -185,15 +185,15 @@ fn command(args: &[OsString]) -> u8 {
     let result = match command {
         cli::Command::Status {
             json,
-            s3: flags,
+            store: flags,
             url,
-        } => s3(&flags, url.scheme()).map(|o| status::status(&url, &o, json)),
+        } => store(&flags, url.scheme()).map(|o| status::status(&url, &o, json)),
         cli::Command::Watch {
             json,
             interval,
             metrics_textfile,
             metrics_label,
-            s3: flags,
+            store: flags,
             url,
         } => {
             if let Some(path) = &metrics_textfile {
@@ -204,7 +204,7 @@ fn command(args: &[OsString]) -> u8 {
                 textfile::describe_watch();
             }
             url.into_iter()
-                .map(|u| s3(&flags, u.scheme()).map(|o| (u, o)))
+                .map(|u| store(&flags, u.scheme()).map(|o| (u, o)))
                 .collect::<Result<Vec<_>, u8>>()
                 .map(|locks| {
                     let code = watch::watch(locks, json, interval);
@@ -214,35 +214,33 @@ fn command(args: &[OsString]) -> u8 {
         }
         cli::Command::Unlock {
             etag,
-            s3: flags,
+            store: flags,
             url,
-        } => s3(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
+        } => store(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
         cli::Command::Acquire {
             lock,
-            no_store_check,
-            verbose,
-            s3: flags,
+            check,
+            store: flags,
             url,
-        } => s3(&flags, url.scheme())
-            .map(|o| handles::acquire(&url, o, &lock, no_store_check, verbose)),
+        } => store(&flags, url.scheme())
+            .map(|o| handles::acquire(&url, o, &lock, check.no_store_check, check.log.verbose)),
         cli::Command::Renew {
             lease,
-            no_store_check,
-            verbose,
-            s3: flags,
+            check,
+            store: flags,
             handle,
-        } => s3(&flags, handle.url.scheme())
-            .map(|o| handles::renew(&handle, o, lease, no_store_check, verbose)),
+        } => store(&flags, handle.url.scheme())
+            .map(|o| handles::renew(&handle, o, lease, check.no_store_check, check.log.verbose)),
         cli::Command::Release {
-            verbose,
-            s3: flags,
+            log,
+            store: flags,
             handle,
-        } => s3(&flags, handle.url.scheme()).map(|o| handles::release(&handle, o, verbose)),
+        } => store(&flags, handle.url.scheme()).map(|o| handles::release(&handle, o, log.verbose)),
         cli::Command::Doctor {
             racers,
-            s3: flags,
+            store: flags,
             url,
-        } => s3(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers)),
+        } => store(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers)),
         cli::Command::Completions { shell } => {
             let shell = match shell {
                 cli::Shell::Bash => clap_complete::Shell::Bash,

@@ -1,14 +1,14 @@
 //! Store options from flags, the AWS, Azure and Google environments, and an AWS profile (read
 //! by the library).
 
-use crate::cli::S3Flags;
+use crate::cli::StoreFlags;
 use sets3lock::proto::Scheme;
 use sets3lock::{Error, Options, S3Options, StoreCheck};
 
 /// The options for a lock on `scheme`'s store: that store's environment only (a malformed
 /// variable of another store breaks nothing), for S3 completed from an AWS profile (with the
 /// `aws-config` feature: the whole AWS chain, refreshed); flags win over both.
-pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<Options, Error> {
+pub(crate) fn store_options_for(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
     let mut options = Options::from_env(scheme)?;
     if scheme == Scheme::S3 {
         options.s3 = s3_part(flags)?;
@@ -19,7 +19,7 @@ pub(crate) fn s3_options(flags: &S3Flags, scheme: Scheme) -> Result<Options, Err
 
 /// The whole AWS chain (profiles with SSO or assume-role, web identity, ECS and EC2 roles).
 #[cfg(feature = "aws-config")]
-fn s3_part(flags: &S3Flags) -> Result<S3Options, Error> {
+fn s3_part(flags: &StoreFlags) -> Result<S3Options, Error> {
     if let Some(profile) = &flags.profile {
         // Read by aws-config; set before any other thread exists.
         std::env::set_var("AWS_PROFILE", profile);
@@ -30,12 +30,12 @@ fn s3_part(flags: &S3Flags) -> Result<S3Options, Error> {
 /// The environment's keys win over a profile, unless a profile is named with `--profile`.
 /// (Static keys only; build with the `aws-config` feature for the whole AWS chain.)
 #[cfg(not(feature = "aws-config"))]
-fn s3_part(flags: &S3Flags) -> Result<S3Options, Error> {
+fn s3_part(flags: &StoreFlags) -> Result<S3Options, Error> {
     S3Options::from_env_and_profile(flags.profile.as_deref())
 }
 
 /// `--endpoint` is the endpoint of the store the URL names.
-fn apply_flags(options: &mut Options, flags: &S3Flags, scheme: Scheme) {
+fn apply_flags(options: &mut Options, flags: &StoreFlags, scheme: Scheme) {
     if let Some(endpoint) = &flags.endpoint {
         match scheme {
             #[cfg(feature = "azure")]

@@ -7,7 +7,7 @@ use crate::log::Log;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use sets3lock::proto::{LockUrl, ReleaseOutcome};
-use sets3lock::{Error, Loss, Options, StoreCheck, Wait};
+use sets3lock::{Error, ErrorKind, Loss, Options, StoreCheck, Wait};
 use sets3lock::{Held, Locker, Semaphore};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -52,10 +52,10 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             return CANNOT_LOCK;
         }
     };
-    let log = Log::new(args.verbose, args.quiet, url.clone()).with_slots(args.slots);
+    let log = Log::new(args.check.log.verbose, args.quiet, url.clone()).with_slots(args.slots);
     options.observer = Some(log.observer());
     options.lock = args.config(options.lock);
-    options.store_check = if args.no_store_check {
+    options.store_check = if args.check.no_store_check {
         StoreCheck::Off
     } else {
         crate::options::store_check_cache()
@@ -73,7 +73,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             return unavailable;
         }
     };
-    let wait = match (args.no_wait, args.timeout) {
+    let wait = match (args.lock.no_wait, args.lock.timeout) {
         (true, _) => Wait::No,
         (false, Some(t)) => Wait::Timeout(t),
         (false, None) => Wait::Forever,
@@ -111,20 +111,19 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
                 }
                 _ => String::new(),
             };
-            match &e {
-                // As setlock: with -x, not getting the lock is not worth a word.
-                Error::Busy { .. } | Error::AllSlotsBusy { .. } | Error::TimedOut { .. } => {
-                    if !args.quiet && !args.exit_zero {
-                        say!("{url}: {e}{unanswered}");
-                    }
-                }
-                _ => say!("{url}: {e}{unanswered}"),
+            let held_elsewhere = matches!(e.kind(), ErrorKind::Busy | ErrorKind::TimedOut);
+            // As setlock: with -x, not getting the lock is not worth a word.
+            if !held_elsewhere || (!args.quiet && !args.exit_zero) {
+                say!("{url}: {e}{unanswered}");
             }
             give_up(&gate, &url, args.lease()).await;
-            if matches!(e, Error::HoldEnded(_)) {
-                return LOST;
-            }
-            return unavailable;
+            return match e.kind() {
+                // -x makes only a lock held elsewhere a success, never a store or
+                // configuration that failed.
+                ErrorKind::Busy | ErrorKind::TimedOut => unavailable,
+                ErrorKind::Lost => LOST,
+                _ => CANNOT_LOCK,
+            };
         }
     };
     // From here on, messages name the lock held: the slot's, under a semaphore.

@@ -426,6 +426,17 @@ fn help_version_and_completions() {
         stdout(&o).contains("112"),
         "the exit code table is in --help"
     );
+    // Every store, in the usage line and in the environment it reads.
+    for word in [
+        "s3://bucket/key",
+        "az://container/key",
+        "gs://bucket/key",
+        "AWS_ACCESS_KEY_ID",
+        "AZURE_STORAGE_CONNECTION_STRING",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    ] {
+        assert!(stdout(&o).contains(word), "--help lacks {word}");
+    }
     let o = TestCommand::new(&s).args(["--version"]).output();
     assert_eq!(code(&o), 0);
     for shell in ["bash", "zsh", "fish"] {
@@ -444,6 +455,32 @@ fn help_version_and_completions() {
         }
     }
     let _ = std::io::stdout().flush();
+}
+
+#[test]
+fn a_configuration_error_is_111_even_with_x_and_only_the_urls_store_is_configured() {
+    let s = support::offline();
+    // A malformed connection string breaks an az:// lock, with -x too: -x makes a lock held
+    // elsewhere a success, never a configuration that cannot work.
+    for flags in [&[][..], &["-x"][..]] {
+        let o = TestCommand::new(&s)
+            .args(flags)
+            .args(["az://container/key", "true"])
+            .env("AZURE_STORAGE_CONNECTION_STRING", "not a connection string")
+            .output();
+        assert_eq!(code(&o), 111, "{flags:?}: {}", stderr(&o));
+        one_line(&o, "AZURE_STORAGE_CONNECTION_STRING");
+    }
+    // It never breaks an s3:// lock: only the URL's store's variables are read (here the
+    // lock fails for its own reason, at once).
+    let o = TestCommand::new(&s)
+        .args(["s3://bucket/key", "true"])
+        .env("AWS_ACCESS_KEY_ID", "")
+        .env("AWS_SECRET_ACCESS_KEY", "")
+        .env("AZURE_STORAGE_CONNECTION_STRING", "not a connection string")
+        .output();
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    one_line(&o, "no AWS credentials");
 }
 
 #[test]

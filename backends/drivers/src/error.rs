@@ -1,4 +1,5 @@
-//! What can go wrong when locking on real S3, each with what to do about it.
+//! What can go wrong when locking on a store, each with what to do about it, and the coarse
+//! kind callers map once (exit codes, exceptions).
 
 use sets3lock_proto::{ETag, Event, Holder, LostReason};
 
@@ -39,9 +40,10 @@ pub enum Error {
     Config(#[from] sets3lock_proto::ConfigError),
     /// The HTTP client could not be built (its TLS setup failed).
     #[error("could not set up the HTTP client: {0}")]
-    HttpClient(#[source] reqwest::Error),
-    /// The CA bundle named by `AWS_CA_BUNDLE` (`Options::ca_bundle`) cannot be used.
-    #[error("the CA bundle {path:?} (AWS_CA_BUNDLE) cannot be used: {reason}; point AWS_CA_BUNDLE at a PEM file of the CA certificates to trust, or unset it to use the system's")]
+    HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The CA bundle ([`Options::ca_bundle`](crate::Options::ca_bundle): `SETS3LOCK_CA_BUNDLE`,
+    /// or `AWS_CA_BUNDLE` for S3) cannot be used.
+    #[error("the CA bundle {path:?} (SETS3LOCK_CA_BUNDLE, or AWS_CA_BUNDLE for s3://) cannot be used: {reason}; point the variable at a PEM file of the CA certificates to trust, or unset it to use the system's")]
     CaBundle {
         /// The file.
         path: std::path::PathBuf,
@@ -50,8 +52,11 @@ pub enum Error {
     },
     /// The operating system's random source failed; owner ids are drawn from it, and a lock
     /// must not run without them.
-    #[error("the operating system's random source failed ({0}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]
-    NoRandomness(getrandom::Error),
+    #[error("the operating system's random source failed ({reason}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]
+    NoRandomness {
+        /// What the operating system said.
+        reason: String,
+    },
     /// A background thread could not be started.
     #[error("could not start the {name} thread ({source}): the process may be at its thread or memory limit")]
     Thread {
@@ -64,9 +69,10 @@ pub enum Error {
     /// The async driver was used outside a tokio runtime.
     #[error("the async driver needs a tokio runtime (with its time driver): call it from within one, or use the blocking driver")]
     NoRuntime,
-    /// S3 refused a request for good, or the endpoint kept failing.
+    /// The store (S3, Azure or GCS) refused a request for good, or kept failing until the
+    /// retries ran out.
     #[error(transparent)]
-    S3(#[from] sets3lock_proto::Error),
+    Store(#[from] sets3lock_proto::Error),
     /// Try-once acquisition: someone holds the lock.
     #[error("the lock is held by {holder}")]
     Busy {
@@ -94,7 +100,9 @@ pub enum Error {
         slots: u32,
     },
     /// A watcher reported what this driver does not expect first.
-    #[error("the watcher reported {0} first: use the sets3lock release that matches sets3lock")]
+    #[error(
+        "the watcher reported {0} first: use the sets3lock release that matches sets3lock-proto"
+    )]
     UnknownWatchEvent(String),
     /// The acquisition was cancelled.
     #[error("the acquisition was cancelled")]
@@ -106,7 +114,7 @@ pub enum Error {
     #[error("the lock was already expired (its lease ran out before a renewal got through)")]
     AlreadyExpired,
     /// The core reported an outcome this driver does not know: the operation failed.
-    #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock release that matches sets3lock")]
+    #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock release that matches sets3lock-proto")]
     UnknownEvent(Box<Event>),
     /// The credential source had nothing to sign with.
     #[error("no credentials to sign with: {reason}")]
@@ -161,7 +169,7 @@ pub enum Error {
         reason: String,
     },
     /// The URL names a store this build of the library does not include.
-    #[error("{scheme}:// URLs need the sets3lock feature {}: build with --features {}", feature_of(*.scheme), feature_of(*.scheme))]
+    #[error("{scheme}:// URLs need the sets3lock feature {} (on by default): build with --features {}", feature_of(*.scheme), feature_of(*.scheme))]
     StoreNotBuilt {
         /// The store named.
         scheme: sets3lock_proto::Scheme,
@@ -193,6 +201,101 @@ pub enum Error {
     DriverGone,
 }
 
+/// What kind of failure an [`Error`] is: what the caller can do about it. The command's exit
+/// codes and the Python package's exceptions are mapped from it.
+///
+/// ```
+/// use sets3lock::{Error, ErrorKind};
+/// assert_eq!(Error::MissingCredentials.kind(), ErrorKind::Misconfigured);
+/// assert_eq!(Error::AlreadyExpired.kind(), ErrorKind::Lost);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Someone else holds the lock (or every slot, or runs under the hold): try later.
+    Busy,
+    /// The wait for the lock ran out, or was cancelled.
+    TimedOut,
+    /// An argument is malformed: the URL, an endpoint, the lock's settings, a slot count, an
+    /// AWS profile named explicitly, a handle given to the wrong lock. Fix the call.
+    InvalidInput,
+    /// The environment is incomplete or malformed: no credentials, an unusable CA bundle or
+    /// key file, a store this build lacks. Fix the configuration.
+    Misconfigured,
+    /// The bucket (S3, GCS) or container (Azure) does not exist.
+    MissingBucket,
+    /// The store refused the credentials (HTTP 401 or 403).
+    AccessDenied,
+    /// The store refused the request for another reason, or cannot hold a lock (it ignores
+    /// condition headers, its conditional delete is unsafe, the clock is too far off).
+    Refused,
+    /// The store could not be reached, or kept failing until the retries ran out.
+    Unreachable,
+    /// The hold ended before the call: lost, expired, released elsewhere, or its driver gone.
+    Lost,
+    /// The process itself failed (no random source, no thread, no runtime), or the driver
+    /// and the core disagree (a bug).
+    Internal,
+}
+
+impl Error {
+    /// What kind of failure this is (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        use sets3lock_proto::Error as Store;
+        match self {
+            Error::Busy { .. } | Error::AllSlotsBusy { .. } | Error::HoldInUse { .. } => {
+                ErrorKind::Busy
+            }
+            Error::TimedOut { .. } | Error::Cancelled => ErrorKind::TimedOut,
+            Error::Url(_)
+            | Error::InvalidEndpoint { .. }
+            | Error::Profile { .. }
+            | Error::Config(_)
+            | Error::Slots { .. }
+            | Error::HandleElsewhere { .. } => ErrorKind::InvalidInput,
+            Error::MissingCredentials
+            | Error::CaBundle { .. }
+            | Error::Credentials { .. }
+            | Error::MissingAzureCredentials
+            | Error::AzureKey
+            | Error::AzureConnectionString { .. }
+            | Error::GcsCredentials { .. }
+            | Error::StoreNotBuilt { .. }
+            | Error::NoRuntime => ErrorKind::Misconfigured,
+            Error::Store(Store::NoSuchBucket { .. } | Store::MissingContainer { .. }) => {
+                ErrorKind::MissingBucket
+            }
+            Error::Store(Store::Refused {
+                status: 401 | 403, ..
+            }) => ErrorKind::AccessDenied,
+            Error::Store(Store::GaveUp { .. }) => ErrorKind::Unreachable,
+            Error::Store(_)
+            | Error::StoreIgnoresConditions { .. }
+            | Error::ConditionalDeleteUnsafe { .. }
+            | Error::GcsIgnoresConditions => ErrorKind::Refused,
+            Error::AlreadyLost(_)
+            | Error::AlreadyExpired
+            | Error::HoldEnded(_)
+            | Error::DriverGone => ErrorKind::Lost,
+            Error::HttpClient(_)
+            | Error::NoRandomness { .. }
+            | Error::Thread { .. }
+            | Error::UnknownWatchEvent(_)
+            | Error::UnknownEvent(_) => ErrorKind::Internal,
+        }
+    }
+
+    pub(crate) fn no_randomness(e: getrandom::Error) -> Error {
+        Error::NoRandomness {
+            reason: e.to_string(),
+        }
+    }
+
+    pub(crate) fn http_client(e: reqwest::Error) -> Error {
+        Error::HttpClient(Box::new(e))
+    }
+}
+
 fn feature_of(scheme: sets3lock_proto::Scheme) -> &'static str {
     match scheme {
         sets3lock_proto::Scheme::Azure => "azure",
@@ -212,6 +315,7 @@ fn lost_how(reason: &LostReason) -> &'static str {
     match reason {
         LostReason::Deleted => "the lock object was deleted",
         LostReason::Overwritten { .. } => "the lock object was overwritten",
+        _ => "the lock object changed hands",
     }
 }
 

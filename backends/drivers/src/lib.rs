@@ -61,9 +61,9 @@ pub use api::semaphore::MAX_SLOTS;
 pub use azure::options::AzureOptions;
 pub use driver::observe::{Observation, Observer};
 pub use driver::state::{drivers_running, Loss};
-pub use driver::store::{Store, StoreId};
+pub use driver::store::{BoxFuture, Store, StoreId};
 pub use driver::store_check::StoreCheck;
-pub use error::{EndpointError, Error};
+pub use error::{EndpointError, Error, ErrorKind};
 #[cfg(feature = "gcs")]
 pub use gcs::options::GcsOptions;
 pub use options::{parse_endpoint, Options};

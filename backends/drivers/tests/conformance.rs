@@ -499,10 +499,10 @@ fn wrong_bucket<D: Driver>(s: &Server) {
     let mut options = s.options();
     options.lock.fenced = s.scheme == sets3lock::proto::Scheme::Gcs; // fake-gcs-server: fenced only
     match D::acquire(&url, options, Wait::No) {
-        Err(Error::S3(e @ sets3lock::proto::Error::NoSuchBucket { .. })) => {
+        Err(Error::Store(e @ sets3lock::proto::Error::NoSuchBucket { .. })) => {
             assert!(e.to_string().contains("create the bucket"), "{e}")
         }
-        Err(Error::S3(e @ sets3lock::proto::Error::MissingContainer { .. })) => {
+        Err(Error::Store(e @ sets3lock::proto::Error::MissingContainer { .. })) => {
             let how = match s.scheme {
                 sets3lock::proto::Scheme::Azure => "az storage container create",
                 _ => "gcloud storage buckets create",
@@ -519,7 +519,7 @@ fn wrong_credentials<D: Driver>(s: &Server) {
         return; // an emulator that checks no credentials
     };
     match D::acquire(&s.url(&fresh_key("creds")), options, Wait::No) {
-        Err(Error::S3(sets3lock::proto::Error::Refused {
+        Err(Error::Store(sets3lock::proto::Error::Refused {
             status: 403,
             code,
             hint,
@@ -711,7 +711,7 @@ fn an_azure_sas_with_rwd_holds_a_lock_and_a_read_only_one_is_refused_naming_the_
     // The store check's probes are refused too (403 is not held against the store: a policy
     // may cover only the lock's key); the lock's own write then says why.
     match Blocking::acquire(&s.url(&fresh_key("sas-r")), with_sas("r"), Wait::No) {
-        Err(Error::S3(e @ sets3lock::proto::Error::Refused { status: 403, .. })) => {
+        Err(Error::Store(e @ sets3lock::proto::Error::Refused { status: 403, .. })) => {
             let text = e.to_string();
             assert!(
                 text.contains("AuthorizationPermissionMismatch") && text.contains("sp=rwd"),
@@ -792,7 +792,7 @@ fn presence_release_on_a_store_without_conditional_delete_names_fenced_mode() {
     let held = Blocking::acquire(&server.url(&fresh_key("501")), options, Wait::No)
         .expect("acquire works: it is a conditional PUT");
     match Blocking::release(held) {
-        Err(Error::S3(e @ sets3lock::proto::Error::ConditionalUnsupported { .. })) => {
+        Err(Error::Store(e @ sets3lock::proto::Error::ConditionalUnsupported { .. })) => {
             assert!(e.to_string().contains("--fenced"), "{e}")
         }
         other => panic!("expected 501 on release, got {other:?}"),

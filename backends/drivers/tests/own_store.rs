@@ -2,8 +2,8 @@
 //! behind the public `Store` trait, in each store's dialect, through both drivers. The whole
 //! driver stack (engine, handles, renewals, release) runs on it unchanged.
 
-use futures_util::future::BoxFuture;
 use sets3lock::proto::{Intent, LockUrl, ReleaseOutcome, Response, Scheme};
+use sets3lock::BoxFuture;
 use sets3lock::{Options, Store, StoreCheck, StoreId, Wait};
 use sets3lock_mock::{Dialect, MockS3, Semantics};
 use std::sync::atomic::{AtomicU64, Ordering};

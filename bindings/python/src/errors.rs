@@ -60,48 +60,48 @@ pub(crate) async fn made_in_python(make: impl FnOnce() -> PyErr + Send + 'static
     }
 }
 
+/// One exception class per [`ErrorKind`](sets3lock::ErrorKind), with the details the class
+/// carries (the holder of a busy lock, how a hold was lost).
 fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {
-    match error {
-        LockError::Url(_)
-        | LockError::Config(_)
-        | LockError::InvalidEndpoint { .. }
-        | LockError::Profile { .. }
-        | LockError::Slots { .. } => PyValueError::new_err(message),
-        LockError::Busy { holder, etag } => {
+    use sets3lock::ErrorKind;
+    match (error.kind(), error) {
+        (ErrorKind::InvalidInput, _) => PyValueError::new_err(message),
+        (
+            ErrorKind::Busy,
+            LockError::Busy { holder, etag } | LockError::HoldInUse { holder, etag },
+        ) => {
             let holder = Holder::from_record(&holder, Some(etag.as_str()));
             raise(py, "Busy", (message, holder, etag.as_str().to_owned()))
         }
-        LockError::AllSlotsBusy { .. } => raise(py, "Busy", (message, py.None(), py.None())),
-        LockError::TimedOut { holder } => {
+        (ErrorKind::Busy, _) => raise(py, "Busy", (message, py.None(), py.None())),
+        (ErrorKind::TimedOut, LockError::TimedOut { holder }) => {
             let holder = holder.map(|h| Holder::from_record(&h, None));
             raise(py, "Timeout", (message, holder))
         }
-        LockError::AlreadyLost(reason) => {
-            let why = match *reason {
-                sets3lock::proto::LostReason::Deleted => "deleted",
-                _ => "taken_over",
-            };
-            raise(py, "LockLost", (message, why))
-        }
-        LockError::AlreadyExpired => raise(py, "LockLost", (message, "expired")),
-        LockError::DriverGone => raise(py, "LockLost", (message, "stopped")),
-        LockError::StoreIgnoresConditions { .. }
-        | LockError::ConditionalDeleteUnsafe { .. }
-        | LockError::GcsIgnoresConditions => raise(py, "StoreRefused", (message,)),
-        LockError::S3(core) => core_error(py, core, message),
+        (ErrorKind::TimedOut, _) => raise(py, "Timeout", (message, py.None())),
+        (ErrorKind::Lost, error) => raise(py, "LockLost", (message, lost_how(&error))),
+        (ErrorKind::Refused, _) => raise(py, "StoreRefused", (message,)),
+        (ErrorKind::MissingBucket, _) => raise(py, "NoSuchBucket", (message,)),
+        (ErrorKind::AccessDenied, _) => raise(py, "AccessDenied", (message,)),
+        (ErrorKind::Unreachable, _) => raise(py, "Unreachable", (message,)),
         _ => raise(py, "Error", (message,)),
     }
 }
 
-fn core_error(py: Python<'_>, error: sets3lock::proto::Error, message: String) -> PyErr {
+/// `LockLost.reason` for an error of the kind `Lost`.
+fn lost_how(error: &LockError) -> &'static str {
+    use sets3lock::{HoldEnded, LostReason};
     match error {
-        sets3lock::proto::Error::NoSuchBucket { .. }
-        | sets3lock::proto::Error::MissingContainer { .. } => raise(py, "NoSuchBucket", (message,)),
-        sets3lock::proto::Error::Refused {
-            status: 401 | 403, ..
-        } => raise(py, "AccessDenied", (message,)),
-        sets3lock::proto::Error::GaveUp { .. } => raise(py, "Unreachable", (message,)),
-        _ => raise(py, "Error", (message,)),
+        LockError::AlreadyLost(reason) if matches!(**reason, LostReason::Deleted) => "deleted",
+        LockError::HoldEnded(ended)
+            if matches!(**ended, HoldEnded::Gone | HoldEnded::Released { .. }) =>
+        {
+            "deleted"
+        }
+        LockError::HoldEnded(ended) if matches!(**ended, HoldEnded::Expired { .. }) => "expired",
+        LockError::AlreadyExpired => "expired",
+        LockError::DriverGone => "stopped",
+        _ => "taken_over",
     }
 }
 

@@ -54,7 +54,7 @@ async fn next(watching: Arc<Watching>) -> Result<Option<WatchEvent>, sets3lock::
             Some(WatchEvent::reach(Some(setback.to_string())))
         }
         Some(RustEvent::Reachable) => Some(WatchEvent::reach(None)),
-        Some(RustEvent::Failed { error }) => return Err(sets3lock::Error::S3(error)),
+        Some(RustEvent::Failed { error }) => return Err(sets3lock::Error::Store(error)),
         Some(_) => None,
     })
 }

@@ -75,12 +75,12 @@ impl Client {
         ) {
             Response::Object { etag, body, .. } => Ok(Some((etag, Holder::decode(&body)))),
             Response::Absent => Ok(None),
-            Response::Refused(e) => Err(Error::S3(e)),
-            Response::Ambiguous(why) => Err(Error::S3(sets3lock_proto::Error::GaveUp {
+            Response::Refused(e) => Err(Error::Store(e)),
+            Response::Ambiguous(why) => Err(Error::Store(sets3lock_proto::Error::GaveUp {
                 attempts: 1,
                 last: Box::new(sets3lock_proto::Setback::Ambiguous(why)),
             })),
-            other => Err(Error::S3(sets3lock_proto::Error::GaveUp {
+            other => Err(Error::Store(sets3lock_proto::Error::GaveUp {
                 attempts: 1,
                 last: Box::new(sets3lock_proto::Setback::Ambiguous(
                     sets3lock_proto::Ambiguity::Unexpected {

@@ -60,7 +60,7 @@ impl<M: Mode> Election<M> {
         let mut watcher = self.observe(cfg)?;
         match watcher.next_event().await {
             Some(WatchEvent::Changed(sighting)) => Ok(sighting),
-            Some(WatchEvent::Failed { error }) => Err(Error::S3(error)),
+            Some(WatchEvent::Failed { error }) => Err(Error::Store(error)),
             Some(WatchEvent::Unreachable { setback }) => Err(unreachable(setback)),
             other => Err(Error::UnknownWatchEvent(format!("{other:?}"))),
         }
@@ -68,7 +68,7 @@ impl<M: Mode> Election<M> {
 }
 
 fn unreachable(setback: Setback) -> Error {
-    Error::S3(sets3lock_proto::Error::GaveUp {
+    Error::Store(sets3lock_proto::Error::GaveUp {
         attempts: 1,
         last: Box::new(setback),
     })

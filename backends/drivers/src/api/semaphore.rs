@@ -196,7 +196,7 @@ fn over<M: Mode>(claim: &Claim<M>) -> bool {
 /// Where the try-once pass starts: at random, so that waiters arriving together spread out.
 fn random_u32() -> Result<u32, Error> {
     let mut b = [0u8; 4];
-    getrandom::fill(&mut b).map_err(Error::NoRandomness)?;
+    getrandom::fill(&mut b).map_err(Error::no_randomness)?;
     Ok(u32::from_le_bytes(b))
 }
 

@@ -42,7 +42,7 @@ impl<M: Mode> Watcher<M> {
         let url = LockUrl::parse(url)?;
         let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
+        getrandom::fill(&mut seed).map_err(Error::no_randomness)?;
         let watch = Watch::new(cfg, seed)?;
         let name = options
             .metrics_name

@@ -3,11 +3,11 @@
 use crate::azure::sign::{blob_url, plain, request, Auth};
 use crate::driver::http::{Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
+use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::{Error, Observer, Options};
 use base64::Engine as _;
 use core::time::Duration;
-use futures_util::future::BoxFuture;
 use http::{HeaderMap, Method};
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
 use url::Url;

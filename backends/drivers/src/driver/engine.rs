@@ -106,7 +106,7 @@ impl Engine {
             config.pid = std::process::id();
         }
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(Error::NoRandomness)?;
+        getrandom::fill(&mut seed).map_err(Error::no_randomness)?;
         let name = options
             .metrics_name
             .clone()

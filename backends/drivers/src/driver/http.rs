@@ -121,7 +121,7 @@ impl Transport {
             builder
                 .build()
                 .map(Transport::Blocking)
-                .map_err(Error::HttpClient)
+                .map_err(Error::http_client)
         } else {
             let builder = reqwest::Client::builder()
                 .connect_timeout(connect)
@@ -135,7 +135,7 @@ impl Transport {
             builder
                 .build()
                 .map(Transport::Async)
-                .map_err(Error::HttpClient)
+                .map_err(Error::http_client)
         }
     }
 

@@ -233,7 +233,7 @@ impl Ending {
                 reason: reason.clone(),
             })),
             Ending::Cancelled => Error::Cancelled,
-            Ending::Failed(e) => Error::S3(e.clone()),
+            Ending::Failed(e) => Error::Store(e.clone()),
             Ending::Lost(reason) => Error::AlreadyLost(Box::new(reason.clone())),
             Ending::Expired => Error::AlreadyExpired,
             Ending::Unknown(event) => Error::UnknownEvent(event.clone()),

@@ -10,9 +10,15 @@ use crate::driver::clock::Stamp;
 use crate::driver::http::time_limit;
 use crate::Observer;
 use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
 use core::time::Duration;
-use futures_util::future::BoxFuture;
 use sets3lock_proto::{Intent, Response, Scheme};
+
+/// What a [`Store`]'s methods return: a boxed future that may be sent between threads. (The
+/// same type as `futures::future::BoxFuture`, named here so that no other crate's version is
+/// part of this API.)
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One bucket (or container) of one object store, as the drivers use it.
 ///
@@ -30,9 +36,8 @@ use sets3lock_proto::{Intent, Response, Scheme};
 ///
 /// ```
 /// use core::time::Duration;
-/// use futures_util::future::BoxFuture;
 /// use sets3lock::proto::{Ambiguity, Intent, Response};
-/// use sets3lock::{Store, StoreId};
+/// use sets3lock::{BoxFuture, Store, StoreId};
 ///
 /// /// A store that is never there: every request fails to connect.
 /// #[derive(Debug)]

@@ -186,7 +186,7 @@ fn write_cache(dir: &Path, file: &Path, id: &str, v: ConditionalDelete) -> std::
 /// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
 async fn probe(key: &str, link: &Sender<'_>) -> Result<Option<ConditionalDelete>, Error> {
     let mut nonce = [0u8; 8];
-    getrandom::fill(&mut nonce).map_err(Error::NoRandomness)?;
+    getrandom::fill(&mut nonce).map_err(Error::no_randomness)?;
     let key = format!(
         "{key}.sets3lock-store-check-{:016x}",
         u64::from_le_bytes(nonce)
@@ -263,7 +263,7 @@ impl Probe<'_> {
                 Response::Mismatch => Some(ConditionalDelete::Honored),
                 Response::Deleted => Some(ConditionalDelete::IgnoresIfMatch),
                 Response::Refused(e @ sets3lock_proto::Error::Clock { .. }) => {
-                    return Err(Error::S3(e))
+                    return Err(Error::Store(e))
                 }
                 Response::Refused(_) => Some(ConditionalDelete::NotImplemented),
                 _ => None,
@@ -278,7 +278,7 @@ impl Probe<'_> {
     async fn send(&self, intent: &Intent) -> Result<Option<Response>, Error> {
         match self.send_raw(intent).await? {
             Response::Refused(sets3lock_proto::Error::Refused { status: 403, .. }) => Ok(None),
-            Response::Refused(e) => Err(Error::S3(e)),
+            Response::Refused(e) => Err(Error::Store(e)),
             Response::Ambiguous(_) | Response::Conflict { .. } => Ok(None),
             other => Ok(Some(other)),
         }

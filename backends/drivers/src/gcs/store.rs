@@ -8,12 +8,12 @@
 use crate::driver::clock::Stamp;
 use crate::driver::http::{Settings, Transport};
 use crate::driver::server_time::ServerTime;
+use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::request::{plain_delete, request};
 use crate::gcs::token::{service_account, Source, Tokens};
 use crate::{Error, Options};
 use core::time::Duration;
-use futures_util::future::BoxFuture;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
 use std::collections::HashMap;
 use std::sync::Mutex;

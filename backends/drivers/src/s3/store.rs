@@ -4,13 +4,13 @@
 
 use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
+use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
 use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
 use crate::s3::sign::{presign_key, presign_plain_delete};
 use crate::{Error, Observer, Options};
 use core::time::Duration;
-use futures_util::future::BoxFuture;
 use rusty_s3::{Bucket, UrlStyle};
 use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
 use std::sync::Arc;

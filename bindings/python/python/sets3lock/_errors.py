@@ -38,7 +38,8 @@ class Timeout(Error, TimeoutError):
 
 
 class LockLost(Error):
-    """The lock was lost (taken over, deleted, expired) while it was held.
+    """The lock was lost (taken over, deleted, expired) while it was held, or the hold a
+    handle names has ended.
 
     Raised on leaving the ``with`` block, and by anything that needs the lock after a loss.
     ``reason`` is one of ``"taken_over"``, ``"deleted"``, ``"expired"``, ``"stopped"``.
@@ -50,8 +51,9 @@ class LockLost(Error):
 
 
 class StoreRefused(Error):
-    """The store check found that the store does not honour conditional writes, so a lock
-    there would protect nothing (or, in presence mode, cannot be released safely)."""
+    """The store refused a request for good (for a reason other than the credentials or a
+    missing bucket), or the store check found that it does not honour conditional writes, so
+    a lock there would protect nothing (or, in presence mode, cannot be released safely)."""
 
 
 class AccessDenied(Error):
