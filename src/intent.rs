@@ -76,7 +76,7 @@ pub enum Intent {
 }
 
 impl Intent {
-    /// The kind of request, without its data: what [`classify`](crate::classify) needs.
+    /// The kind of request, without its data: what [`classify`](crate::reply) needs.
     pub fn kind(&self) -> IntentKind {
         match self {
             Intent::PutIfNoneMatch { .. } => IntentKind::PutIfNoneMatch,

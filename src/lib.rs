@@ -1,14 +1,17 @@
-//! # sets3lock: a distributed lock whose only server is an S3 bucket
+//! # sets3lock-proto: the sans-IO core of a lock whose only server is an object-storage bucket
 //!
-//! Holding the lock means the lock object exists. It is created with
-//! `PUT If-None-Match: *`, renewed with `PUT If-Match: <etag>`, and released with
-//! `DELETE If-Match: <etag>`, so S3's conditional writes decide every race.
+//! Holding the lock means the lock object exists. It is created only if absent (S3's
+//! `PUT If-None-Match: *`), renewed only if it still matches (`PUT If-Match: <etag>`), and
+//! released only if it still matches (`DELETE If-Match: <etag>`), so the store's conditional
+//! writes decide every race: on S3, Azure Blob Storage and Google Cloud Storage alike.
 //!
-//! This crate is the protocol core, and only that: a sans-IO state machine ([`Lock`]) that
-//! emits [`Request`]s and consumes [`Response`]s and time. It performs no I/O, reads no clock,
-//! needs no async runtime and holds no global state. Drivers carry its requests to S3 (the
-//! `sets3lock` crate), or to the in-memory mock used by the simulation (`sets3lock-mock`),
-//! or to whatever your runtime is: the [`Lock`] docs show a complete driver loop.
+//! **To take a lock, use the `sets3lock` crate**, which runs this core on every store, async
+//! or blocking, and re-exports it as `sets3lock::proto`. This crate is the protocol core, and
+//! only that: a sans-IO state machine ([`Lock`]) that emits [`Request`]s and consumes
+//! [`Response`]s and time. It performs no I/O, reads no clock, needs no async runtime and
+//! holds no global state. Drivers carry its requests to a store (the `sets3lock` crate), or to
+//! the in-memory mock used by the simulation (`sets3lock-mock`), or to whatever your runtime
+//! is: the [`Lock`] docs show a complete driver loop.
 //!
 //! What the core decides:
 //! - acquisition, try-once or waiting until a deadline, with exponential backoff and full
@@ -27,9 +30,10 @@
 //! of N ordinary locks (which slot to try, wait on, keep and give back).
 //!
 //! Replies are classified by one pure function per store, shared by every driver of that
-//! store: [`classify`] (also [`s3::classify`]) for S3, [`azure::classify`] for Azure Blob
-//! Storage and [`gcs::classify`] for Google Cloud Storage. Each maps the store's native
-//! replies onto the same [`Response`]s, so the state machine is the same on every store.
+//! store, all in [`reply`]: [`reply::s3::classify`] for S3, [`reply::azure::classify`] for
+//! Azure Blob Storage and [`reply::gcs::classify`] for Google Cloud Storage. Each maps the
+//! store's native replies onto the same [`Response`]s, so the state machine is the same on
+//! every store.
 //!
 //! The protocol itself (the record format, the reply tables, every path and why it is safe,
 //! the properties) is written down in `docs/PROTOCOL.md` in the repository; the rules a
@@ -38,21 +42,18 @@
 
 #![forbid(unsafe_code)]
 
-pub mod azure;
 mod backoff;
-mod classify;
 mod config;
 mod error;
 mod etag;
 mod event;
-pub mod gcs;
 mod handle;
 mod httpdate;
 mod intent;
 mod machine;
 mod record;
+pub mod reply;
 mod rng;
-pub mod s3;
 mod slots;
 mod store;
 mod time;
@@ -61,7 +62,6 @@ mod wait;
 mod watch;
 
 pub use backoff::Backoff;
-pub use classify::{classify, store_age, Ambiguity, Response, S3ErrorBody};
 pub use config::{Config, ConfigError};
 pub use error::Error;
 pub use etag::{ETag, InvalidETag};
@@ -73,6 +73,7 @@ pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
     FORMAT_VERSION, MAX_TOKEN, MAX_VALUE,
 };
+pub use reply::{store_age, Ambiguity, Response};
 pub use slots::{SlotChoice, SlotOutcome, SlotStep};
 pub use store::ConditionalDelete;
 pub use time::Instant;

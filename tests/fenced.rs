@@ -222,8 +222,12 @@ fn a_lost_reply_to_an_applied_grant_is_recovered_with_its_token() {
     {
         let req = c.request().unwrap();
         let reply = s3.execute(B, K, &req.intent);
-        let r =
-            sets3lock_proto::classify(req.intent.kind(), reply.status, &reply.headers, &reply.body);
+        let r = sets3lock_proto::reply::s3::classify(
+            req.intent.kind(),
+            reply.status,
+            &reply.headers,
+            &reply.body,
+        );
         c.answer(&req, r);
     }
     let claim = c.request().unwrap();

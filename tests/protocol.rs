@@ -3,9 +3,10 @@
 use bytes::Bytes;
 use core::time::Duration;
 use sets3lock_mock::{MissingKeyIfMatch, MockS3, Semantics};
+use sets3lock_proto::reply::s3::classify;
 use sets3lock_proto::{
-    classify, Ambiguity, Config, Event, Holder, Instant, Intent, LostReason, NotAcquired, Purpose,
-    Record, ReleaseOutcome, Response, Wait,
+    Ambiguity, Config, Event, Holder, Instant, Intent, LostReason, NotAcquired, Purpose, Record,
+    ReleaseOutcome, Response, Wait,
 };
 
 mod scenario;

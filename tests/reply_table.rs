@@ -5,7 +5,8 @@
 //! until the code agrees (and the rows this test knows must be exactly the document's).
 
 use http::{HeaderMap, HeaderValue, StatusCode};
-use sets3lock_proto::{classify, Ambiguity, Error, IntentKind, Response};
+use sets3lock_proto::reply::s3::classify;
+use sets3lock_proto::{Ambiguity, Error, IntentKind, Response};
 
 const PROTOCOL: &str = include_str!("../docs/PROTOCOL.md");
 
@@ -329,7 +330,7 @@ fn body_with_code_ending_at(end: usize) -> Vec<u8> {
 
 #[test]
 fn an_error_document_is_read_up_to_16_kib_exactly() {
-    let at = |end| sets3lock_proto::S3ErrorBody::parse(&body_with_code_ending_at(end)).code;
+    let at = |end| sets3lock_proto::reply::XmlErrorBody::parse(&body_with_code_ending_at(end)).code;
     assert_eq!(at(16 * 1024).as_deref(), Some("SlowDown"));
     assert_eq!(at(16 * 1024 + 1), None);
 }
@@ -337,8 +338,10 @@ fn an_error_document_is_read_up_to_16_kib_exactly() {
 #[test]
 fn error_codes_are_letters_digits_and_dots_of_at_most_64_characters() {
     let code = |c: &str| {
-        sets3lock_proto::S3ErrorBody::parse(format!("<Error><Code>{c}</Code></Error>").as_bytes())
-            .code
+        sets3lock_proto::reply::XmlErrorBody::parse(
+            format!("<Error><Code>{c}</Code></Error>").as_bytes(),
+        )
+        .code
     };
     assert_eq!(code("A.B9").as_deref(), Some("A.B9"));
     assert_eq!(code("a b"), None);
@@ -347,7 +350,7 @@ fn error_codes_are_letters_digits_and_dots_of_at_most_64_characters() {
     let long = "C".repeat(70);
     assert_eq!(code(&long).map(|c| c.len()), Some(64));
     let message = |m: &str| {
-        sets3lock_proto::S3ErrorBody::parse(
+        sets3lock_proto::reply::XmlErrorBody::parse(
             format!("<Error><Message>{m}</Message></Error>").as_bytes(),
         )
         .message

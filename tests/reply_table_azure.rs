@@ -1,11 +1,12 @@
-//! Azure Blob Storage's reply table (`sets3lock_proto::azure::classify`), cell by cell: every status
+//! Azure Blob Storage's reply table (`sets3lock_proto::reply::azure::classify`), cell by cell: every status
 //! from 100 to 599, every request kind, each error code the table names (and some it does not),
 //! the code in `x-ms-error-code`, in the XML body or in both, with and without an `ETag`; then
 //! the hints, and arbitrary replies, which must always fit their request.
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use proptest::prelude::*;
-use sets3lock_proto::{azure, Ambiguity, Error, IntentKind, Response, Scheme};
+use sets3lock_proto::reply::azure;
+use sets3lock_proto::{Ambiguity, Error, IntentKind, Response, Scheme};
 
 const KINDS: [IntentKind; 4] = [
     IntentKind::PutIfNoneMatch,
@@ -161,7 +162,7 @@ enum Cell {
     Unsupported,
 }
 
-/// The table of `src/azure.rs`, written out again.
+/// The table of `src/reply/azure.rs`, written out again.
 fn cell(kind: IntentKind, r: &Reply) -> Cell {
     use IntentKind::*;
     let code = r.code;

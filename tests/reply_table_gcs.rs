@@ -1,11 +1,12 @@
-//! Google Cloud Storage's reply table (`sets3lock_proto::gcs::classify`), cell by cell: every status
+//! Google Cloud Storage's reply table (`sets3lock_proto::reply::gcs::classify`), cell by cell: every status
 //! from 100 to 599, every request kind, each JSON error reason the table names (and some it
 //! does not), with the generation in the JSON object resource, in `x-goog-generation`, in both
 //! or in neither; then the hints, and arbitrary replies, which must always fit their request.
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use proptest::prelude::*;
-use sets3lock_proto::{gcs, Ambiguity, Error, IntentKind, Response, Scheme};
+use sets3lock_proto::reply::gcs;
+use sets3lock_proto::{Ambiguity, Error, IntentKind, Response, Scheme};
 
 const KINDS: [IntentKind; 4] = [
     IntentKind::PutIfNoneMatch,
@@ -142,7 +143,7 @@ enum Cell {
     Unsupported,
 }
 
-/// The table of `src/gcs.rs`, written out again.
+/// The table of `src/reply/gcs.rs`, written out again.
 fn cell(kind: IntentKind, r: &Reply) -> Cell {
     use IntentKind::*;
     let in_body = matches!(

@@ -712,13 +712,18 @@ mod tests {
             "--poll-max",
             "1s",
         ];
-        let run = Run::try_parse_from(["sets3lock"].into_iter().chain(flags).chain(["s3://b1/k"]))
-            .expect("run mode parses");
+        let run = Run::try_parse_from(
+            ["sets3lock"]
+                .into_iter()
+                .chain(flags)
+                .chain(["s3://bucket-1/k"]),
+        )
+        .expect("run mode parses");
         let acquire = Command::try_parse_from(
             ["sets3lock", "acquire"]
                 .into_iter()
                 .chain(flags)
-                .chain(["s3://b1/k"]),
+                .chain(["s3://bucket-1/k"]),
         )
         .expect("acquire parses");
         let Command::Acquire { lock, .. } = acquire else {
@@ -726,9 +731,9 @@ mod tests {
         };
         assert_eq!(format!("{:?}", run.lock), format!("{lock:?}"));
         // And alike by default: no lease given (60s, or a handle's), 3s between checks.
-        let run = Run::try_parse_from(["sets3lock", "s3://b1/k"]).expect("parses");
+        let run = Run::try_parse_from(["sets3lock", "s3://bucket-1/k"]).expect("parses");
         let Command::Acquire { lock, .. } =
-            Command::try_parse_from(["sets3lock", "acquire", "s3://b1/k"]).expect("parses")
+            Command::try_parse_from(["sets3lock", "acquire", "s3://bucket-1/k"]).expect("parses")
         else {
             panic!("not acquire");
         };

@@ -6,9 +6,10 @@
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 use core::time::Duration;
+use sets3lock_proto::reply::s3::classify as classify_reply;
 use sets3lock_proto::{
-    classify as classify_reply, Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock,
-    LockUrl, OwnerId, Record, Response, Wait,
+    Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock, LockUrl, OwnerId, Record,
+    Response, Wait,
 };
 use std::collections::BTreeSet;
 
@@ -25,7 +26,7 @@ pub fn classify_azure(data: &[u8]) {
     check_classifier(
         data,
         &[http::header::ETAG.as_str(), "x-ms-error-code"],
-        sets3lock_proto::azure::classify,
+        sets3lock_proto::reply::azure::classify,
     );
 }
 
@@ -33,8 +34,11 @@ pub fn classify_azure(data: &[u8]) {
 /// decimal generation. The input names the `x-goog-generation` header; the body is also
 /// where a write's generation is read from.
 pub fn classify_gcs(data: &[u8]) {
-    let Some(reply) = check_classifier(data, &["x-goog-generation"], sets3lock_proto::gcs::classify)
-    else {
+    let Some(reply) = check_classifier(
+        data,
+        &["x-goog-generation"],
+        sets3lock_proto::reply::gcs::classify,
+    ) else {
         return;
     };
     if let Response::Written { etag } | Response::Object { etag, .. } = reply {

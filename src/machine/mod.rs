@@ -81,7 +81,7 @@ enum Phase {
 ///    [`handle_timeout`](Lock::handle_timeout), take every request
 ///    ([`poll_request`](Lock::poll_request)) and every event ([`poll_event`](Lock::poll_event)).
 /// 2. **Answer every request exactly once**, with what the store said, passed through
-///    [`classify`](crate::classify). A request with no reply in time (a timeout, a reset
+///    [the store's reply table](crate::reply). A request with no reply in time (a timeout, a reset
 ///    connection) is answered [`Response::Ambiguous`](crate::Response::Ambiguous): it may have
 ///    been applied. Never answer a write with a guessed success, and never drop a request
 ///    unanswered: the core waits for that reply before sending anything else.
@@ -104,7 +104,7 @@ enum Phase {
 /// # A driver loop
 ///
 /// A complete, if synchronous, driver against an in-process fake of S3. A real driver sends
-/// each request over HTTP, passes the reply through [`classify`](crate::classify), and sleeps
+/// each request over HTTP, passes the reply through [the store's reply table](crate::reply), and sleeps
 /// until `poll_timeout()` when there is nothing to send.
 ///
 /// ```

@@ -5,12 +5,13 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use md5::{Digest, Md5};
-use sets3lock_proto::{classify, ConditionalDelete, ETag, Intent, IntentKind, Response};
+use sets3lock_proto::reply::s3::classify;
+use sets3lock_proto::{ConditionalDelete, ETag, Intent, IntentKind, Response};
 use std::collections::BTreeMap;
 
 /// Which store's API the mock speaks: the statuses, headers and bodies of its replies, and the
-/// reply table ([`sets3lock_proto::classify`], [`sets3lock_proto::azure::classify`],
-/// [`sets3lock_proto::gcs::classify`]) that reads them.
+/// reply table ([`sets3lock_proto::reply::s3::classify`], [`sets3lock_proto::reply::azure::classify`],
+/// [`sets3lock_proto::reply::gcs::classify`]) that reads them.
 ///
 /// - `S3`: ETag = the MD5 of the body; 200, 204, 304, 412 `PreconditionFailed`, 404
 ///   `NoSuchKey` / `NoSuchBucket`, as XML error documents.
@@ -71,8 +72,8 @@ impl Dialect {
     ) -> Response {
         match self {
             Dialect::S3 => classify(kind, status, headers, body),
-            Dialect::Azure => sets3lock_proto::azure::classify(kind, status, headers, body),
-            Dialect::Gcs => sets3lock_proto::gcs::classify(kind, status, headers, body),
+            Dialect::Azure => sets3lock_proto::reply::azure::classify(kind, status, headers, body),
+            Dialect::Gcs => sets3lock_proto::reply::gcs::classify(kind, status, headers, body),
         }
     }
 }
@@ -170,7 +171,7 @@ pub enum MissingKeyIfMatch {
     PreconditionFailed,
 }
 
-/// An HTTP reply from the mock, in the shape [`sets3lock_proto::classify`] takes.
+/// An HTTP reply from the mock, in the shape [`sets3lock_proto::reply::s3::classify`] takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
     /// The status the store gives this outcome.
@@ -293,7 +294,7 @@ impl Reply {
     }
 
     /// What this reply means to the core, for a request of `kind`: the reply table of its
-    /// dialect ([`sets3lock_proto::classify`] for S3), the table every driver of that store uses.
+    /// dialect ([`sets3lock_proto::reply::s3::classify`] for S3), the table every driver of that store uses.
     ///
     /// ```
     /// use http::StatusCode;

@@ -1,7 +1,7 @@
 //! Azure Blob Storage (`az://container/key`, feature `azure`): the Blob REST API with its own
 //! conditional headers (`If-None-Match: *`, `If-Match`), signed with Shared Key or carried
 //! by a SAS token, `x-ms-version` pinned. Replies are read by the core's Azure reply table
-//! ([`sets3lock_proto::azure::classify`]).
+//! ([`sets3lock_proto::reply::azure::classify`]).
 
 pub(crate) mod options;
 pub(crate) mod sign;

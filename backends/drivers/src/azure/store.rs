@@ -72,8 +72,9 @@ impl AzureStore {
         limit: Duration,
         sign: impl Fn(&jiff::Timestamp) -> crate::driver::http::HttpRequest,
     ) -> Response {
-        let read =
-            |r: &Reply| sets3lock_proto::azure::classify(kind, r.status, &r.headers, &r.body);
+        let read = |r: &Reply| {
+            sets3lock_proto::reply::azure::classify(kind, r.status, &r.headers, &r.body)
+        };
         let sign = |time: &jiff::Timestamp| Ok(sign(time));
         let observer = self.observer.as_ref();
         match exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await {

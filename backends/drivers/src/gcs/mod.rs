@@ -2,7 +2,7 @@
 //! preconditions (`ifGenerationMatch`, `ifGenerationNotMatch`); the generation plays the part
 //! S3's ETag plays. Bearer tokens from a service account's key, the metadata server, or a
 //! token given; none for an emulator. Replies are read by the core's GCS reply table
-//! ([`sets3lock_proto::gcs::classify`]).
+//! ([`sets3lock_proto::reply::gcs::classify`]).
 
 pub(crate) mod options;
 pub(crate) mod request;

@@ -144,7 +144,7 @@ impl GcsStore {
             // An expired or refused token: the next request gets a new one.
             self.tokens.forget();
         }
-        sets3lock_proto::gcs::classify(kind, reply.status, &reply.headers, &reply.body)
+        sets3lock_proto::reply::gcs::classify(kind, reply.status, &reply.headers, &reply.body)
     }
 }
 

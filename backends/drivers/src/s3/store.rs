@@ -85,7 +85,8 @@ impl S3Store {
         limit: Duration,
         sign: impl Fn(&rusty_s3::Credentials, &jiff::Timestamp) -> HttpRequest,
     ) -> Result<(Reply, Response), Response> {
-        let read = |r: &Reply| sets3lock_proto::classify(kind, r.status, &r.headers, &r.body);
+        let read =
+            |r: &Reply| sets3lock_proto::reply::s3::classify(kind, r.status, &r.headers, &r.body);
         let sign = |time: &jiff::Timestamp| {
             let credentials = to_sign_with(self.credentials.as_ref())?;
             Ok(sign(&credentials, time))

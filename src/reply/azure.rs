@@ -33,8 +33,9 @@
 //!   again forever, so it is a refusal that names the lease;
 //! - a 409 without a code is not Azure's (which always sends one): its outcome is unknown.
 
-use crate::classify::{ambiguous, element, etag_of, success, unsupported};
-use crate::{Error, IntentKind, Response, S3ErrorBody, Scheme};
+use crate::reply::xml::element;
+use crate::reply::{ambiguous, etag_of, success, unsupported, XmlErrorBody};
+use crate::{Error, IntentKind, Response, Scheme};
 use http::{HeaderMap, StatusCode};
 
 /// The codes Azure gives a write to a blob under a native lease, and the lease operations'
@@ -58,7 +59,7 @@ struct AzureError {
 
 impl AzureError {
     fn of(headers: &HeaderMap, body: &[u8]) -> AzureError {
-        let doc = S3ErrorBody::parse(body);
+        let doc = XmlErrorBody::parse(body);
         let header = headers
             .get("x-ms-error-code")
             .and_then(|v| v.to_str().ok())
@@ -114,7 +115,8 @@ impl AzureError {
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
-/// use sets3lock_proto::{azure, IntentKind, Response};
+/// use sets3lock_proto::reply::azure;
+/// use sets3lock_proto::{IntentKind, Response};
 ///
 /// let mut created = HeaderMap::new();
 /// created.insert("etag", HeaderValue::from_static("\"0x8DCB2F1B4D3A2C1\""));
@@ -193,7 +195,7 @@ pub fn classify(
             unsupported(
                 kind,
                 s,
-                S3ErrorBody {
+                XmlErrorBody {
                     code: e.code,
                     message: e.message,
                 },

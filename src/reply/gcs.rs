@@ -29,8 +29,8 @@
 //! object name and answers more with `429 rateLimitExceeded`: whether such a write was applied
 //! is not promised, so it is ambiguous (the core reads back), never a refusal.
 
-use crate::classify::{ambiguous, success, unsupported};
-use crate::{ETag, Error, IntentKind, Response, S3ErrorBody, Scheme};
+use crate::reply::{ambiguous, success, unsupported, XmlErrorBody};
+use crate::{ETag, Error, IntentKind, Response, Scheme};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
@@ -82,7 +82,7 @@ impl GcsError {
             return GcsError { code, message };
         }
         // The XML API's error document (a driver or endpoint speaking it).
-        let doc = S3ErrorBody::parse(body);
+        let doc = XmlErrorBody::parse(body);
         GcsError {
             code: doc.code,
             message: doc.message.and_then(|m| one_line(&m)),
@@ -149,7 +149,8 @@ fn body_generation(body: &[u8]) -> Option<ETag> {
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue, StatusCode};
-/// use sets3lock_proto::{gcs, IntentKind, Response};
+/// use sets3lock_proto::reply::gcs;
+/// use sets3lock_proto::{IntentKind, Response};
 ///
 /// let object = br#"{"kind":"storage#object","name":"job","generation":"1764500000000001"}"#;
 /// let r = gcs::classify(IntentKind::PutIfNoneMatch, StatusCode::OK, &HeaderMap::new(), object);
@@ -223,7 +224,7 @@ pub fn classify(
             unsupported(
                 kind,
                 s,
-                S3ErrorBody {
+                XmlErrorBody {
                     code: e.code,
                     message: e.message,
                 },
