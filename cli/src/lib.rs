@@ -122,7 +122,6 @@ fn run_mode(args: &[OsString]) -> u8 {
         Ok(parsed) => parsed,
         Err(e) => return usage_exit(e),
     };
-    let unavailable = if run.exit_zero { OK } else { CANNOT_LOCK };
     let Some(url) = run.url() else {
         return USAGE;
     };
@@ -132,17 +131,18 @@ fn run_mode(args: &[OsString]) -> u8 {
             return USAGE;
         }
     }
-    let code = run_mode_in(run, program, &url, unavailable);
+    let code = run_mode_in(run, program, &url);
     textfile::finish(code);
     code
 }
 
-fn run_mode_in(run: cli::Run, program: Vec<OsString>, url: &LockUrl, unavailable: u8) -> u8 {
+fn run_mode_in(run: cli::Run, program: Vec<OsString>, url: &LockUrl) -> u8 {
+    // A configuration that cannot work is 111, with -x too (-x is for a lock held elsewhere).
     let options = match options::store_options_for(&run.store, url.scheme()) {
         Ok(o) => o,
         Err(e) => {
             say!("{e}");
-            return unavailable;
+            return CANNOT_LOCK;
         }
     };
     // One thread does it all: the lock's driver (a few requests a minute), the program's

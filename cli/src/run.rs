@@ -69,8 +69,9 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     let gate = match gate {
         Ok(l) => l,
         Err(e) => {
+            // Never a lock held elsewhere: 111 with -x too.
             say!("{url}: {e}");
-            return unavailable;
+            return CANNOT_LOCK;
         }
     };
     let wait = match (args.lock.no_wait, args.lock.timeout) {
