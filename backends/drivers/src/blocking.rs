@@ -119,7 +119,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
-/// Opens locks on S3 from blocking code.
+/// Opens locks on S3, Azure Blob Storage or Google Cloud Storage from blocking code.
 ///
 /// [`with_lock`](Locker::with_lock) is the simple, complete use: it acquires, runs the
 /// critical section, releases, and returns once nothing of ours is left in flight.

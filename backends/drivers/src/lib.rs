@@ -1,41 +1,75 @@
-//! # sets3lock: the sets3lock core on S3, Azure Blob Storage and Google Cloud Storage
+//! # sets3lock: a distributed lock whose only server is an object-storage bucket
 //!
-//! Drivers for the [`sets3lock_proto`] protocol core. The URL's scheme picks the store:
-//! `s3://bucket/key` (Amazon S3 and S3-compatible stores), `az://container/key` (Azure Blob
-//! Storage, feature `azure`) and `gs://bucket/key` (Google Cloud Storage, feature `gcs`). An
-//! S3-only build compiles no Azure or GCS code.
+//! Programs on many machines take turns at a critical section with nothing but a bucket: Amazon
+//! S3 and S3-compatible stores (`s3://bucket/key`), Azure Blob Storage (`az://container/key`)
+//! or Google Cloud Storage (`gs://bucket/key`). The URL's scheme picks the store.
 //!
-//! Two drivers over the same core and the same loop, differing only in how they wait:
-//! [`tokio::Locker`] (a tokio task drives each lock) and [`blocking::Locker`] (a thread does).
-//! Both are a [`Locker`] and a [`Held`] handle generic over that [`Mode`]; their `with_lock`
-//! acquires, runs the critical section, releases and returns once nothing of ours is left in
-//! flight. Underneath, every request goes through a [`Store`]: it turns the core's intent into
-//! the store's own request, sends it within a time limit, and reads the reply with that store's
-//! reply table. A timeout or a reset connection is an unknown outcome for the core, never a
-//! success, and never retried by the HTTP layer. A store of your own plugs in with
-//! [`Locker::with_store`].
+//! ```no_run
+//! use sets3lock::{Locker, Wait};
 //!
-//! Where things are (`src/`):
-//! - `api/`: what a user holds ([`Locker`], [`Locks`], [`Held`], [`Semaphore`], [`Election`],
-//!   [`Watcher`], the operator's [`Client`]);
-//! - `driver/`: keeping cores running on any store (the [`Store`] seam, the driver loop, the
-//!   HTTP transport, signing at the server's time, the [`StoreCheck`]);
-//! - `s3/`: SigV4 presigning with rusty-s3 (the condition headers signed, PUT bodies bound by
-//!   a signed `Content-MD5`), credentials and AWS profiles;
-//! - `azure/`: Shared Key and SAS, connection strings;
-//! - `gcs/`: the JSON API, tokens, the pause after a 429.
+//! # async fn run() -> Result<(), sets3lock::Error> {
+//! let locker = Locker::from_env("s3://my-bucket/locks/nightly")?;
+//! let ((), outcome) = locker
+//!     .with_lock(Wait::Forever, async |held| {
+//!         // The critical section; the lease is renewed in the background meanwhile, and
+//!         // `held.lost()` fires if the lock is lost.
+//!     })
+//!     .await?;
+//! println!("released: {outcome:?}");
+//! # Ok(()) }
+//! ```
 //!
-//! Configuration comes from the environment ([`Options::from_env`]): the standard AWS
-//! variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
-//! `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`), and with their features Azure's
-//! (`AZURE_STORAGE_CONNECTION_STRING`, or `AZURE_STORAGE_ACCOUNT` with `AZURE_STORAGE_KEY` or
-//! `AZURE_STORAGE_SAS_TOKEN`) and Google's (`GOOGLE_APPLICATION_CREDENTIALS`,
-//! `STORAGE_EMULATOR_HOST`, the metadata server); any field can be set in code.
-//! [`Options::from_env_and_profile`] adds an AWS profile from `~/.aws`; with the
-//! `aws-config` feature, `Options::from_aws_config` uses the whole AWS credential chain.
+//! ## The faces
 //!
-//! Before its first lock on an endpoint and bucket, a [`Locker`] checks that the store honours
-//! the conditional requests a lock stands on, and refuses one that does not ([`StoreCheck`]).
+//! As with reqwest, the async face is at the root and the blocking one beside it:
+//! [`Locker`], [`Held`], [`Locks`], [`Semaphore`], [`Election`] and [`Watcher`] run on tokio
+//! (a task drives each lock), and [`blocking`] has the same types for threads. Both run the
+//! same core and the same loop and differ only in how they wait; [`generic`] holds what they
+//! share, for code generic over both. `with_lock` acquires, runs the critical section,
+//! releases and returns once nothing of ours is left in flight.
+//!
+//! The async driver's task runs on the runtime that called `acquire` and ends by itself once
+//! nothing of ours is left in flight. It ends early only if that runtime shuts down first:
+//! then a hold it was still renewing or releasing is left to expire after its lease, like a
+//! crashed holder's. After dropping a handle or an acquisition (instead of `with_lock`),
+//! await [`Locker::shutdown`] before the runtime ends.
+//!
+//! ## Options and errors
+//!
+//! [`Options`] holds what every store shares (the lock's [`Config`], the request time limit,
+//! the CA bundle, the observer, the metrics name, the [`StoreCheck`]) and each store's part
+//! beside it ([`S3Options`], and `AzureOptions`, `GcsOptions` with their features).
+//! [`Options::from_env`] reads the variables of one store, the one the URL names. Every
+//! failure is an [`Error`] whose message names the problem and the fix; [`Error::kind`] sorts
+//! it into what a caller can do about it ([`ErrorKind`]).
+//!
+//! ## The rest
+//!
+//! - [`proto`] is the sans-IO protocol core (the `sets3lock-proto` crate); the types of it that
+//!   this API names are re-exported at the root, so one dependency is enough.
+//! - Every request goes through a [`Store`]: it turns the core's intent into the store's own
+//!   request, sends it within a time limit, and reads the reply with that store's reply table.
+//!   A timeout or a reset connection is an unknown outcome for the core, never a success, and
+//!   never retried by the HTTP layer. A store of your own plugs in with
+//!   [`Locker::with_store`].
+//! - Before its first lock on an endpoint and bucket, a [`Locker`] checks that the store
+//!   honours the conditional requests a lock stands on, and refuses one that does not
+//!   ([`StoreCheck`]).
+//! - [`Client`] is the operator's view: who holds a lock, one request at a time.
+//!
+//! ## Features
+//!
+//! `azure` and `gcs` (default) add those stores; without them (`default-features = false`) no
+//! Azure or GCS code is compiled. `aws-config` uses the whole AWS credential chain
+//! (`S3Options::from_aws_config`); `tracing` reports through `tracing`
+//! (`Observer::tracing`); `metrics` instruments every lock through the `metrics` facade.
+//!
+//! ## Where things are (`src/`)
+//!
+//! `api/` (what a user holds), `driver/` (keeping cores running on any store: the [`Store`]
+//! seam, the driver loop, the HTTP transport, signing at the server's time, the store check),
+//! `s3/` (SigV4 presigning, credentials, AWS profiles), `azure/` (Shared Key and SAS,
+//! connection strings), `gcs/` (the JSON API, tokens, the pause after a 429).
 
 #![forbid(unsafe_code)]
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use url::Url;
 
 /// How to reach the store, and the lock's settings: what every store shares at the top, each
-/// store's own part beside it ([`s3`](Options::s3), and with their features
-/// [`azure`](Options::azure) and [`gcs`](Options::gcs)).
+/// store's own part beside it ([`s3`](Options::s3), and with their features `azure` and
+/// `gcs`).
 ///
 /// [`Options::from_env`] reads the variables of one store, the one a lock's URL names, so a
 /// malformed variable of another store never breaks a lock. Every field can be set in code:

@@ -1,10 +1,5 @@
-//! The async driver: each lock is driven by a tokio task; the handle's methods are async.
-//!
-//! The task runs on the runtime that called `acquire` and ends by itself once nothing of
-//! ours is left in flight. It ends early only if that runtime shuts down first: then a hold
-//! the task was still renewing or releasing is left to expire after its lease, like a crashed
-//! holder's. [`Locker::with_lock`] never leaves work behind; after dropping a handle or an
-//! acquisition instead, await [`Locker::shutdown`] before the runtime ends.
+//! The async face, re-exported at the crate's root: each lock is driven by a tokio task; the
+//! handle's methods are async. (The crate's docs say when the task ends.)
 
 use crate::driver::clock::{nap_until, Stamp};
 use crate::driver::mode::{sealed::Waiting, Mode};
@@ -77,7 +72,7 @@ impl Waiting for Tokio {
     }
 }
 
-/// Opens locks on S3 from async code.
+/// Opens locks on S3, Azure Blob Storage or Google Cloud Storage from async code.
 ///
 /// [`with_lock`](Locker::with_lock) is the simple, complete use: it acquires, runs the
 /// critical section, releases, and returns once nothing of ours is left in flight.
@@ -101,7 +96,7 @@ pub type Locker = crate::generic::Locker<Tokio>;
 
 /// A held lock. Renewed in the background; released by [`release`](crate::generic::Held::release),
 /// or on drop: then the task releases it in the background, without a report, as long as
-/// the runtime runs (see the [module docs](self)).
+/// the runtime runs (see the [crate docs](crate)).
 pub type Held = crate::generic::Held<Tokio>;
 
 impl crate::generic::Locker<Tokio> {
@@ -326,7 +321,7 @@ impl crate::generic::Election<Tokio> {
         self.locker().acquire(Wait::Forever).await
     }
 
-    /// The leader now (one read): [`Sighting::Held`](sets3lock::proto::Sighting), with its record
+    /// The leader now (one read): [`Sighting::Held`](crate::proto::Sighting), with its record
     /// and proclaimed value, or free, or stale.
     pub async fn leader(&self) -> Result<sets3lock_proto::Sighting, Error> {
         self.leader_as().await

@@ -1,11 +1,11 @@
 //! Single requests on any key of a bucket, outside the lock protocol: what operator tools
 //! (`status`, `unlock`, `doctor`) and tests need.
 
-use crate::api::open::open_store;
+use crate::api::open::{bucket_url, open_store};
 use crate::blocking::block_on;
 use crate::driver::store::{Store, StoreId};
 use crate::{Error, Options};
-use sets3lock_proto::{ETag, Holder, Intent, Response, Scheme};
+use sets3lock_proto::{ETag, Holder, Intent, LockUrl, Response, Scheme};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// ```no_run
 /// use sets3lock::proto::Intent;
 /// use sets3lock::{Client, Options, Scheme};
-/// let client = Client::new("my-bucket", &Options::from_env(Scheme::S3)?)?;
+/// let client = Client::new("s3://my-bucket", &Options::from_env(Scheme::S3)?)?;
 /// if let Some((etag, holder)) = client.status("locks/nightly")? {
 ///     println!("held by {holder} (ETag {etag})");
 /// }
@@ -28,9 +28,11 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for the S3 bucket `bucket`.
-    pub fn new(bucket: &str, options: &Options) -> Result<Client, Error> {
-        Client::in_store(Scheme::S3, bucket, options)
+    /// A client for the bucket (or container) of `url`: `s3://bucket`, `az://container` or
+    /// `gs://bucket` (a key after it is ignored; a bare name is an S3 bucket).
+    pub fn new(url: &str, options: &Options) -> Result<Client, Error> {
+        let url = LockUrl::parse(&bucket_url(url))?;
+        Client::in_store(url.scheme(), url.bucket(), options)
     }
 
     /// A client for the bucket (or container) `bucket` of the store `scheme`.

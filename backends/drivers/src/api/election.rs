@@ -19,7 +19,7 @@ use sets3lock_proto::{Setback, Sighting, WatchConfig, WatchEvent};
 /// | [`leader`](crate::Election::leader): one read | `GetLeader` / `Leader` |
 ///
 /// Each candidate proclaims a value (its address, its name) that observers see in the
-/// leader's record ([`Record::value`](sets3lock::proto::Record::value)). A leader renews its lease
+/// leader's record ([`Record::value`](crate::proto::Record::value)). A leader renews its lease
 /// every third of it; if it crashes, the next candidate takes over a full lease after the
 /// last renewal it saw. Observers poll with conditional `GET`s ([`WatchConfig`]: 30 a minute
 /// by default, mostly `304`s).

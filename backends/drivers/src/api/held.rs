@@ -195,7 +195,7 @@ impl<M: Mode> Held<M> {
     }
 
     /// Lets go of the hold without releasing it: the driver stops renewing it, parks the
-    /// record (see [`Lock::detach`](sets3lock::proto::Lock::detach)) and finishes, and the lock
+    /// record (see [`Lock::detach`](crate::proto::Lock::detach)) and finishes, and the lock
     /// object stays, its lease running. Returns the hold's handle; an error if the hold had
     /// already ended (lost or expired), or the park found it taken over or gone. A park that
     /// failed otherwise (the store unreachable) leaves the hold as it stood, still named by

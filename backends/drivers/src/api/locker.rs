@@ -12,7 +12,7 @@ use sets3lock_proto::{Handle, LockUrl, ReleaseOutcome, Resume, Wait};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Opens locks on one S3 object; each [acquisition](crate::Locker::acquire) gets its
+/// Opens locks on one object of a store; each [acquisition](crate::Locker::acquire) gets its
 /// own background driver and [`Held`] handle.
 ///
 /// Generic over how it waits: use [`tokio::Locker`](crate::Locker) from async code and
@@ -84,7 +84,7 @@ impl<M: Mode> Locker<M> {
         &self.url
     }
 
-    /// How many S3 requests this locker's holds have sent so far.
+    /// How many store requests this locker's holds have sent so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }

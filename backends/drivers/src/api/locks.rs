@@ -3,7 +3,7 @@
 
 use crate::api::held::{Claim, Held};
 use crate::api::locker::check_store;
-use crate::api::open::open_store;
+use crate::api::open::{bucket_url, open_store};
 use crate::driver::engine::{driver, Engine};
 use crate::driver::hub::Hub;
 use crate::driver::mode::Mode;
@@ -74,7 +74,7 @@ impl<M: Mode> Locks<M> {
         &self.bucket
     }
 
-    /// How many S3 requests the locks of this client have sent so far.
+    /// How many store requests the locks of this client have sent so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
@@ -133,13 +133,4 @@ impl<M: Mode> Locks<M> {
     pub(crate) async fn settle(&self) {
         self.drivers.settle::<M>().await;
     }
-}
-
-/// `s3://bucket/-` from `s3://bucket`, `s3://bucket/` or `s3://bucket/any/key` (likewise for
-/// the other schemes), with a placeholder key (a lock URL needs one).
-fn bucket_url(url: &str) -> String {
-    // A bare bucket name is an S3 bucket.
-    let (scheme, rest) = url.split_once("://").unwrap_or(("s3", url));
-    let bucket = rest.split('/').next().unwrap_or(rest);
-    format!("{scheme}://{bucket}/-")
 }

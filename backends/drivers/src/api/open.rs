@@ -7,6 +7,15 @@ use crate::{Error, Options};
 use sets3lock_proto::Scheme;
 use std::sync::Arc;
 
+/// `s3://bucket/-` from `s3://bucket`, `s3://bucket/` or `s3://bucket/any/key` (likewise for
+/// the other schemes), with a placeholder key (a lock URL needs one).
+pub(crate) fn bucket_url(url: &str) -> String {
+    // A bare bucket name is an S3 bucket.
+    let (scheme, rest) = url.split_once("://").unwrap_or(("s3", url));
+    let bucket = rest.split('/').next().unwrap_or(rest);
+    format!("{scheme}://{bucket}/-")
+}
+
 /// The bucket (or container) `bucket` of the store `scheme`, reached as `options` say, through
 /// a blocking or an async HTTP client.
 pub(crate) fn open_store(

@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// The most slots a semaphore may have: each waiter drives one core per slot.
 pub const MAX_SLOTS: u32 = 100;
 
-/// A counting semaphore on S3: at most `slots` holders of `s3://bucket/name` at once.
+/// A counting semaphore on any store: at most `slots` holders of `s3://bucket/name` (or
+/// `az://`, `gs://`) at once.
 ///
 /// Slot `i` is the ordinary lock `s3://bucket/name/slot-i` (lease, renewal, takeover of a
 /// crashed holder, fencing: all as for one lock), so "at most N holders" is the lock's own
@@ -63,7 +64,7 @@ impl<M: Mode> Semaphore<M> {
         self.slots
     }
 
-    /// How many S3 requests this semaphore's slots have sent so far.
+    /// How many store requests this semaphore's slots have sent so far.
     pub fn requests(&self) -> u64 {
         self.locks.requests()
     }

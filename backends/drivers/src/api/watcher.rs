@@ -1,4 +1,4 @@
-//! Observing a lock on S3: the core's [`Watch`] driven over HTTP, by whoever asks for the next
+//! Observing a lock on any store: the core's [`Watch`] driven over HTTP, by whoever asks for the next
 //! change (no background task or thread: the caller's `next` does the polling).
 
 use crate::api::open::open_store;

@@ -28,7 +28,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// The contract, which every safety argument of the core leans on:
 /// - `send` never fails: no reply is [`Response::Ambiguous`], and a request that certainly
-///   never reached the store is [`Ambiguity::NotSent`](sets3lock::proto::Ambiguity::NotSent);
+///   never reached the store is [`Ambiguity::NotSent`](crate::proto::Ambiguity::NotSent);
 /// - it never retries a write by itself (the core reads back after an unknown outcome);
 /// - a reply that does not fit the request is ambiguous, never a success (see
 ///   [`Response::fits`]);
