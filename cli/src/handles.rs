@@ -194,6 +194,6 @@ fn store_check(off: bool) -> StoreCheck {
     if off {
         StoreCheck::Off
     } else {
-        crate::options::store_check_cache()
+        StoreCheck::in_user_cache()
     }
 }

@@ -32,8 +32,6 @@ use exit_codes::{CANNOT_LOCK, OK, USAGE};
 use sets3lock::proto::LockUrl;
 use std::ffi::OsString;
 
-pub use unlock::{force_unlock, Unlocked};
-
 /// Runs the command with `args` (the program's name first, as `std::env::args_os` gives
 /// them) and returns its exit status: 0, the program's own status in run mode, or one of
 /// the command's codes (100 usage, 111 cannot lock, 112 the lock was lost; `--help` lists
@@ -64,37 +62,10 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     cli::duration(text)
 }
 
-/// Store options as the command builds them: the environment (AWS, Azure, Google
-/// variables) and an AWS profile, then `endpoint` (for the store `scheme` names), `region`
-/// and `path_style` on top, exactly as `--endpoint`, `--region`, `--path-style` and
-/// `--profile` do.
-pub fn store_options(
-    scheme: sets3lock::proto::Scheme,
-    endpoint: Option<&str>,
-    region: Option<&str>,
-    profile: Option<&str>,
-    path_style: bool,
-) -> Result<sets3lock::Options, sets3lock::Error> {
-    let endpoint = endpoint.map(sets3lock::parse_endpoint).transpose()?;
-    let flags = cli::StoreFlags {
-        endpoint,
-        region: region.map(str::to_owned),
-        path_style,
-        profile: profile.map(str::to_owned),
-    };
-    options::store_options_for(&flags, scheme)
-}
-
 /// A lock holder as the command describes it to people: "host pid N since
 /// 2026-11-30T10:00:00Z (lease 60s, owner ...)", or what is known of a foreign holder.
 pub fn describe_holder(holder: &sets3lock::proto::Holder) -> String {
     holder::describe(holder)
-}
-
-/// Where the command keeps the store check's verdicts (`$XDG_CACHE_HOME/sets3lock`, or
-/// `~/.cache/sets3lock`; once per process without either).
-pub fn store_check_cache() -> sets3lock::StoreCheck {
-    options::store_check_cache()
 }
 
 /// The one way out for what clap stops at: help or version (exit 0), or a usage error as one

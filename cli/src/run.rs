@@ -58,7 +58,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     options.store_check = if args.check.no_store_check {
         StoreCheck::Off
     } else {
-        crate::options::store_check_cache()
+        StoreCheck::in_user_cache()
     };
     let unavailable = if args.exit_zero { OK } else { CANNOT_LOCK };
     let gate = match (&args.handle, args.slots) {

@@ -196,6 +196,14 @@ pub enum Error {
         /// The locker's lock.
         locker: String,
     },
+    /// An ETag the store cannot have given (see [`Client::unlock`](crate::Client::unlock)).
+    #[error("{etag:?} is not an ETag of this store: {why} (sets3lock status shows it)")]
+    BadETag {
+        /// The ETag given.
+        etag: String,
+        /// What the store's ETags look like.
+        why: &'static str,
+    },
     /// The background driver stopped (its runtime shut down, or it panicked).
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,
@@ -252,6 +260,7 @@ impl Error {
             | Error::Profile { .. }
             | Error::Config(_)
             | Error::Slots { .. }
+            | Error::BadETag { .. }
             | Error::HandleElsewhere { .. } => ErrorKind::InvalidInput,
             Error::MissingCredentials
             | Error::CaBundle { .. }

@@ -91,6 +91,7 @@ mod tokio;
 pub use api::client::Client;
 pub use api::held::Health;
 pub use api::semaphore::MAX_SLOTS;
+pub use api::unlock::Unlocked;
 #[cfg(feature = "azure")]
 pub use azure::options::AzureOptions;
 pub use driver::observe::{Observation, Observer};

@@ -79,13 +79,27 @@ impl Default for Options {
 impl Options {
     /// Options for a lock on `scheme`'s store, from the process environment: the CA bundle
     /// (`SETS3LOCK_CA_BUNDLE`, or for S3 `AWS_CA_BUNDLE`), and that store's variables only:
-    /// [`S3Options::from_vars`], `AzureOptions::from_vars` (feature `azure`) or
+    /// for S3 the AWS variables completed from the AWS profile they name
+    /// ([`S3Options::from_env_and_profile`]), `AzureOptions::from_vars` (feature `azure`) or
     /// `GcsOptions::from_vars` (feature `gcs`).
     pub fn from_env(scheme: Scheme) -> Result<Options, Error> {
         Options::from_vars(scheme, env_var)
     }
 
-    /// Like [`from_env`](Options::from_env), with variables from `var`.
+    /// Like [`from_env`](Options::from_env), with an AWS profile named explicitly for
+    /// `s3://` locks (the AWS CLI's `--profile`): its keys win over the environment's, and
+    /// it must have some ([`Error::Profile`] otherwise). Other stores ignore it.
+    pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
+        let mut options = Options::from_env(scheme)?;
+        if scheme == Scheme::S3 {
+            options.s3 = S3Options::from_env_and_profile(Some(profile))?;
+        }
+        Ok(options)
+    }
+
+    /// Like [`from_env`](Options::from_env), with variables from `var` (`HOME`,
+    /// `AWS_SHARED_CREDENTIALS_FILE` and `AWS_CONFIG_FILE` say where the AWS profile's files
+    /// are; without them none is read).
     pub fn from_vars(
         scheme: Scheme,
         var: impl Fn(&str) -> Option<String>,
@@ -99,7 +113,7 @@ impl Options {
             .or_else(store_bundle)
             .map(PathBuf::from);
         match scheme {
-            Scheme::S3 => options.s3 = S3Options::from_vars(&var)?,
+            Scheme::S3 => options.s3 = S3Options::from_vars_and_profile(None, &var)?,
             #[cfg(feature = "azure")]
             Scheme::Azure => options.azure = crate::AzureOptions::from_vars(&var)?,
             #[cfg(feature = "gcs")]
@@ -109,6 +123,27 @@ impl Options {
             _ => {}
         }
         Ok(options)
+    }
+
+    /// Sends the requests of `scheme`'s store to `endpoint` (an S3-compatible store, an Azure
+    /// blob endpoint, a GCS emulator), as the command's `--endpoint` does.
+    ///
+    /// ```
+    /// use sets3lock::{parse_endpoint, Options, Scheme};
+    /// let mut options = Options::default();
+    /// options.set_endpoint(Scheme::S3, parse_endpoint("http://127.0.0.1:8333")?);
+    /// assert_eq!(options.s3.endpoint.unwrap().port(), Some(8333));
+    /// # Ok::<(), sets3lock::Error>(())
+    /// ```
+    pub fn set_endpoint(&mut self, scheme: Scheme, endpoint: Url) {
+        match scheme {
+            #[cfg(feature = "azure")]
+            Scheme::Azure => self.azure.endpoint = Some(endpoint),
+            #[cfg(feature = "gcs")]
+            Scheme::Gcs => self.gcs.endpoint = Some(endpoint),
+            // S3, and the stores this build lacks (opening their locks says so).
+            _ => self.s3.endpoint = Some(endpoint),
+        }
     }
 }
 

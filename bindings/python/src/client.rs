@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sets3lock::proto::{ETag, LockUrl};
-use sets3lock::{Client, Options};
+use sets3lock::{Client, Options, Unlocked};
 
 use crate::errors::{to_py, to_py_said, Error};
 use crate::holder::Holder;
@@ -36,12 +36,26 @@ fn read(url: LockUrl, options: Options) -> PyResult<Option<Holder>> {
 /// The force-unlock, on a blocking thread of the runtime.
 fn force(url: LockUrl, options: Options, etag: String) -> PyResult<&'static str> {
     let etag = ETag::parse(&etag).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let unlocked = sets3lock_cli::force_unlock(&url, &options, &etag);
-    match (unlocked.outcome, unlocked.error) {
-        (Some(outcome), _) => Ok(outcome),
-        (None, Some(error)) => Err(to_py_said(error, unlocked.line)),
-        (None, None) if unlocked.code == 100 => Err(PyValueError::new_err(unlocked.line)),
-        (None, None) => Err(Error::new_err(unlocked.line)),
+    let client = Client::in_store(url.scheme(), url.bucket(), &options).map_err(to_py)?;
+    match client.unlock(url.key(), &etag) {
+        Ok(Unlocked::Deleted) => Ok("deleted"),
+        Ok(Unlocked::Freed { .. }) => Ok("freed"),
+        Ok(Unlocked::AlreadyFree) => Ok("already_free"),
+        Ok(Unlocked::Changed {
+            now: Some((current, holder)),
+        }) => Err(Error::new_err(format!(
+            "{url}: not deleted: the lock is now {holder} under ETag {}, not {} (run status again)",
+            current.as_str(),
+            etag.as_str()
+        ))),
+        Ok(other) => Err(Error::new_err(format!(
+            "{url}: not deleted: the lock is no longer the version with ETag {} ({other:?})",
+            etag.as_str()
+        ))),
+        Err(e) => {
+            let line = format!("{url}: {e}");
+            Err(to_py_said(e, line))
+        }
     }
 }
 

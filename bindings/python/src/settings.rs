@@ -96,14 +96,21 @@ impl<'py> Settings<'py> {
         let endpoint = self.text("endpoint")?;
         let region = self.text("region")?;
         let profile = self.text("profile")?;
-        let mut options = sets3lock_cli::store_options(
-            scheme,
-            endpoint.as_deref(),
-            region.as_deref(),
-            profile.as_deref(),
-            self.flag("path_style")?,
-        )
+        let mut options = match &profile {
+            Some(p) => Options::from_env_with_profile(scheme, p),
+            None => Options::from_env(scheme),
+        }
         .map_err(to_py)?;
+        if let Some(endpoint) = endpoint {
+            let endpoint = sets3lock::parse_endpoint(&endpoint).map_err(to_py)?;
+            options.set_endpoint(scheme, endpoint);
+        }
+        if let Some(region) = region {
+            options.s3.region = region;
+        }
+        if self.flag("path_style")? {
+            options.s3.path_style = Some(true);
+        }
         if let Some(t) = self.duration("request_timeout")? {
             if t.is_zero() {
                 return Err(PyValueError::new_err("request_timeout must be more than 0"));
@@ -143,7 +150,7 @@ impl<'py> Settings<'py> {
             .validate()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         options.store_check = match self.text("store_check")?.as_deref() {
-            None | Some("cached") => sets3lock_cli::store_check_cache(),
+            None | Some("cached") => StoreCheck::in_user_cache(),
             Some("once") => StoreCheck::Once,
             Some("off") => StoreCheck::Off,
             Some(other) => {

@@ -8,4 +8,5 @@ pub(crate) mod locker;
 pub(crate) mod locks;
 pub(crate) mod open;
 pub(crate) mod semaphore;
+pub(crate) mod unlock;
 pub(crate) mod watcher;

@@ -50,6 +50,22 @@ pub enum StoreCheck {
     Cached(PathBuf),
 }
 
+impl StoreCheck {
+    /// A check remembered a day in the user's cache, as the command and the Python package
+    /// keep it: `Cached($XDG_CACHE_HOME/sets3lock)`, or `Cached(~/.cache/sets3lock)`; without
+    /// either variable, [`Once`](StoreCheck::Once).
+    pub fn in_user_cache() -> StoreCheck {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let base = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")));
+        match base {
+            Some(dir) => StoreCheck::Cached(dir.join("sets3lock")),
+            None => StoreCheck::Once,
+        }
+    }
+}
+
 /// How long a passed check is trusted with [`StoreCheck::Cached`].
 const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 

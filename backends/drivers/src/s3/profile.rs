@@ -61,16 +61,18 @@ impl S3Options {
             .map(str::to_owned)
             .or_else(|| var("AWS_PROFILE"))
             .unwrap_or_else(|| "default".to_owned());
-        let home = || var("HOME").map(PathBuf::from).unwrap_or_default();
+        // Without HOME (and no file named), there are no files: never a path relative to
+        // wherever the process runs.
+        let home = |name: &str| var("HOME").map(|h| PathBuf::from(h).join(name));
         let credentials_file = var("AWS_SHARED_CREDENTIALS_FILE")
             .map(PathBuf::from)
-            .unwrap_or_else(|| home().join(".aws/credentials"));
+            .or_else(|| home(".aws/credentials"));
         let config_file = var("AWS_CONFIG_FILE")
             .map(PathBuf::from)
-            .unwrap_or_else(|| home().join(".aws/config"));
+            .or_else(|| home(".aws/config"));
 
         if profile.is_some() || options.credentials.is_none() {
-            let keys = section(&credentials_file, &name, Shared::Credentials);
+            let keys = section(credentials_file.as_deref(), &name, Shared::Credentials);
             match static_keys(&keys) {
                 Some(credentials) => options.credentials = Some(credentials),
                 None if profile.is_some() => {
@@ -82,7 +84,7 @@ impl S3Options {
                 None => {}
             }
         }
-        let config = section(&config_file, &name, Shared::Config);
+        let config = section(config_file.as_deref(), &name, Shared::Config);
         if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
             if let Some(region) = config.get("region") {
                 options.region = region.clone();
@@ -123,9 +125,9 @@ fn is_section_of(header: &str, name: &str, file: Shared) -> bool {
 
 /// The `key = value` settings of profile `name`'s section of a shared file (keys lowercased);
 /// empty if the file or the section is missing.
-fn section(path: &Path, name: &str, file: Shared) -> HashMap<String, String> {
+fn section(path: Option<&Path>, name: &str, file: Shared) -> HashMap<String, String> {
     let mut found = HashMap::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(Ok(text)) = path.map(std::fs::read_to_string) else {
         return found;
     };
     let mut inside = false;
