@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Python package's tests. Builds the wheel with maturin (release) into .local/wheels and
-# installs it into a fresh virtualenv, .local/py-venv, recreated on every run (so a missing
-# build or packaging step fails here, not on a user's machine); checks that
+# The Python package's tests. Builds the wheel with maturin (the dev profile, or
+# SETS3LOCK_WHEEL_PROFILE) into .local/wheels and installs it into a fresh virtualenv,
+# .local/py-venv, recreated on every run (so a missing build or packaging step fails here, not
+# on a user's machine); checks that
 # `pip install ./bindings/python` works too (.local/py-venv-pip); type-checks the examples, the
 # tests and the package's own Python and stubs with mypy --strict; then runs the pytest suite
 # (bindings/python/tests) with a per-test timeout, against the wheel as installed; and again on
@@ -54,8 +55,12 @@ python3 -m venv "$venv"
   "maturin==$maturin_version" "pytest==$pytest_version" \
   "pytest-timeout==$pytest_timeout_version" "mypy==$mypy_version"
 
-echo "== the wheel: maturin build --release"
-build "$venv/bin/maturin" build --release --locked -m bindings/python/Cargo.toml \
+# The test wheels are built with the dev profile, on the artifacts the Rust tests built (a
+# release build of every dependency would add minutes and test the same code); set
+# SETS3LOCK_WHEEL_PROFILE=release for the wheel users get.
+profile=${SETS3LOCK_WHEEL_PROFILE:-dev}
+echo "== the wheel: maturin build --profile $profile"
+build "$venv/bin/maturin" build --profile "$profile" --locked -m bindings/python/Cargo.toml \
   -i "$venv/bin/python" -o "$wheels"
 wheel=$(ls "$wheels"/sets3lock-*.whl)
 [ "$(echo "$wheel" | wc -l)" = 1 ] || { echo "expected one wheel in $wheels, found: $wheel" >&2; exit 1; }
@@ -67,7 +72,8 @@ wheel=$(ls "$wheels"/sets3lock-*.whl)
 echo "== pip install ./bindings/python (the other way in: pip runs maturin itself) into .local/py-venv-pip"
 rm -rf "$venv-pip"
 python3 -m venv "$venv-pip"
-build "$venv-pip/bin/pip" install -q --disable-pip-version-check ./bindings/python
+MATURIN_PEP517_ARGS="--profile $profile" \
+  build "$venv-pip/bin/pip" install -q --disable-pip-version-check ./bindings/python
 (cd / && "$venv-pip/bin/python" -c 'import sets3lock, sets3lock._native; assert sets3lock.__version__')
 [ "$("$venv-pip/bin/sets3lock" --version)" = "$("$venv/bin/sets3lock" --version)" ] ||
   { echo "pip install ./bindings/python and the wheel disagree on sets3lock --version" >&2; exit 1; }

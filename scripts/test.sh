@@ -52,25 +52,22 @@ unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
 stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
-# (The exhaustive exploration is ignored unoptimized; it runs later, optimized.)
-cargo test --workspace --exclude sets3lock --locked
+# (The exhaustive exploration is ignored unoptimized; it runs later, optimized.) Four at a
+# time: the command's tests (one binary) mostly wait out leases on real servers.
+cargo test --workspace --exclude sets3lock --locked -- --test-threads 4
 
-stage "the drivers' tests (conformance on the mock and every server, contention, metrics)"
-# With the features the workspace gives them. They mostly wait out leases on real servers (a
-# run uses about 12 s of CPU in 300 s), so they run eight at a time.
-cargo test -p sets3lock --features azure,gcs,metrics --locked -- --test-threads 8
+stage "the drivers' tests (conformance on the mock and every server, contention, metrics, the aws-config chain against a fake ECS endpoint, tracing)"
+# With the features the workspace gives them, and the optional ones, in one build (each set of
+# features is a rebuild of the crate and its test binaries). They mostly wait out leases on
+# real servers (a run uses about 12 s of CPU in 300 s), so they run eight at a time.
+cargo test -p sets3lock --features azure,gcs,metrics,aws-config,tracing --locked -- --test-threads 8
 
 stage "every interleaving of small configurations (tests/exhaustive.rs, release build)"
 cargo test --release --locked -p sets3lock-proto --test exhaustive
 
-stage "the aws-config credential chain (feature aws-config), against a fake ECS endpoint"
-cargo test -p sets3lock --features aws-config --test credentials --locked
-
-stage "the tracing feature: a lock's life as tracing events in its span"
-cargo test -p sets3lock --features tracing --test tracing --locked
-
 stage "fuzz corpora replayed on stable"
-cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
+# In the workspace's target directory: the core and its dependencies are built already.
+CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
 stage "the Python package: the wheel (maturin build), pip install into a fresh venv, mypy --strict, pytest"
 # The console script is compared with the command the workspace tests built (a release build

@@ -4,7 +4,7 @@
 //! every other code block is either Rust (compiled as a doc test of `sets3lock`) or marked
 //! `<!-- not run: why -->`; and every link between pages lands on a file and a heading.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -12,33 +12,36 @@ use std::time::{Duration, Instant};
 
 /// Every page: its path from the repository's root, and its text.
 const PAGES: [(&str, &str); 12] = [
-    ("README.md", include_str!("../../README.md")),
-    ("docs/GUIDE.md", include_str!("../../docs/GUIDE.md")),
-    ("docs/LIBRARY.md", include_str!("../../docs/LIBRARY.md")),
-    ("docs/PROTOCOL.md", include_str!("../../docs/PROTOCOL.md")),
+    ("README.md", include_str!("../../../README.md")),
+    ("docs/GUIDE.md", include_str!("../../../docs/GUIDE.md")),
+    ("docs/LIBRARY.md", include_str!("../../../docs/LIBRARY.md")),
+    (
+        "docs/PROTOCOL.md",
+        include_str!("../../../docs/PROTOCOL.md"),
+    ),
     (
         "docs/VERIFICATION.md",
-        include_str!("../../docs/VERIFICATION.md"),
+        include_str!("../../../docs/VERIFICATION.md"),
     ),
     (
         "docs/BENCHMARKS.md",
-        include_str!("../../docs/BENCHMARKS.md"),
+        include_str!("../../../docs/BENCHMARKS.md"),
     ),
-    ("docs/FAQ.md", include_str!("../../docs/FAQ.md")),
+    ("docs/FAQ.md", include_str!("../../../docs/FAQ.md")),
     (
         "bindings/python/README.md",
-        include_str!("../../bindings/python/README.md"),
+        include_str!("../../../bindings/python/README.md"),
     ),
     (
         "backends/drivers/README.md",
-        include_str!("../../backends/drivers/README.md"),
+        include_str!("../../../backends/drivers/README.md"),
     ),
-    ("src/README.md", include_str!("../../src/README.md")),
+    ("src/README.md", include_str!("../../../src/README.md")),
     (
         "backends/mock/README.md",
-        include_str!("../../backends/mock/README.md"),
+        include_str!("../../../backends/mock/README.md"),
     ),
-    ("cli/README.md", include_str!("../README.md")),
+    ("cli/README.md", include_str!("../../README.md")),
 ];
 
 /// The repository's root.

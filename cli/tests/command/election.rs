@@ -3,14 +3,14 @@
 //! key through crashes (the whole process group killed with SIGKILL) and resignations, while
 //! `sets3lock watch` observers follow every change of leader.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, stderr, TestCommand};
+use crate::support::{scratch_dir, Server};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::process::Child;
 use std::time::{Duration, Instant};
-use support::command::{code, stderr, TestCommand};
-use support::{scratch_dir, Server};
 
 fn seaweedfs() -> Option<Server> {
     support::real("seaweedfs")

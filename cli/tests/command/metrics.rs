@@ -4,13 +4,13 @@
 //! installs it), never seen half-written by a reader in a loop, and bad paths and labels
 //! refused with one line.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, stderr, TestCommand};
+use crate::support::{scratch_dir, Server};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::command::{code, stderr, TestCommand};
-use support::{scratch_dir, Server};
 
 fn seaweedfs() -> Option<Server> {
     support::real("seaweedfs")

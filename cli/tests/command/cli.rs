@@ -2,13 +2,13 @@
 //! serialization across processes, signals, a lock lost while the program runs, bad input,
 //! and the operator commands. A small `TestCommand` harness in the manner of ripgrep's.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, one_line, stderr, stdout, TestCommand};
+use crate::support::{scratch_dir, RawAccess, Server};
 use std::io::Write;
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::command::{code, one_line, stderr, stdout, TestCommand};
-use support::{scratch_dir, RawAccess, Server};
 
 /// Waits (20 s at most) until the lock object exists: a loaded machine starts processes slowly.
 fn until_held(s: &Server, key: &str) {

@@ -6,14 +6,14 @@
 //! fake-gcs-server 1.54 ignores `ifGenerationMatch` on DELETE, so there only fenced locks are
 //! safe: the store check refuses plain run mode, and everything else runs with `--fenced`.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, one_line, stderr, stdout};
+use crate::support::scratch_dir;
 use std::io::BufRead;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::command::{code, one_line, stderr, stdout};
-use support::scratch_dir;
 
 /// One store on its emulator, as the command is pointed at it, with a store-check cache of
 /// its own (so that one test's verdict does not leak into another's).

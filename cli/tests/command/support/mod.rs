@@ -4,7 +4,7 @@
 
 pub mod blackout;
 pub mod command;
-#[path = "../../../backends/drivers/tests/support/raw.rs"]
+#[path = "../../../../backends/drivers/tests/support/raw.rs"]
 pub mod raw;
 
 pub use raw::{fresh_key, rand_u64, RawAccess};

@@ -2,13 +2,13 @@
 //! back while a lock is held (the real binary under libfaketime, against SeaweedFS), and a
 //! `--timeout` that holds against an endpoint that never answers.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, stderr, TestCommand};
+use crate::support::{scratch_dir, RawAccess, Server};
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
-use support::command::{code, stderr, TestCommand};
-use support::{scratch_dir, RawAccess, Server};
 
 /// libfaketime's preload library (Debian's `faketime` package; `scripts/test.sh` installs
 /// it). Without it the clock tests skip, unless the test script requires them.

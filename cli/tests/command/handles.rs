@@ -3,12 +3,12 @@
 //! fourth while a waiter never gets in; a handle used after a takeover; and
 //! `--hold-at-least` with `-n` runs from separate processes.
 
-mod support;
+use crate::support;
 
+use crate::support::command::{code, stderr, stdout, TestCommand};
+use crate::support::{scratch_dir, RawAccess, Server};
 use std::process::Output;
 use std::time::{Duration, Instant};
-use support::command::{code, stderr, stdout, TestCommand};
-use support::{scratch_dir, RawAccess, Server};
 
 /// The S3-compatible servers these tests run on.
 fn servers() -> Vec<(&'static str, Server)> {

@@ -1,0 +1,13 @@
+//! The command's integration tests, one binary (linked once): the real `sets3lock` binary run
+//! against the project's servers (SeaweedFS, MiniStack, s3rver, Azurite, fake-gcs-server),
+//! some under libfaketime; `scripts/test.sh` starts the servers.
+
+mod support;
+
+mod cli;
+mod docs;
+mod election;
+mod handles;
+mod metrics;
+mod stores;
+mod time;
