@@ -7,8 +7,7 @@ use sets3lock_proto::{
     Ambiguity, Config, Error, Event, LostReason, Purpose, ReleaseOutcome, Response, Wait,
 };
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 use sets3lock_mock::MockS3;
 
 fn not_sent() -> Response {

@@ -3,10 +3,8 @@
 //! read answered `200` with the very object it named (fake-gcs-server never answers 304) is
 //! "unchanged", exactly as a 304 is, so a crashed holder is still taken over after one lease.
 
-mod scenario;
-
+use crate::scenario::*;
 use core::time::Duration;
-use scenario::*;
 use sets3lock_mock::{Dialect, MissingKeyIfMatch, MockS3, Reply, Semantics};
 use sets3lock_proto::{ConditionalDelete, Event, Holder, Intent, Purpose, ReleaseOutcome, Wait};
 

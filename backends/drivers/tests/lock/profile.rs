@@ -1,7 +1,7 @@
 //! AWS profiles end to end: the keys of the profile chosen (by name or by `AWS_PROFILE`) sign
 //! requests the mock server accepts; another profile's keys are refused.
 
-mod support;
+use crate::support;
 
 use sets3lock::{Client, Options, S3Options};
 

@@ -3,7 +3,7 @@
 //! account). Against the mock in GCS's dialect behind a proxy that records every request.
 #![cfg(feature = "gcs")]
 
-mod support;
+use crate::support;
 
 use sets3lock::{blocking::Locker, GcsOptions, Options, StoreCheck, Wait};
 use std::io::{Read, Write};

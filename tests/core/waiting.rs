@@ -4,8 +4,7 @@
 
 use sets3lock_proto::{Config, ETag, Event, Intent, Purpose, Request, Response, Wait};
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 use sets3lock_mock::MockS3;
 
 /// Drives `c` against `s3` (firing its timers) until it sends a request `wanted` picks, which

@@ -9,8 +9,7 @@ use sets3lock_proto::{
     ReleaseOutcome, Response, Wait,
 };
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 
 #[test]
 fn uncontended_cycle_is_one_put_and_one_delete() {

@@ -9,8 +9,7 @@ use sets3lock_proto::{
     Request, Response, Wait,
 };
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 
 fn fenced() -> Config {
     Config {

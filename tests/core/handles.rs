@@ -7,8 +7,7 @@ use sets3lock_proto::{
     Wait,
 };
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 use sets3lock_mock::MockS3;
 
 fn url() -> sets3lock_proto::LockUrl {

@@ -4,14 +4,14 @@
 //! Where servers differ (SeaweedFS answers 412 to `If-Match` on a missing key, the others
 //! 404), the expected outcome is still the same: the core tells the cases apart.
 
-mod support;
+use crate::support;
 
+use crate::support::{fresh_key, Driver, RawAccess, Server};
 use sets3lock::blocking::Blocking;
 use sets3lock::generic::Tokio;
 use sets3lock::proto::{Fence, Holder, LockState, OwnerId, Record, ReleaseOutcome};
 use sets3lock::{Error, Loss, Wait};
 use std::time::{Duration, Instant};
-use support::{fresh_key, Driver, RawAccess, Server};
 
 fn scenarios<D: Driver>(server: &Server) {
     eprintln!(

@@ -5,18 +5,18 @@
 //! cannot be moved from a test; the command's tests run the real binary under libfaketime
 //! against SeaweedFS for that). The replay tests run on the mock, SeaweedFS and MiniStack.
 
-mod support;
+use crate::support;
 
+use crate::support::http1::Message;
+use crate::support::mock_server::MockServer;
+use crate::support::proxy::LossyProxy;
+use crate::support::{fresh_key, Driver, RawAccess, Server};
 use sets3lock::blocking::Blocking;
 use sets3lock::generic::Tokio;
 use sets3lock::proto::{Event, ReleaseOutcome};
 use sets3lock::{Observation, Observer, Options, Wait};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::http1::Message;
-use support::mock_server::MockServer;
-use support::proxy::LossyProxy;
-use support::{fresh_key, Driver, RawAccess, Server};
 
 /// A mock server of its own (its clock is the test's to set).
 fn own_mock() -> (MockServer, Server) {

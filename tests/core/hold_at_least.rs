@@ -4,8 +4,7 @@
 use core::time::Duration;
 use sets3lock_proto::{Config, Event, Holder, Instant, NotAcquired, ReleaseOutcome, Wait};
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 use sets3lock_mock::MockS3;
 
 /// A 10 s lease, at most one acquisition per 60 s.

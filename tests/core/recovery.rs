@@ -6,8 +6,7 @@ use sets3lock_proto::{
     Ambiguity, CommandError, Event, Purpose, ReleaseOutcome, Response, Setback, Wait,
 };
 
-mod scenario;
-use scenario::*;
+use crate::scenario::*;
 use sets3lock_mock::MockS3;
 
 /// A fresh bucket, and a process holding the lock on it.

@@ -8,7 +8,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use sets3lock_proto::reply::s3::classify;
 use sets3lock_proto::{Ambiguity, Error, IntentKind, Response};
 
-const PROTOCOL: &str = include_str!("../docs/PROTOCOL.md");
+const PROTOCOL: &str = include_str!("../../docs/PROTOCOL.md");
 
 const KINDS: [IntentKind; 4] = [
     IntentKind::PutIfNoneMatch,
