@@ -6,10 +6,13 @@ use sets3lock::proto::Sighting;
 use sets3lock::Election as RustElection;
 use std::sync::Arc;
 
-use crate::errors::{in_python, to_py};
-use crate::held::{delivering, AsyncHeld, Held};
+use crate::async_held::{delivering, AsyncHeld};
+use crate::errors::to_py;
+use crate::held::Held;
 use crate::holder::Holder;
-use crate::runtime::{self, Origin};
+use crate::process::Origin;
+use crate::runtime;
+use crate::runtime::in_python;
 use crate::settings::{lock_url, Settings, STORE};
 use crate::watch::{cadence, AsyncWatch, Watch};
 

@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Mutex;
 
-use crate::held::{AsyncHeld, Held};
+use crate::async_held::AsyncHeld;
+use crate::held::Held;
 
 /// Who entered a hold.
 #[derive(Debug)]

@@ -43,23 +43,6 @@ pub(crate) fn to_py_said(error: LockError, message: String) -> PyErr {
     Python::attach(|py| to_py_in(py, error, message))
 }
 
-/// `result`, its error made a Python exception on a blocking thread: the runtime's two
-/// workers (which renew every lock) never wait for the GIL.
-pub(crate) async fn in_python<T>(result: Result<T, LockError>) -> PyResult<T> {
-    match result {
-        Ok(value) => Ok(value),
-        Err(error) => Err(made_in_python(move || to_py(error)).await),
-    }
-}
-
-/// The exception `make` makes (with the GIL), made on a blocking thread of the runtime.
-pub(crate) async fn made_in_python(make: impl FnOnce() -> PyErr + Send + 'static) -> PyErr {
-    match tokio::task::spawn_blocking(make).await {
-        Ok(e) => e,
-        Err(_) => crate::runtime::exiting(),
-    }
-}
-
 /// One exception class per [`ErrorKind`](sets3lock::ErrorKind), with the details the class
 /// carries (the holder of a busy lock, how a hold was lost).
 fn to_py_in(py: Python<'_>, error: LockError, message: String) -> PyErr {

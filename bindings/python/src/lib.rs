@@ -4,14 +4,17 @@
 
 #![forbid(unsafe_code)]
 
+mod async_held;
 mod client;
 mod election;
 mod entered;
 mod errors;
 mod held;
+mod hold;
 mod holder;
 mod lock;
 mod locks;
+mod process;
 mod runtime;
 mod semaphore;
 mod settings;
@@ -26,7 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<holder::Holder>()?;
     m.add_class::<holder::WatchEvent>()?;
     m.add_class::<held::Held>()?;
-    m.add_class::<held::AsyncHeld>()?;
+    m.add_class::<async_held::AsyncHeld>()?;
     m.add_class::<lock::Lock>()?;
     m.add_class::<lock::AsyncLock>()?;
     m.add_class::<locks::Locks>()?;

@@ -7,9 +7,12 @@ use sets3lock::proto::{LockUrl, Scheme};
 use sets3lock::Locks as RustLocks;
 use std::sync::Arc;
 
-use crate::errors::{in_python, to_py};
-use crate::held::{delivering, AsyncHeld, Held};
-use crate::runtime::{self, Origin};
+use crate::async_held::{delivering, AsyncHeld};
+use crate::errors::to_py;
+use crate::held::Held;
+use crate::process::Origin;
+use crate::runtime;
+use crate::runtime::in_python;
 use crate::settings::{Settings, LOCK, STORE, WAIT};
 
 /// The store `url` names: a lock URL, or a bucket's (`s3://bucket`, `az://container`).

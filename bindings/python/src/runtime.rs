@@ -5,10 +5,12 @@
 //! first use in a child builds a new one (the old one is leaked, never dropped: dropping it
 //! would wait for threads that do not exist there).
 
+use crate::errors::to_py;
+use crate::process::{closing, exiting};
 use pyo3::prelude::*;
+use sets3lock::Error as LockError;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
@@ -35,10 +37,6 @@ enum State {
 
 static RUNTIME: Mutex<State> = Mutex::new(State::Unbuilt);
 
-/// Set at interpreter exit: acquisitions still under way are given up, and a hold that
-/// arrives after it is released at once.
-static CLOSING: AtomicBool = AtomicBool::new(false);
-
 /// Tasks of ours that may hold an acquisition (blocking waits, asyncio awaitables): aborted
 /// at interpreter exit, so that their drivers clean up before the runtime stops. The list
 /// is pruned of finished tasks whenever it has doubled since the last pruning.
@@ -59,19 +57,6 @@ enum NoRuntime {
     Exiting,
     /// The threads could not be started.
     Start(std::io::Error),
-}
-
-/// The error for an operation refused because the interpreter is exiting. (Made without the
-/// GIL: it may be made on one of the runtime's threads.)
-pub(crate) fn exiting() -> PyErr {
-    pyo3::exceptions::PyRuntimeError::new_err(
-        "sets3lock: interrupted by the interpreter's exit: no lock can be acquired now (a release under way goes on until the exit's wait ends)",
-    )
-}
-
-/// Whether the interpreter is exiting (see [`shutdown`]).
-pub(crate) fn closing() -> bool {
-    CLOSING.load(Ordering::SeqCst)
 }
 
 /// The runtime of this process, built on first use (and again in a forked child, whose
@@ -200,7 +185,7 @@ fn close(py: Python<'_>, timeout: Duration) {
 pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
     {
         let _tasks = TASKS.lock().unwrap_or_else(|e| e.into_inner());
-        CLOSING.store(true, Ordering::SeqCst);
+        crate::process::begin_closing();
     }
     let baseline = match &*RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) {
         State::Running { pid, baseline, .. } if *pid == std::process::id() => Some(*baseline),
@@ -230,7 +215,7 @@ pub(crate) fn shutdown(py: Python<'_>, timeout: f64) -> bool {
         {
             task.abort();
         }
-        crate::held::release_all();
+        crate::hold::release_all();
         if sets3lock::drivers_running() <= baseline {
             quiet_looks += 1;
             if quiet_looks == 2 {
@@ -352,35 +337,19 @@ where
     pyo3_async_runtimes::generic::future_into_py::<Asyncio, F, T>(py, fut)
 }
 
-/// The process an object was made in. After `os.fork()` the child has none of the parent's
-/// threads and shares its connections, so an object made before the fork refuses any use
-/// there (the parent's locks stay the parent's).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Origin(u32);
-
-impl Origin {
-    /// This process.
-    pub(crate) fn here() -> Origin {
-        Origin(std::process::id())
+/// `result`, its error made a Python exception on a blocking thread: the runtime's two
+/// workers (which renew every lock) never wait for the GIL.
+pub(crate) async fn in_python<T>(result: Result<T, LockError>) -> PyResult<T> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(error) => Err(made_in_python(move || to_py(error)).await),
     }
+}
 
-    /// Whether this is the process the object was made in.
-    pub(crate) fn is_here(self) -> bool {
-        self.0 == std::process::id()
-    }
-
-    /// An error unless this is the process the object `what` (for `url`) was made in.
-    pub(crate) fn check(self, what: &str, url: &str) -> PyResult<()> {
-        if self.is_here() {
-            return Ok(());
-        }
-        let name = match url {
-            "" => what.to_owned(),
-            url => format!("{what} {url}"),
-        };
-        Err(crate::errors::Error::new_err(format!(
-            "{name} was made by process {} before os.fork(): a forked child cannot use it (the parent keeps its locks); make a new one in the child",
-            self.0
-        )))
+/// The exception `make` makes (with the GIL), made on a blocking thread of the runtime.
+pub(crate) async fn made_in_python(make: impl FnOnce() -> PyErr + Send + 'static) -> PyErr {
+    match tokio::task::spawn_blocking(make).await {
+        Ok(e) => e,
+        Err(_) => exiting(),
     }
 }

@@ -6,10 +6,13 @@ use sets3lock::Semaphore as RustSemaphore;
 use sets3lock::Wait;
 use std::sync::Arc;
 
+use crate::async_held::{delivering, AsyncHeld};
 use crate::entered::Entered;
-use crate::errors::{in_python, to_py};
-use crate::held::{delivering, AsyncHeld, Held};
-use crate::runtime::{self, Origin};
+use crate::errors::to_py;
+use crate::held::Held;
+use crate::process::Origin;
+use crate::runtime;
+use crate::runtime::in_python;
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 /// `slots` as the library takes it; a `ValueError` with the library's message if it is out of

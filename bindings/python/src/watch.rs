@@ -9,9 +9,11 @@ use sets3lock::{WatchConfig, WatchEvent as RustEvent};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
-use crate::errors::{in_python, to_py};
+use crate::errors::to_py;
 use crate::holder::WatchEvent;
-use crate::runtime::{self, Origin};
+use crate::process::Origin;
+use crate::runtime;
+use crate::runtime::in_python;
 use crate::settings::{lock_url, Settings, STORE};
 
 /// The watch's own settings.
