@@ -18,19 +18,20 @@ pub enum Error {
     /// The bucket does not exist.
     #[error("the bucket does not exist (S3 said NoSuchBucket{}): create the bucket, or fix the bucket name, the endpoint or the region", detail(.message))]
     NoSuchBucket {
-        /// S3's message, if it sent one.
+        /// The store's message, if it sent one.
         message: Option<String>,
     },
-    /// The endpoint refused a conditional request as unsupported (S3's 501 NotImplemented).
+    /// The endpoint refused a conditional request as unsupported (HTTP 501, S3's
+    /// `NotImplemented`).
     #[error("the endpoint does not support {op} (HTTP {status}{}): {}", code_and(.code, .message), unsupported_fix(*.op))]
     ConditionalUnsupported {
         /// The request that was refused.
         op: IntentKind,
         /// The HTTP status.
         status: u16,
-        /// S3's error code.
+        /// The store's error code.
         code: Option<String>,
-        /// S3's message.
+        /// The store's message.
         message: Option<String>,
     },
     /// A successful write or read came back without an ETag: the endpoint is not S3-compatible
@@ -52,21 +53,21 @@ pub enum Error {
         op: IntentKind,
         /// The HTTP status.
         status: u16,
-        /// S3's error code.
+        /// The store's error code.
         code: Option<String>,
-        /// S3's message.
+        /// The store's message.
         message: Option<String>,
     },
-    /// Any other refusal, with S3's error code and a hint at the fix.
+    /// Any other refusal, with the store's error code and a hint at the fix.
     #[error("{op} was refused with HTTP {status}{}: {hint}", code_and(.code, .message))]
     Refused {
         /// The request that was refused.
         op: IntentKind,
         /// The HTTP status.
         status: u16,
-        /// S3's error code (`AccessDenied`, `SignatureDoesNotMatch`, ...).
+        /// The store's error code (`AccessDenied`, `SignatureDoesNotMatch`, ...).
         code: Option<String>,
-        /// S3's message.
+        /// The store's message.
         message: Option<String>,
         /// What to do about it.
         hint: &'static str,

@@ -206,7 +206,7 @@ pub enum ReleaseOutcome {
 pub enum Setback {
     /// 409 from a concurrent request.
     Conflict {
-        /// S3's code.
+        /// The store's code.
         code: Option<String>,
     },
     /// No usable reply.

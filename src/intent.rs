@@ -1,4 +1,4 @@
-//! What the core asks the world to do: one S3 request at a time.
+//! What the core asks the world to do: one store request at a time.
 
 use crate::ETag;
 use bytes::Bytes;
@@ -34,7 +34,9 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// One S3 request on the lock object. The driver adds the bucket, the key and the signature.
+/// One request on the lock object, in the store's terms (the table shows S3's; each reply
+/// module in [`reply`](crate::reply) gives its store's). The driver adds the bucket, the key
+/// and the signature.
 ///
 /// | intent | S3 request |
 /// |---|---|

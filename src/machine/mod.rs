@@ -10,6 +10,7 @@ mod acquiring;
 mod cleanup;
 mod context;
 mod holding;
+mod inspect;
 mod pending;
 mod releasing;
 mod resuming;
@@ -19,8 +20,8 @@ mod session;
 
 use crate::rng::Rng;
 use crate::{
-    Ambiguity, Config, ConfigError, ETag, Event, Fence, Holder, Instant, LockState, OwnerId,
-    Request, RequestId, Response, Wait,
+    Ambiguity, Config, ConfigError, Event, Holder, Instant, OwnerId, Request, RequestId, Response,
+    Wait,
 };
 use acquiring::Acquiring;
 use cleanup::Cleanup;
@@ -61,126 +62,7 @@ enum Phase {
     Resuming(Resuming),
 }
 
-/// The lock protocol for one S3 object, as a sans-IO state machine.
-///
-/// It never performs I/O and never reads a clock: the driver pushes user commands
-/// ([`acquire`](Lock::acquire), [`release`](Lock::release)), replies
-/// ([`handle_response`](Lock::handle_response)) and the passage of time
-/// ([`handle_timeout`](Lock::handle_timeout)), and pulls what to send
-/// ([`poll_request`](Lock::poll_request)), what to tell the user
-/// ([`poll_event`](Lock::poll_event)) and when to wake it next
-/// ([`poll_timeout`](Lock::poll_timeout)).
-///
-/// # The driver contract
-///
-/// Every driver (the `sets3lock` drivers, the simulator, yours) keeps these rules; the
-/// core's guarantees assume them.
-///
-/// 1. **Drain after every input.** After each call of [`acquire`](Lock::acquire),
-///    [`release`](Lock::release), [`handle_response`](Lock::handle_response) or
-///    [`handle_timeout`](Lock::handle_timeout), take every request
-///    ([`poll_request`](Lock::poll_request)) and every event ([`poll_event`](Lock::poll_event)).
-/// 2. **Answer every request exactly once**, with what the store said, passed through
-///    [the store's reply table](crate::reply). A request with no reply in time (a timeout, a reset
-///    connection) is answered [`Response::Ambiguous`](crate::Response::Ambiguous): it may have
-///    been applied. Never answer a write with a guessed success, and never drop a request
-///    unanswered: the core waits for that reply before sending anything else.
-/// 3. **Sleep until [`poll_timeout`](Lock::poll_timeout)**, then call `handle_timeout` (early or
-///    extra calls are harmless). `None` means nothing is scheduled: the lock is idle, or it is
-///    held with a zero lease and stays held until released. It does not mean an operation is
-///    over.
-/// 4. **Time comes from a monotonic clock** that counts through system suspend, and only moves
-///    forward (the core ignores a step back). Wall-clock time is only for the record (`unix_ms`).
-/// 5. **An operation ends with a final event** ([`Event::is_final`](crate::Event::is_final)):
-///    an acquisition with `Acquired`, `NotAcquired`, `Cancelled` or `Failed`; a hold with `Lost`
-///    or `Expired`; a release with `Released` or `Failed`.
-/// 6. **Do not drop a `Lock` before [`is_idle`](Lock::is_idle).** After an expiry, a
-///    cancellation or a timed-out wait, writes of ours may still land; the core reads and
-///    removes them (deletes them, or in fenced mode writes a `free` record over them). Dropping it earlier is safe (nobody trusts those writes) but leaves others
-///    waiting a lease for them.
-///
-/// The core never panics on any sequence of inputs (fuzzed), performs no I/O, and never blocks.
-///
-/// # A driver loop
-///
-/// A complete, if synchronous, driver against an in-process fake of S3. A real driver sends
-/// each request over HTTP, passes the reply through [the store's reply table](crate::reply), and sleeps
-/// until `poll_timeout()` when there is nothing to send.
-///
-/// ```
-/// use core::time::Duration;
-/// use sets3lock_proto::{Config, Event, Instant, Intent, Lock, Response, Wait};
-///
-/// // A stand-in for S3: one object, ETags from a counter, exact conditional semantics.
-/// struct Fake { object: Option<(String, bytes::Bytes)>, n: u32 }
-/// impl Fake {
-///     fn send(&mut self, intent: &Intent) -> Response {
-///         let etag = |s: &str| sets3lock_proto::ETag::parse(s).unwrap();
-///         match intent {
-///             Intent::PutIfNoneMatch { body } => {
-///                 if self.object.is_some() { return Response::Exists; }
-///                 self.n += 1;
-///                 self.object = Some((self.n.to_string(), body.clone()));
-///                 Response::Written { etag: etag(&self.n.to_string()) }
-///             }
-///             Intent::PutIfMatch { etag: want, body } => match &self.object {
-///                 None => Response::Absent,
-///                 Some((e, _)) if e != want.as_str() => Response::Mismatch,
-///                 Some(_) => {
-///                     self.n += 1;
-///                     self.object = Some((self.n.to_string(), body.clone()));
-///                     Response::Written { etag: etag(&self.n.to_string()) }
-///                 }
-///             },
-///             Intent::DeleteIfMatch { etag: want } => match &self.object {
-///                 None => Response::Absent,
-///                 Some((e, _)) if e != want.as_str() => Response::Mismatch,
-///                 Some(_) => { self.object = None; Response::Deleted }
-///             },
-///             Intent::Get { .. } => match &self.object {
-///                 None => Response::Absent,
-///                 Some((e, b)) => Response::Object { etag: etag(e), body: b.clone(), age: None },
-///             },
-///         }
-///     }
-/// }
-///
-/// let mut s3 = Fake { object: None, n: 0 };
-/// let mut lock = Lock::new(Config::default(), [42; 32]).unwrap();
-/// let mut now = Instant::ZERO;
-/// let mut events = Vec::new();
-///
-/// lock.acquire(now, 1_764_500_000_000, Wait::Forever).unwrap();
-/// // Run for 100 seconds of (virtual) time; the lease is 60 s, so it must renew.
-/// while now < Instant::ZERO + Duration::from_secs(100) {
-///     while let Some(req) = lock.poll_request() {
-///         let reply = s3.send(&req.intent);
-///         lock.handle_response(req.id, reply, now);
-///     }
-///     while let Some(ev) = lock.poll_event() { events.push(ev); }
-///     // Sleep until the core wants to be woken (here: jump the virtual clock).
-///     match lock.poll_timeout() {
-///         Some(t) => { now = now.max(t); lock.handle_timeout(now); }
-///         None => break,
-///     }
-/// }
-/// assert!(matches!(events[0], Event::Acquired { .. }));
-/// assert!(events.iter().any(|e| matches!(e, Event::Renewed { .. })));
-/// assert!(lock.is_held(now));
-///
-/// lock.release(now).unwrap();
-/// // Drive until the lock is idle (here the release is all there is to do).
-/// while !lock.is_idle() {
-///     while let Some(req) = lock.poll_request() {
-///         let reply = s3.send(&req.intent);
-///         lock.handle_response(req.id, reply, now);
-///     }
-///     if let Some(t) = lock.poll_timeout() { now = now.max(t); lock.handle_timeout(now); }
-/// }
-/// let last = std::iter::from_fn(|| lock.poll_event()).last();
-/// assert_eq!(last, Some(Event::Released { outcome: sets3lock_proto::ReleaseOutcome::Deleted }));
-/// assert!(s3.object.is_none());
-/// ```
+#[doc = include_str!("lock.md")]
 #[derive(Debug)]
 pub struct Lock {
     cx: Context,
@@ -522,113 +404,6 @@ impl Lock {
             Phase::Cleanup(c) => c.wake_at(in_flight),
             Phase::Resuming(r) => r.wake_at(in_flight),
         }
-    }
-
-    // ---- queries ---------------------------------------------------------------------------
-
-    /// Whether we hold a valid lock at `now`: acquired, not released, lost or expired, and
-    /// `now` is before the end of validity.
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Instant, Lock};
-    /// let lock = Lock::new(Config::default(), [7; 32]).unwrap();
-    /// assert!(!lock.is_held(Instant::ZERO));
-    /// ```
-    pub fn is_held(&self, now: Instant) -> bool {
-        match &self.phase {
-            Phase::Holding(h) => h.is_valid(now),
-            _ => false,
-        }
-    }
-
-    /// Nothing under way: no acquisition, hold, release or cleanup, and no request awaiting
-    /// its reply. A driver that is shutting down should keep driving until this is true, so
-    /// that a write of ours that landed late is removed.
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Lock};
-    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().is_idle());
-    /// ```
-    pub fn is_idle(&self) -> bool {
-        matches!(self.phase, Phase::Idle) && self.pending.is_none()
-    }
-
-    /// The current hold's owner id and ETag, while held.
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Lock};
-    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().holding().is_none());
-    /// ```
-    pub fn holding(&self) -> Option<(OwnerId, &ETag)> {
-        match &self.phase {
-            Phase::Holding(h) => Some((h.owner(), h.etag())),
-            _ => None,
-        }
-    }
-
-    /// When the current hold stops being valid unless renewed (`None` if not held or if the
-    /// lease is zero).
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Lock};
-    /// assert!(Lock::new(Config::default(), [7; 32]).unwrap().valid_until().is_none());
-    /// ```
-    pub fn valid_until(&self) -> Option<Instant> {
-        match &self.phase {
-            Phase::Holding(h) => h.valid_until(),
-            _ => None,
-        }
-    }
-
-    /// The current hold's fencing token, while held in fenced mode.
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Lock};
-    /// assert_eq!(Lock::new(Config::default(), [7; 32]).unwrap().token(), None);
-    /// ```
-    pub fn token(&self) -> Option<u64> {
-        match &self.phase {
-            Phase::Holding(h) => h.token(),
-            _ => None,
-        }
-    }
-
-    /// The highest fencing token this lock has seen on its key, over all its acquisitions:
-    /// in any record it read, or granted itself. `None` until it has seen the key fenced.
-    ///
-    /// A grant never writes a token at or below it, whatever the record says (someone may
-    /// have removed the lock object, or overwritten it without a token), so that tokens
-    /// never go back for a client that saw them. A driver that builds a new `Lock` for each
-    /// acquisition carries it over with [`saw_token`](Lock::saw_token).
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Lock};
-    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
-    /// assert_eq!(lock.highest_token_seen(), None);
-    /// lock.saw_token(41);
-    /// assert_eq!(lock.highest_token_seen(), Some(41));
-    /// ```
-    pub fn highest_token_seen(&self) -> Option<u64> {
-        self.cx.seen_token
-    }
-
-    /// Tells the lock that `token` was granted on its key (seen by an earlier `Lock` of the
-    /// same key, for one): its grants write tokens above it, and it treats the key as fenced.
-    ///
-    /// ```
-    /// # use sets3lock_proto::{Config, Instant, Intent, Lock, Holder, Wait};
-    /// let mut lock = Lock::new(Config::default(), [7; 32]).unwrap();
-    /// lock.saw_token(41);
-    /// lock.acquire(Instant::ZERO, 0, Wait::No).unwrap();
-    /// let request = lock.poll_request().unwrap();
-    /// let body = request.intent.body().unwrap();
-    /// assert_eq!(Holder::decode(body).fence().unwrap().token, 42);
-    /// ```
-    pub fn saw_token(&mut self, token: u64) {
-        self.cx.saw(Some(Fence {
-            state: LockState::Held,
-            token,
-        }));
     }
 
     // ---- time and sending ------------------------------------------------------------------

@@ -60,7 +60,8 @@ pub enum Response {
     Absent,
     /// A concurrent conditional request conflicted (409); not applied, retry soon.
     Conflict {
-        /// S3's error code, e.g. `ConditionalRequestConflict` or Ceph's `ConcurrentModification`.
+        /// The store's error code, e.g. S3's `ConditionalRequestConflict` or Ceph's
+        /// `ConcurrentModification`.
         code: Option<String>,
     },
     /// The outcome is unknown: a write may or may not have been applied.
@@ -71,8 +72,8 @@ pub enum Response {
 
 impl Response {
     /// Whether this reply can answer a request of `kind` (the reply table's non-empty cells).
-    /// [`classify`] only ever produces fitting replies; the core reads any other reply, from a
-    /// driver of its own, as "outcome unknown".
+    /// The reply tables ([`s3::classify`] and the others) only ever produce fitting replies;
+    /// the core reads any other reply, from a driver of its own, as "outcome unknown".
     ///
     /// ```
     /// use sets3lock_proto::{IntentKind, Response};
@@ -139,7 +140,7 @@ pub enum Ambiguity {
     Status {
         /// The HTTP status.
         status: u16,
-        /// S3's error code, if the body had one (`SlowDown`, `InternalError`, ...).
+        /// The store's error code, if the reply had one (`SlowDown`, `InternalError`, ...).
         code: Option<String>,
     },
     /// No reply came in time.
