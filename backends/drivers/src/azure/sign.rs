@@ -2,7 +2,7 @@
 //! headers, `x-ms-date` at the server's time, `x-ms-version` pinned, signed with Shared Key
 //! (or carrying a SAS token in the query).
 
-use crate::driver::http::HttpRequest;
+use crate::driver::http::{content_md5, HttpRequest};
 use base64::Engine as _;
 use bytes::Bytes;
 use hmac::{Hmac, KeyInit as _, Mac as _};
@@ -143,11 +143,6 @@ fn insert(headers: &mut HeaderMap, name: HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         headers.insert(name, v);
     }
-}
-
-fn content_md5(body: &[u8]) -> String {
-    use md5::Digest as _;
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
 }
 
 /// The Shared Key signature: HMAC-SHA256 with the account key over the string to sign, which

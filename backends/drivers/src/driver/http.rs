@@ -28,6 +28,16 @@ pub(crate) struct HttpRequest {
     pub(crate) body: Bytes,
 }
 
+/// The `Content-MD5` of a body (base64 of its MD5), for S3 and Azure. Signed with the
+/// request, it binds the body to the signature: the URL of a PUT, captured from a log or a proxy, cannot be replayed
+/// with another body (S3 and compatible stores answer `400 BadDigest` when the body does not
+/// match, and `403 SignatureDoesNotMatch` when the header is changed or left out).
+pub(crate) fn content_md5(body: &[u8]) -> String {
+    use base64::Engine as _;
+    use md5::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+}
+
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone
 /// else's object and is described, not parsed.
 const MAX_BODY: usize = 64 * 1024;

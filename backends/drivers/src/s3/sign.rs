@@ -4,7 +4,7 @@
 //! `Content-MD5`), so a captured URL is good only for the very request it was made for, and
 //! only for `Options::presign_expiry` after it was signed.
 
-use crate::driver::http::HttpRequest;
+use crate::driver::http::{content_md5, HttpRequest};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use rusty_s3::actions::S3Action;
@@ -68,16 +68,6 @@ pub(crate) fn presign_key(
         headers,
         body,
     }
-}
-
-/// The `Content-MD5` of a body (base64 of its MD5). Signed with the request, it binds the
-/// body to the signature: the URL of a PUT, captured from a log or a proxy, cannot be replayed
-/// with another body (S3 and compatible stores answer `400 BadDigest` when the body does not
-/// match, and `403 SignatureDoesNotMatch` when the header is changed or left out).
-fn content_md5(body: &[u8]) -> String {
-    use base64::Engine as _;
-    use md5::Digest as _;
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
 }
 
 /// Presigns a plain `DELETE` (no condition) on any key of `bucket`: only for throw-away keys
