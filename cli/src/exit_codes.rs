@@ -7,8 +7,8 @@ pub(crate) const OK: u8 = 0;
 pub(crate) const NO: u8 = 1;
 /// Usage error: unknown flag, malformed URL or duration, missing program.
 pub(crate) const USAGE: u8 = 100;
-/// The lock could not be had (held, timed out), the program could not be started, or S3
-/// failed (missing bucket, denied, unreachable). With `-x`, 0 when the lock could not be had.
+/// The lock could not be had (held, timed out), the program could not be started, or the store
+/// failed (missing bucket, denied, unreachable). With `-x`, 0 when the lock is held elsewhere.
 pub(crate) const CANNOT_LOCK: u8 = 111;
 /// The lock was lost or expired while the program ran: the program was stopped.
 pub(crate) const LOST: u8 = 112;

@@ -219,7 +219,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         // what became of the lock.
         Some(_) => match tokio::time::timeout(CONFIRM, held.release()).await {
             Ok(Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed | ReleaseOutcome::Resting)) => {
-                say!("{url}: S3 answered again: the lock is released")
+                say!("{url}: the store answered again: the lock is released")
             }
             Ok(Ok(other)) => report_release(&url, Ok(other)),
             Ok(Err(Error::AlreadyExpired)) => say!(
