@@ -154,6 +154,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     if let Some(slot) = held.slot() {
         command.env("SETS3LOCK_SLOT", slot.to_string());
     }
+    crate::tether::to_this_process(&mut command);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {

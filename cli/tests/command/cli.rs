@@ -976,3 +976,55 @@ fn the_slots_waiting_line_says_of_each_holder_whether_it_can_be_taken_over() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     s.raw_delete(&format!("{key}/slot-0"));
 }
+
+/// Whether process `pid` is running (not gone, not a zombie waiting to be reaped).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which ends with the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// `sets3lock` killed alone (`kill -9`, as the OOM killer does) takes its program with it: on
+/// Linux the child asks for SIGKILL at its parent's death, so nothing runs on under a lock
+/// nobody renews.
+#[test]
+fn a_killed_command_takes_its_program_with_it() {
+    let Some(s) = seaweedfs() else { return };
+    let url = s.url(&support::fresh_key("cli-tether"));
+    let dir = scratch_dir("tether");
+    let pidfile = format!("{dir}/pid");
+    let script = format!("echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 60");
+    let command = TestCommand::new(&s)
+        .args([&url, "sh", "-c", &script])
+        .spawn();
+    let started = Instant::now();
+    let program: i32 = loop {
+        if let Ok(text) = std::fs::read_to_string(&pidfile) {
+            break text.trim().parse().expect("a pid");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the program never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(running(program), "the program runs under the lock");
+    kill(&command, nix::sys::signal::Signal::SIGKILL);
+    let killed = Instant::now();
+    while running(program) {
+        if killed.elapsed() > Duration::from_secs(1) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(program),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("the program outlived the killed command by a second");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = command.wait_with_output();
+    let _ = std::fs::remove_dir_all(&dir);
+}
