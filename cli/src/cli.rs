@@ -115,7 +115,7 @@ pub(crate) struct Run {
 /// defined once.
 #[derive(Args, Debug)]
 pub(crate) struct LockFlags {
-    /// Don't wait: if the lock is held, give up at once (exit 111, or 0 with -x).
+    /// Don't wait: if the lock is held, give up at once (exit 111; run mode's -x makes it 0).
     #[arg(short = 'n', overrides_with = "wait")]
     pub(crate) no_wait: bool,
     /// Wait for the lock (default).

@@ -6,7 +6,7 @@ use crate::exit_codes::{signalled, CANNOT_LOCK, LOST, OK};
 use crate::log::Log;
 use sets3lock::proto::{Handle, LockUrl, ReleaseOutcome};
 use sets3lock::Locker;
-use sets3lock::{Error, ErrorKind, Options, StoreCheck, Wait};
+use sets3lock::{Error, Options, StoreCheck, Wait};
 use std::time::Duration;
 
 /// `sets3lock acquire`: acquires, lets go without releasing, prints the handle.
@@ -183,9 +183,9 @@ fn with_locker(url: &LockUrl, options: Options, work: impl AsyncFnOnce(&Locker) 
 /// refused, unreachable) is 111.
 pub(crate) fn refused(url: &LockUrl, e: &Error) -> u8 {
     say!("{url}: {e}");
-    match e.kind() {
+    match e {
         // Ended before we came, or lost between our renewal and our letting go.
-        ErrorKind::Lost => LOST,
+        Error::HoldEnded(_) | Error::AlreadyLost(_) | Error::AlreadyExpired => LOST,
         _ => CANNOT_LOCK,
     }
 }

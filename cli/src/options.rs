@@ -25,15 +25,16 @@ pub(crate) fn store_options_for(flags: &StoreFlags, scheme: Scheme) -> Result<Op
 /// The whole AWS chain (profiles with SSO or assume-role, web identity, ECS and EC2 roles).
 #[cfg(feature = "aws-config")]
 fn environment(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
-    let mut options = Options::from_env(scheme)?;
-    if scheme == Scheme::S3 {
-        if let Some(profile) = &flags.profile {
-            // Read by aws-config; set before any other thread exists.
-            std::env::set_var("AWS_PROFILE", profile);
-        }
-        options.s3 = sets3lock::S3Options::from_aws_config()?;
+    if scheme != Scheme::S3 {
+        return Options::from_env(scheme);
     }
-    Ok(options)
+    if let Some(profile) = &flags.profile {
+        // Read by aws-config; set before any other thread exists.
+        std::env::set_var("AWS_PROFILE", profile);
+    }
+    Ok(Options::from_env_with_s3(
+        sets3lock::S3Options::from_aws_config()?,
+    ))
 }
 
 /// The environment's keys win over a profile, unless a profile is named with `--profile`.

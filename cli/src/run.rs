@@ -112,18 +112,25 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
                 }
                 _ => String::new(),
             };
-            let held_elsewhere = matches!(e.kind(), ErrorKind::Busy | ErrorKind::TimedOut);
-            // As setlock: with -x, not getting the lock is not worth a word.
-            if !held_elsewhere || (!args.quiet && !args.exit_zero) {
-                say!("{url}: {e}{unanswered}");
+            match &e {
+                // As setlock: with -x, not getting the lock is not worth a word.
+                Error::Busy { .. } | Error::AllSlotsBusy { .. } | Error::TimedOut { .. } => {
+                    if !args.quiet && !args.exit_zero {
+                        say!("{url}: {e}{unanswered}");
+                    }
+                }
+                _ => say!("{url}: {e}{unanswered}"),
             }
             give_up(&gate, &url, args.lease()).await;
-            return match e.kind() {
+            return if matches!(e, Error::HoldEnded(_)) {
+                // The hold a handle names has ended.
+                LOST
+            } else if matches!(e.kind(), ErrorKind::Busy | ErrorKind::TimedOut) {
+                unavailable
+            } else {
                 // -x makes only a lock held elsewhere a success, never a store or
                 // configuration that failed.
-                ErrorKind::Busy | ErrorKind::TimedOut => unavailable,
-                ErrorKind::Lost => LOST,
-                _ => CANNOT_LOCK,
+                CANNOT_LOCK
             };
         }
     };

@@ -2,24 +2,26 @@
 //! killer), nobody renews the lock any more; a program left running would outlive it, and a
 //! waiter would start a second copy after the lease.
 //!
-//! On Linux and Android the child asks the kernel for SIGKILL when its parent dies
-//! (`PR_SET_PDEATHSIG`), between fork and exec. "Parent" is the thread that forked: the command
-//! spawns from its one runtime thread, the main thread, which lives as long as the process. A
+//! On Linux the child asks the kernel for SIGKILL when its parent dies (`PR_SET_PDEATHSIG`),
+//! between fork and exec. "Parent" is the thread that forked: the command spawns from the thread
+//! that runs it (the main thread of `sets3lock`; the calling thread when the Python package
+//! runs the command in-process), which stays blocked in the command until the program ends. A
 //! parent that died before the request was made never sends it, so the child checks that its
 //! parent is still the command, and does not start otherwise. SIGKILL, not SIGTERM: with the
 //! command gone, nobody could follow a SIGTERM up, and the lease still runs.
 //!
 //! The program's own children are not covered (the kernel clears the request at fork): a
 //! program that starts others should stop them when it gets SIGTERM, and a shell should `exec`
-//! its last command. Elsewhere (macOS, the BSDs) there is no such request: the program outlives
-//! a killed command (GUIDE.md says so).
+//! its last command. Elsewhere the program outlives a killed command (GUIDE.md says so): macOS
+//! has no such request, and FreeBSD's (`procctl(PROC_PDEATHSIG_CTL)`) and Android's are not used
+//! yet.
 
-// The one exception to the crate's `forbid(unsafe_code)`: code that runs in the child between
+// The one exception to the crate's `deny(unsafe_code)`: code that runs in the child between
 // fork and exec can only be given to the standard library through the unsafe `pre_exec`.
 #![allow(unsafe_code)]
 
 /// Binds `command`'s child to this process's life, where the platform can.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 pub(crate) fn to_this_process(command: &mut tokio::process::Command) {
     use nix::sys::signal::Signal;
     let parent = nix::unistd::getpid();
@@ -42,5 +44,5 @@ pub(crate) fn to_this_process(command: &mut tokio::process::Command) {
 }
 
 /// Elsewhere there is no way to ask: the program outlives a killed command.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(target_os = "linux"))]
 pub(crate) fn to_this_process(_: &mut tokio::process::Command) {}

@@ -88,13 +88,26 @@ impl Options {
 
     /// Like [`from_env`](Options::from_env), with an AWS profile named explicitly for
     /// `s3://` locks (the AWS CLI's `--profile`): its keys win over the environment's, and
-    /// it must have some ([`Error::Profile`] otherwise). Other stores ignore it.
+    /// it must have some ([`Error::Profile`] otherwise); no other profile is read. Other
+    /// stores ignore it.
     pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
-        let mut options = Options::from_env(scheme)?;
-        if scheme == Scheme::S3 {
-            options.s3 = S3Options::from_env_and_profile(Some(profile))?;
+        match scheme {
+            Scheme::S3 => Ok(Options::from_env_with_s3(S3Options::from_env_and_profile(
+                Some(profile),
+            )?)),
+            other => Options::from_env(other),
         }
-        Ok(options)
+    }
+
+    /// Options for an `s3://` lock with this S3 part (from
+    /// [`S3Options::from_env_and_profile`], `S3Options::from_aws_config`, or your own), and
+    /// what every store shares from the environment (the CA bundle).
+    pub fn from_env_with_s3(s3: S3Options) -> Options {
+        Options {
+            ca_bundle: ca_bundle(Scheme::S3, env_var),
+            s3,
+            ..Options::default()
+        }
     }
 
     /// Like [`from_env`](Options::from_env), with variables from `var` (`HOME`,
@@ -104,14 +117,10 @@ impl Options {
         scheme: Scheme,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Options, Error> {
-        let mut options = Options::default();
-        let store_bundle = || match scheme {
-            Scheme::S3 => var("AWS_CA_BUNDLE"),
-            _ => None,
+        let mut options = Options {
+            ca_bundle: ca_bundle(scheme, &var),
+            ..Options::default()
         };
-        options.ca_bundle = var("SETS3LOCK_CA_BUNDLE")
-            .or_else(store_bundle)
-            .map(PathBuf::from);
         match scheme {
             Scheme::S3 => options.s3 = S3Options::from_vars_and_profile(None, &var)?,
             #[cfg(feature = "azure")]
@@ -145,6 +154,17 @@ impl Options {
             _ => self.s3.endpoint = Some(endpoint),
         }
     }
+}
+
+/// The CA bundle for `scheme`'s store: `SETS3LOCK_CA_BUNDLE`, or for S3 `AWS_CA_BUNDLE`.
+fn ca_bundle(scheme: Scheme, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let store_bundle = || match scheme {
+        Scheme::S3 => var("AWS_CA_BUNDLE"),
+        _ => None,
+    };
+    var("SETS3LOCK_CA_BUNDLE")
+        .or_else(store_bundle)
+        .map(PathBuf::from)
 }
 
 /// A variable of the process environment; empty counts as unset.

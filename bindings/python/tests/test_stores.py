@@ -62,7 +62,7 @@ def test_fake_gcs(monkeypatch: pytest.MonkeyPatch) -> None:
     v = server_vars("fake-gcs", "SETS3LOCK_FAKEGCS", ["ENDPOINT", "BUCKET"])
     _clear_store_env(monkeypatch)
     # The emulator's variable: its endpoint, and no credentials. fake-gcs-server 1.54.0 does
-    # not honour a conditional delete, so only fenced locks are safe there (as in cli/tests/stores.rs).
+    # not honour a conditional delete, so only fenced locks are safe there (as in cli/tests/command/stores.rs).
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", v["ENDPOINT"])
     round_trip(f"gs://{v['BUCKET']}/pytest/{uuid.uuid4().hex}", fenced=True)
 

@@ -15,9 +15,9 @@ use std::sync::Arc;
 /// Opens locks on one object of a store; each [acquisition](crate::Locker::acquire) gets its
 /// own background driver and [`Held`] handle.
 ///
-/// Generic over how it waits: use [`tokio::Locker`](crate::Locker) from async code and
-/// [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock` (and the
-/// async `shutdown`) are the mode's own; the rest is shared.
+/// Generic over how it waits: use [`Locker`](crate::Locker) (the root's, on tokio) from async
+/// code and [`blocking::Locker`](crate::blocking::Locker) from threads. `acquire`, `with_lock`
+/// (and the async `shutdown`) are the mode's own; the rest is shared.
 ///
 /// Before its first acquisition it makes sure the store honours conditional writes, as
 /// [`Options::store_check`] says (once per process and endpoint and bucket by default), and
