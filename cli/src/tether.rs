@@ -43,6 +43,6 @@ pub(crate) fn to_this_process(command: &mut tokio::process::Command) {
     }
 }
 
-/// Elsewhere there is no way to ask: the program outlives a killed command.
+/// Elsewhere nothing is asked for: the program outlives a killed command.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn to_this_process(_: &mut tokio::process::Command) {}
