@@ -33,7 +33,7 @@ fn environment(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
         std::env::set_var("AWS_PROFILE", profile);
     }
     Ok(Options::from_env_with_s3(
-        sets3lock::S3Options::from_aws_config()?,
+        sets3lock::S3Settings::from_aws_config()?,
     ))
 }
 

@@ -13,7 +13,7 @@
 #[allow(unreachable_pub)] // shared with the tests
 mod sas;
 
-use sets3lock::{blocking::Locker, AzureOptions, GcsOptions, Options, StoreCheck, Wait};
+use sets3lock::{blocking::Locker, AzureSettings, GcsSettings, Options, StoreCheck, Wait};
 use std::time::Instant;
 
 fn var(name: &str) -> String {
@@ -171,7 +171,7 @@ fn main() {
     let sas = sas::service_sas(&account, &key, &container, "rwd");
     let base = format!("{endpoint}/{container}");
     for fenced in [false, true] {
-        let mut azure = AzureOptions::default();
+        let mut azure = AzureSettings::default();
         azure.account = Some(account.clone());
         azure.sas = Some(sas.clone());
         azure.endpoint = Some(sets3lock::parse_endpoint(&endpoint).expect("endpoint"));
@@ -196,7 +196,7 @@ fn main() {
         var("SETS3LOCK_FAKEGCS_ENDPOINT"),
         var("SETS3LOCK_FAKEGCS_BUCKET"),
     );
-    let mut gcs = GcsOptions::default();
+    let mut gcs = GcsSettings::default();
     gcs.endpoint = Some(sets3lock::parse_endpoint(&endpoint).expect("endpoint"));
     gcs.anonymous = true;
     let mut options = Options::default();

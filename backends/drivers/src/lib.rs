@@ -38,7 +38,7 @@
 //!
 //! [`Options`] holds what every store shares (the lock's [`Config`], the request time limit,
 //! the CA bundle, the observer, the metrics name, the [`StoreCheck`]) and each store's part
-//! beside it ([`S3Options`], and `AzureOptions`, `GcsOptions` with their features).
+//! beside it ([`S3Settings`], and `AzureSettings`, `GcsSettings` with their features).
 //! [`Options::from_env`] reads the variables of one store, the one the URL names. Every
 //! failure is an [`Error`] whose message names the problem and the fix; [`Error::kind`] sorts
 //! it into what a caller can do about it ([`ErrorKind`]).
@@ -61,7 +61,7 @@
 //!
 //! `azure` and `gcs` (default) add those stores; without them (`default-features = false`) no
 //! Azure or GCS code is compiled. `aws-config` uses the whole AWS credential chain
-//! (`S3Options::from_aws_config`); `tracing` reports through `tracing`
+//! (`S3Settings::from_aws_config`); `tracing` reports through `tracing`
 //! (`Observer::tracing`); `metrics` instruments every lock through the `metrics` facade.
 //!
 //! ## Where things are (`src/`)
@@ -93,17 +93,17 @@ pub use api::held::Health;
 pub use api::semaphore::MAX_SLOTS;
 pub use api::unlock::Unlocked;
 #[cfg(feature = "azure")]
-pub use azure::options::AzureOptions;
+pub use azure::settings::AzureSettings;
 pub use driver::observe::{Observation, Observer};
 pub use driver::state::{drivers_running, Loss};
 pub use driver::store::{BoxFuture, Store, StoreId};
 pub use driver::store_check::StoreCheck;
 pub use error::{EndpointError, Error, ErrorKind};
 #[cfg(feature = "gcs")]
-pub use gcs::options::GcsOptions;
+pub use gcs::settings::GcsSettings;
 pub use options::{parse_endpoint, Options};
 pub use s3::credentials::{AwsCredentialSource, AwsCredentials};
-pub use s3::options::S3Options;
+pub use s3::settings::S3Settings;
 /// The sans-IO protocol core these drivers run (the `sets3lock-proto` crate), for naming
 /// any of its types without a second dependency.
 pub use sets3lock_proto as proto;

@@ -2,7 +2,7 @@
 //! observer, the metrics name, the store check), with each store's own part beside it.
 
 use crate::error::EndpointError;
-use crate::{Error, S3Options};
+use crate::{Error, S3Settings};
 use core::time::Duration;
 use sets3lock_proto::{Config, Scheme};
 use std::path::PathBuf;
@@ -49,13 +49,13 @@ pub struct Options {
     /// How the store is checked before the first lock (once per process by default).
     pub store_check: crate::StoreCheck,
     /// How to reach S3, for `s3://` URLs.
-    pub s3: S3Options,
+    pub s3: S3Settings,
     /// How to reach Azure Blob Storage, for `az://` URLs (feature `azure`).
     #[cfg(feature = "azure")]
-    pub azure: crate::AzureOptions,
+    pub azure: crate::AzureSettings,
     /// How to reach Google Cloud Storage, for `gs://` URLs (feature `gcs`).
     #[cfg(feature = "gcs")]
-    pub gcs: crate::GcsOptions,
+    pub gcs: crate::GcsSettings,
 }
 
 impl Default for Options {
@@ -67,11 +67,11 @@ impl Default for Options {
             observer: None,
             metrics_name: None,
             store_check: crate::StoreCheck::default(),
-            s3: S3Options::default(),
+            s3: S3Settings::default(),
             #[cfg(feature = "azure")]
-            azure: crate::AzureOptions::default(),
+            azure: crate::AzureSettings::default(),
             #[cfg(feature = "gcs")]
-            gcs: crate::GcsOptions::default(),
+            gcs: crate::GcsSettings::default(),
         }
     }
 }
@@ -80,8 +80,8 @@ impl Options {
     /// Options for a lock on `scheme`'s store, from the process environment: the CA bundle
     /// (`SETS3LOCK_CA_BUNDLE`, or for S3 `AWS_CA_BUNDLE`), and that store's variables only:
     /// for S3 the AWS variables completed from the AWS profile they name
-    /// ([`S3Options::from_env_and_profile`]), `AzureOptions::from_vars` (feature `azure`) or
-    /// `GcsOptions::from_vars` (feature `gcs`).
+    /// ([`S3Settings::from_env_and_profile`]), `AzureSettings::from_vars` (feature `azure`) or
+    /// `GcsSettings::from_vars` (feature `gcs`).
     pub fn from_env(scheme: Scheme) -> Result<Options, Error> {
         Options::from_vars(scheme, env_var)
     }
@@ -92,7 +92,7 @@ impl Options {
     /// stores ignore it.
     pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
         match scheme {
-            Scheme::S3 => Ok(Options::from_env_with_s3(S3Options::from_env_and_profile(
+            Scheme::S3 => Ok(Options::from_env_with_s3(S3Settings::from_env_and_profile(
                 Some(profile),
             )?)),
             other => Options::from_env(other),
@@ -100,9 +100,9 @@ impl Options {
     }
 
     /// Options for an `s3://` lock with this S3 part (from
-    /// [`S3Options::from_env_and_profile`], `S3Options::from_aws_config`, or your own), and
+    /// [`S3Settings::from_env_and_profile`], `S3Settings::from_aws_config`, or your own), and
     /// what every store shares from the environment (the CA bundle).
-    pub fn from_env_with_s3(s3: S3Options) -> Options {
+    pub fn from_env_with_s3(s3: S3Settings) -> Options {
         Options {
             ca_bundle: ca_bundle(Scheme::S3, env_var),
             s3,
@@ -122,11 +122,11 @@ impl Options {
             ..Options::default()
         };
         match scheme {
-            Scheme::S3 => options.s3 = S3Options::from_vars_and_profile(None, &var)?,
+            Scheme::S3 => options.s3 = S3Settings::from_vars_and_profile(None, &var)?,
             #[cfg(feature = "azure")]
-            Scheme::Azure => options.azure = crate::AzureOptions::from_vars(&var)?,
+            Scheme::Azure => options.azure = crate::AzureSettings::from_vars(&var)?,
             #[cfg(feature = "gcs")]
-            Scheme::Gcs => options.gcs = crate::GcsOptions::from_vars(&var)?,
+            Scheme::Gcs => options.gcs = crate::GcsSettings::from_vars(&var)?,
             // A store this build lacks: opening the lock says so.
             #[allow(unreachable_patterns)] // with every store's feature on
             _ => {}

@@ -65,7 +65,7 @@ fn the_aws_chain_provides_and_refreshes_credentials() {
     std::env::set_var("AWS_ENDPOINT_URL", &mock.endpoint);
 
     let mut options = Options::default();
-    options.s3 = sets3lock::S3Options::from_aws_config().expect("credentials from the chain");
+    options.s3 = sets3lock::S3Settings::from_aws_config().expect("credentials from the chain");
     assert!(options.s3.credentials.is_none() && options.s3.credential_source.is_some());
     let locker = Locker::new(&mock.url(&support::fresh_key("aws-chain")), options).expect("locker");
     let held = locker

@@ -3,6 +3,6 @@
 //! by a SAS token, `x-ms-version` pinned. Replies are read by the core's Azure reply table
 //! ([`sets3lock_proto::reply::azure::classify`]).
 
-pub(crate) mod options;
+pub(crate) mod settings;
 pub(crate) mod sign;
 pub(crate) mod store;

@@ -227,7 +227,7 @@ mod tests {
         Auth::SharedKey {
             account: "devstoreaccount1".into(),
             key: base64::engine::general_purpose::STANDARD
-                .decode(super::super::options::DEV_KEY_FOR_TESTS)
+                .decode(super::super::settings::DEV_KEY_FOR_TESTS)
                 .expect("key"),
         }
     }

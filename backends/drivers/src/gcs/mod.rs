@@ -4,7 +4,7 @@
 //! token given; none for an emulator. Replies are read by the core's GCS reply table
 //! ([`sets3lock_proto::reply::gcs::classify`]).
 
-pub(crate) mod options;
 pub(crate) mod request;
+pub(crate) mod settings;
 pub(crate) mod store;
 pub(crate) mod token;

@@ -3,7 +3,7 @@
 //! Temporary credentials are refreshed in the background, five minutes before they expire,
 //! so that a long hold keeps signing with valid ones.
 
-use crate::{AwsCredentialSource, AwsCredentials, Error, S3Options};
+use crate::{AwsCredentialSource, AwsCredentials, Error, S3Settings};
 use aws_credential_types::provider::ProvideCredentials;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -31,7 +31,7 @@ impl AwsCredentialSource for AwsChain {
     }
 }
 
-impl S3Options {
+impl S3Settings {
     /// Options from aws-config: the region from the environment or the profile, the endpoint
     /// from `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` or the profile, and credentials from
     /// the whole default chain, refreshed before they expire.
@@ -41,12 +41,12 @@ impl S3Options {
     ///
     /// ```no_run
     /// let mut options = sets3lock::Options::default();
-    /// options.s3 = sets3lock::S3Options::from_aws_config()?;
+    /// options.s3 = sets3lock::S3Settings::from_aws_config()?;
     /// let locker = sets3lock::blocking::Locker::new("s3://my-bucket/locks/job", options)?;
     /// # Ok::<(), sets3lock::Error>(())
     /// ```
-    pub fn from_aws_config() -> Result<S3Options, Error> {
-        let mut options = S3Options::from_env()?;
+    pub fn from_aws_config() -> Result<S3Settings, Error> {
+        let mut options = S3Settings::from_env()?;
         let (first_tx, first_rx) = mpsc::channel();
         let cache = Arc::new(Mutex::new(Err("not loaded yet".to_string())));
         let keeper = Arc::downgrade(&cache);

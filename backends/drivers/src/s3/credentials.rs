@@ -82,7 +82,7 @@ impl Debug for AwsCredentials {
 ///
 /// Implement it to plug in your own provider; it must answer quickly (serve a cached value and
 /// refresh in the background). With the `aws-config` feature,
-/// [`S3Options::from_aws_config`](crate::S3Options) uses the whole AWS chain.
+/// [`S3Settings::from_aws_config`](crate::S3Settings) uses the whole AWS chain.
 ///
 /// ```
 /// use sets3lock::{AwsCredentialSource, AwsCredentials};
@@ -123,7 +123,7 @@ pub(crate) fn to_sign_with(
 }
 
 /// The source the options name: a provider, or fixed credentials, or none.
-pub(crate) fn source_of(options: &crate::S3Options) -> Option<Arc<dyn AwsCredentialSource>> {
+pub(crate) fn source_of(options: &crate::S3Settings) -> Option<Arc<dyn AwsCredentialSource>> {
     options.credential_source.clone().or_else(|| {
         options
             .credentials

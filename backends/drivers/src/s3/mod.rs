@@ -5,7 +5,7 @@
 #[cfg(feature = "aws-config")]
 pub(crate) mod aws;
 pub(crate) mod credentials;
-pub(crate) mod options;
 pub(crate) mod profile;
+pub(crate) mod settings;
 pub(crate) mod sign;
 pub(crate) mod store;

@@ -2,12 +2,12 @@
 //! region and endpoint, found the way the AWS CLI finds them. Profiles that need a token
 //! service (SSO, assume-role, credential processes) are the `aws-config` feature's job.
 
-use crate::{AwsCredentials, Error, S3Options};
+use crate::{AwsCredentials, Error, S3Settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-impl S3Options {
-    /// The environment ([`S3Options::from_env`]), completed from an AWS profile: `profile` if
+impl S3Settings {
+    /// The environment ([`S3Settings::from_env`]), completed from an AWS profile: `profile` if
     /// given (like the AWS CLI's `--profile`), else `AWS_PROFILE`, else `default`.
     ///
     /// - **Keys**: `aws_access_key_id`, `aws_secret_access_key` and `aws_session_token` from
@@ -23,16 +23,16 @@ impl S3Options {
     /// Missing files and sections are not errors (the result may have no credentials, which
     /// [`Error::MissingCredentials`] reports when a lock is opened), except that a profile
     /// named explicitly must have keys: [`Error::Profile`] otherwise.
-    pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Options, Error> {
-        S3Options::from_vars_and_profile(profile, crate::options::env_var)
+    pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Settings, Error> {
+        S3Settings::from_vars_and_profile(profile, crate::options::env_var)
     }
 
-    /// Like [`from_env_and_profile`](S3Options::from_env_and_profile), with variables from
+    /// Like [`from_env_and_profile`](S3Settings::from_env_and_profile), with variables from
     /// `var` (including `HOME`, `AWS_SHARED_CREDENTIALS_FILE` and `AWS_CONFIG_FILE`, which say
     /// where the files are).
     ///
     /// ```
-    /// use sets3lock::S3Options;
+    /// use sets3lock::S3Settings;
     /// let dir = std::env::temp_dir().join(format!("sets3lock-doc-profile-{}", std::process::id()));
     /// std::fs::create_dir_all(&dir)?;
     /// let (credentials, config) = (dir.join("credentials"), dir.join("config"));
@@ -44,19 +44,19 @@ impl S3Options {
     ///     _ => None,
     /// };
     ///
-    /// let options = S3Options::from_vars_and_profile(Some("ci"), vars)?;
+    /// let options = S3Settings::from_vars_and_profile(Some("ci"), vars)?;
     /// assert_eq!(options.credentials.map(|c| c.key().to_owned()).as_deref(), Some("AKIDCI"));
     /// assert_eq!(options.region, "eu-west-1");
     /// // A profile named explicitly must exist.
-    /// assert!(S3Options::from_vars_and_profile(Some("prod"), vars).is_err());
+    /// assert!(S3Settings::from_vars_and_profile(Some("prod"), vars).is_err());
     /// # std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_vars_and_profile(
         profile: Option<&str>,
         var: impl Fn(&str) -> Option<String>,
-    ) -> Result<S3Options, Error> {
-        let mut options = S3Options::from_vars(&var)?;
+    ) -> Result<S3Settings, Error> {
+        let mut options = S3Settings::from_vars(&var)?;
         let name = profile
             .map(str::to_owned)
             .or_else(|| var("AWS_PROFILE"))
@@ -193,8 +193,8 @@ mod tests {
             self
         }
 
-        fn options(&self, profile: Option<&str>) -> Result<S3Options, Error> {
-            S3Options::from_vars_and_profile(profile, |name| {
+        fn options(&self, profile: Option<&str>) -> Result<S3Settings, Error> {
+            S3Settings::from_vars_and_profile(profile, |name| {
                 self.vars
                     .iter()
                     .rev()
@@ -210,7 +210,7 @@ mod tests {
         }
     }
 
-    fn key(options: &S3Options) -> Option<String> {
+    fn key(options: &S3Settings) -> Option<String> {
         options.credentials.as_ref().map(|c| c.key().to_owned())
     }
 
@@ -333,7 +333,7 @@ s3 =
 
     #[test]
     fn missing_files_give_the_environment_alone() {
-        let options = S3Options::from_vars_and_profile(None, |name| match name {
+        let options = S3Settings::from_vars_and_profile(None, |name| match name {
             "HOME" => Some("/nonexistent/sets3lock-home".into()),
             "AWS_REGION" => Some("sa-east-1".into()),
             _ => None,

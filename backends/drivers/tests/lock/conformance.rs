@@ -641,7 +641,7 @@ fn an_azure_server_40_minutes_off_this_machines_clock_is_locked_on_all_the_same(
     };
     let m = support::mock_server::MockServer::start(semantics, "mock-bucket");
     m.set_clock_offset(40 * 60 * 1000);
-    let mut azure = sets3lock::AzureOptions::default();
+    let mut azure = sets3lock::AzureSettings::default();
     azure.account = Some(support::mock_server::AZURE_ACCOUNT.into());
     azure.key = Some({
         use base64::Engine as _;

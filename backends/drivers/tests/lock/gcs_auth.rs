@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use sets3lock::{blocking::Locker, GcsOptions, Options, StoreCheck, Wait};
+use sets3lock::{blocking::Locker, GcsSettings, Options, StoreCheck, Wait};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ fn metadata_server(token: &'static str) -> (String, Arc<AtomicUsize>) {
     (host, asked)
 }
 
-fn through_proxy(gcs: GcsOptions) -> (support::proxy::LossyProxy, Options, String) {
+fn through_proxy(gcs: GcsSettings) -> (support::proxy::LossyProxy, Options, String) {
     let s = support::mock_gcs();
     let proxy = support::proxy::LossyProxy::start(&s.endpoint);
     let mut gcs = gcs;
@@ -67,7 +67,7 @@ fn authorizations(proxy: &support::proxy::LossyProxy) -> Vec<String> {
 #[test]
 fn a_token_from_the_metadata_server_is_asked_for_once_and_sent_with_every_request() {
     let (host, asked) = metadata_server("ya29.from-metadata");
-    let mut gcs = GcsOptions::default();
+    let mut gcs = GcsSettings::default();
     gcs.metadata_host = Some(host);
     let (proxy, options, url) = through_proxy(gcs);
     let locker = Locker::new(&url, options).expect("locker");
@@ -111,7 +111,7 @@ fn a_service_account_key_signs_a_token_naming_the_account_with_every_request() {
         "private_key": pem,
     });
     std::fs::write(&file, json.to_string()).expect("write");
-    let mut gcs = GcsOptions::default();
+    let mut gcs = GcsSettings::default();
     gcs.credentials_file = Some(file.clone());
     let (proxy, options, url) = through_proxy(gcs);
     let held = Locker::new(&url, options)
@@ -158,7 +158,7 @@ fn after_a_429_the_next_write_of_that_object_waits_a_second_and_the_lock_is_had(
         ..sets3lock_mock::Semantics::default()
     };
     let m = support::mock_server::MockServer::start(semantics, "mock-bucket");
-    let mut gcs = GcsOptions::default();
+    let mut gcs = GcsSettings::default();
     gcs.endpoint = Some(sets3lock::parse_endpoint(&m.endpoint).expect("endpoint"));
     gcs.anonymous = true;
     let mut options = Options::default();

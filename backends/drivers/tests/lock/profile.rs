@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use sets3lock::{Client, Options, S3Options};
+use sets3lock::{Client, Options, S3Settings};
 
 #[test]
 fn a_named_profiles_keys_sign_the_requests() {
@@ -30,17 +30,17 @@ fn a_named_profiles_keys_sign_the_requests() {
             _ => None,
         }
     };
-    let status = |s3: S3Options| {
+    let status = |s3: S3Settings| {
         let mut options = Options::default();
         options.s3 = s3;
         Client::new(&mock.bucket, &options).and_then(|c| c.status(&support::fresh_key("profile")))
     };
 
-    let named = S3Options::from_vars_and_profile(Some("ci"), vars(None)).expect("profile ci");
+    let named = S3Settings::from_vars_and_profile(Some("ci"), vars(None)).expect("profile ci");
     assert!(status(named).expect("signed with ci's keys").is_none());
-    let from_env = S3Options::from_vars_and_profile(None, vars(Some("ci"))).expect("AWS_PROFILE");
+    let from_env = S3Settings::from_vars_and_profile(None, vars(Some("ci"))).expect("AWS_PROFILE");
     assert!(status(from_env).expect("signed with ci's keys").is_none());
-    let default = S3Options::from_vars_and_profile(None, vars(None)).expect("default");
+    let default = S3Settings::from_vars_and_profile(None, vars(None)).expect("default");
     assert!(
         status(default).is_err(),
         "the default profile's keys are wrong"

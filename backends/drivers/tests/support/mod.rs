@@ -250,7 +250,7 @@ impl Server {
         match self.scheme {
             #[cfg(feature = "azure")]
             sets3lock::proto::Scheme::Azure => {
-                let mut azure = sets3lock::AzureOptions::default();
+                let mut azure = sets3lock::AzureSettings::default();
                 azure.account = Some(self.access_key.clone());
                 azure.key = Some(self.secret.clone());
                 azure.endpoint = Some(at);
@@ -258,7 +258,7 @@ impl Server {
             }
             #[cfg(feature = "gcs")]
             sets3lock::proto::Scheme::Gcs => {
-                let mut gcs = sets3lock::GcsOptions::default();
+                let mut gcs = sets3lock::GcsSettings::default();
                 gcs.endpoint = Some(at);
                 gcs.anonymous = true;
                 options.gcs = gcs;

@@ -9,18 +9,18 @@ use url::Url;
 /// How to reach Google Cloud Storage, for `gs://bucket/key` locks.
 ///
 /// ```
-/// use sets3lock::GcsOptions;
+/// use sets3lock::GcsSettings;
 /// let vars = |name: &str| match name {
 ///     "STORAGE_EMULATOR_HOST" => Some("127.0.0.1:4443".to_string()),
 ///     _ => None,
 /// };
-/// let gcs = GcsOptions::from_vars(vars).unwrap();
+/// let gcs = GcsSettings::from_vars(vars).unwrap();
 /// assert_eq!(gcs.endpoint.unwrap().as_str(), "http://127.0.0.1:4443/");
 /// assert!(gcs.anonymous);
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct GcsOptions {
+pub struct GcsSettings {
     /// The endpoint; `None`: `https://storage.googleapis.com`.
     pub endpoint: Option<Url>,
     /// Send no credentials (an emulator).
@@ -34,9 +34,9 @@ pub struct GcsOptions {
     pub metadata_host: Option<String>,
 }
 
-impl core::fmt::Debug for GcsOptions {
+impl core::fmt::Debug for GcsSettings {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("GcsOptions")
+        f.debug_struct("GcsSettings")
             .field("endpoint", &self.endpoint)
             .field("anonymous", &self.anonymous)
             .field("token", &self.token.as_ref().map(|_| "…"))
@@ -46,16 +46,16 @@ impl core::fmt::Debug for GcsOptions {
     }
 }
 
-impl GcsOptions {
+impl GcsSettings {
     /// Reads `STORAGE_EMULATOR_HOST` (`host:port` or a URL; no credentials then),
     /// `GOOGLE_OAUTH_ACCESS_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS` and `GCE_METADATA_HOST`
     /// from `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<GcsOptions, Error> {
-        let mut options = GcsOptions {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<GcsSettings, Error> {
+        let mut options = GcsSettings {
             token: var("GOOGLE_OAUTH_ACCESS_TOKEN"),
             credentials_file: var("GOOGLE_APPLICATION_CREDENTIALS").map(PathBuf::from),
             metadata_host: var("GCE_METADATA_HOST"),
-            ..GcsOptions::default()
+            ..GcsSettings::default()
         };
         if let Some(host) = var("STORAGE_EMULATOR_HOST") {
             let url = if host.contains("://") {

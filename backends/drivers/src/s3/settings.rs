@@ -9,25 +9,25 @@ use std::sync::Arc;
 use url::Url;
 
 /// How to reach Amazon S3 or an S3-compatible store, for `s3://bucket/key` locks: the `s3`
-/// part of [`Options`](crate::Options). [`S3Options::from_env`] reads the standard AWS
+/// part of [`Options`](crate::Options). [`S3Settings::from_env`] reads the standard AWS
 /// variables; every field can be set in code.
 ///
 /// ```
-/// use sets3lock::S3Options;
+/// use sets3lock::S3Settings;
 /// let vars = |name: &str| match name {
 ///     "AWS_ACCESS_KEY_ID" => Some("AKIDEXAMPLE".to_string()),
 ///     "AWS_SECRET_ACCESS_KEY" => Some("secret".to_string()),
 ///     "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:8333".to_string()),
 ///     _ => None,
 /// };
-/// let s3 = S3Options::from_vars(vars).unwrap();
+/// let s3 = S3Settings::from_vars(vars).unwrap();
 /// assert_eq!(s3.region, "us-east-1");
 /// assert_eq!(s3.endpoint.unwrap().as_str(), "http://127.0.0.1:8333/");
 /// assert_eq!(s3.credentials.unwrap().key(), "AKIDEXAMPLE");
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct S3Options {
+pub struct S3Settings {
     /// The S3 endpoint; `None` means AWS (`https://s3.<region>.amazonaws.com`).
     pub endpoint: Option<Url>,
     /// The region to sign for.
@@ -48,9 +48,9 @@ pub struct S3Options {
     pub presign_expiry: Duration,
 }
 
-impl Default for S3Options {
-    fn default() -> S3Options {
-        S3Options {
+impl Default for S3Settings {
+    fn default() -> S3Settings {
+        S3Settings {
             endpoint: None,
             region: "us-east-1".into(),
             path_style: None,
@@ -61,17 +61,17 @@ impl Default for S3Options {
     }
 }
 
-impl S3Options {
+impl S3Settings {
     /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
     /// (or `AWS_DEFAULT_REGION`) and `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) from the
     /// process environment.
-    pub fn from_env() -> Result<S3Options, Error> {
-        S3Options::from_vars(crate::options::env_var)
+    pub fn from_env() -> Result<S3Settings, Error> {
+        S3Settings::from_vars(crate::options::env_var)
     }
 
-    /// Like [`from_env`](S3Options::from_env), with variables from `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<S3Options, Error> {
-        let mut options = S3Options::default();
+    /// Like [`from_env`](S3Settings::from_env), with variables from `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<S3Settings, Error> {
+        let mut options = S3Settings::default();
         if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
             options.region = region;
         }

@@ -19,18 +19,18 @@ const DEV_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
 /// How to reach an Azure storage account, for `az://container/key` locks.
 ///
 /// ```
-/// use sets3lock::AzureOptions;
+/// use sets3lock::AzureSettings;
 /// let vars = |name: &str| match name {
 ///     "AZURE_STORAGE_CONNECTION_STRING" => Some("UseDevelopmentStorage=true".to_string()),
 ///     _ => None,
 /// };
-/// let azure = AzureOptions::from_vars(vars).unwrap();
+/// let azure = AzureSettings::from_vars(vars).unwrap();
 /// assert_eq!(azure.account.as_deref(), Some("devstoreaccount1"));
 /// assert_eq!(azure.endpoint.unwrap().as_str(), "http://127.0.0.1:10000/devstoreaccount1");
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct AzureOptions {
+pub struct AzureSettings {
     /// The storage account.
     pub account: Option<String>,
     /// The account key (base64), for Shared Key signing.
@@ -42,10 +42,10 @@ pub struct AzureOptions {
     pub endpoint: Option<Url>,
 }
 
-impl core::fmt::Debug for AzureOptions {
+impl core::fmt::Debug for AzureSettings {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // Never the key or the SAS: both are credentials.
-        f.debug_struct("AzureOptions")
+        f.debug_struct("AzureSettings")
             .field("account", &self.account)
             .field("key", &self.key.as_ref().map(|_| "…"))
             .field("sas", &self.sas.as_ref().map(|_| "…"))
@@ -54,14 +54,14 @@ impl core::fmt::Debug for AzureOptions {
     }
 }
 
-impl AzureOptions {
+impl AzureSettings {
     /// Reads `AZURE_STORAGE_CONNECTION_STRING` (which wins, as with the Azure CLI), else
     /// `AZURE_STORAGE_ACCOUNT`, `AZURE_STORAGE_KEY` and `AZURE_STORAGE_SAS_TOKEN`, from `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<AzureOptions, Error> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<AzureSettings, Error> {
         if let Some(text) = var("AZURE_STORAGE_CONNECTION_STRING") {
-            return AzureOptions::from_connection_string(&text);
+            return AzureSettings::from_connection_string(&text);
         }
-        Ok(AzureOptions {
+        Ok(AzureSettings {
             account: var("AZURE_STORAGE_ACCOUNT"),
             key: var("AZURE_STORAGE_KEY"),
             sas: var("AZURE_STORAGE_SAS_TOKEN"),
@@ -74,14 +74,14 @@ impl AzureOptions {
     /// `DefaultEndpointsProtocol` and `EndpointSuffix`.
     ///
     /// ```
-    /// use sets3lock::AzureOptions;
-    /// let o = AzureOptions::from_connection_string(
+    /// use sets3lock::AzureSettings;
+    /// let o = AzureSettings::from_connection_string(
     ///     "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net",
     /// ).unwrap();
     /// assert_eq!(o.endpoint.unwrap().as_str(), "https://acct.blob.core.windows.net/");
-    /// assert!(AzureOptions::from_connection_string("AccountKey=a2V5").is_err());
+    /// assert!(AzureSettings::from_connection_string("AccountKey=a2V5").is_err());
     /// ```
-    pub fn from_connection_string(text: &str) -> Result<AzureOptions, Error> {
+    pub fn from_connection_string(text: &str) -> Result<AzureSettings, Error> {
         let bad = |reason: String| Error::AzureConnectionString { reason };
         let mut fields = std::collections::HashMap::new();
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
@@ -92,7 +92,7 @@ impl AzureOptions {
         }
         let get = |name: &str| fields.get(name).filter(|v| !v.is_empty()).cloned();
         if get("usedevelopmentstorage").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            return Ok(AzureOptions {
+            return Ok(AzureSettings {
                 account: Some(DEV_ACCOUNT.into()),
                 key: Some(DEV_KEY.into()),
                 sas: None,
@@ -127,7 +127,7 @@ impl AzureOptions {
                 "it names no BlobEndpoint and no AccountName to derive one".into(),
             ));
         }
-        Ok(AzureOptions {
+        Ok(AzureSettings {
             account,
             key,
             sas,
