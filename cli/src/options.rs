@@ -6,8 +6,7 @@ use sets3lock::{Error, Options};
 
 /// The options for a lock on `scheme`'s store: that store's environment only (a malformed
 /// variable of another store breaks nothing), for S3 with the AWS profile (`--profile`, or
-/// the one the environment names; with the `aws-config` feature the whole AWS chain,
-/// refreshed); flags win over both.
+/// the one the environment names, and the rest of the AWS chain); flags win over both.
 pub(crate) fn store_options_for(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
     let mut options = environment(flags, scheme)?;
     if let Some(endpoint) = &flags.endpoint {
@@ -22,24 +21,9 @@ pub(crate) fn store_options_for(flags: &StoreFlags, scheme: Scheme) -> Result<Op
     Ok(options)
 }
 
-/// The whole AWS chain (profiles with SSO or assume-role, web identity, ECS and EC2 roles).
-#[cfg(feature = "aws-config")]
-fn environment(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
-    if scheme != Scheme::S3 {
-        return Options::from_env(scheme);
-    }
-    if let Some(profile) = &flags.profile {
-        // Read by aws-config; set before any other thread exists.
-        std::env::set_var("AWS_PROFILE", profile);
-    }
-    Ok(Options::from_env_with_s3(
-        sets3lock::S3Settings::from_aws_config()?,
-    ))
-}
-
-/// The environment's keys win over a profile, unless a profile is named with `--profile`.
-/// (Static keys only; build with the `aws-config` feature for the whole AWS chain.)
-#[cfg(not(feature = "aws-config"))]
+/// The environment's keys win over a profile, unless a profile is named with `--profile`; then
+/// the rest of the AWS chain (profiles with roles, SSO or processes, web identity, the
+/// container endpoint, instance metadata).
 fn environment(flags: &StoreFlags, scheme: Scheme) -> Result<Options, Error> {
     match &flags.profile {
         Some(profile) => Options::from_env_with_profile(scheme, profile),

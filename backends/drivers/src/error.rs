@@ -15,9 +15,18 @@ pub enum Error {
     /// The `s3://bucket/key` URL is malformed.
     #[error(transparent)]
     Url(#[from] sets3lock_proto::UrlError),
-    /// No credentials were found.
+    /// Options built in code name no AWS credentials and no source.
     #[error("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)")]
     MissingCredentials,
+    /// No source of the store's credential chain gave credentials when the lock was opened:
+    /// every source tried, with what each said, and the likeliest fix.
+    #[error("no {store} credentials: {reason}")]
+    NoCredentials {
+        /// The cloud ("AWS", "Azure", "Google").
+        store: &'static str,
+        /// What was tried, in order, and the fix.
+        reason: String,
+    },
     /// The endpoint URL is unusable.
     #[error("invalid endpoint {endpoint:?}: {reason}; write it as http(s)://host[:port], for example http://127.0.0.1:8333")]
     InvalidEndpoint {
@@ -263,6 +272,7 @@ impl Error {
             | Error::BadETag { .. }
             | Error::HandleElsewhere { .. } => ErrorKind::InvalidInput,
             Error::MissingCredentials
+            | Error::NoCredentials { .. }
             | Error::CaBundle { .. }
             | Error::Credentials { .. }
             | Error::MissingAzureCredentials

@@ -60,15 +60,15 @@
 //! ## Features
 //!
 //! `azure` and `gcs` (default) add those stores; without them (`default-features = false`) no
-//! Azure or GCS code is compiled. `aws-config` uses the whole AWS credential chain
-//! (`S3Settings::from_aws_config`); `tracing` reports through `tracing`
+//! Azure or GCS code is compiled. `tracing` reports through `tracing`
 //! (`Observer::tracing`); `metrics` instruments every lock through the `metrics` facade.
 //!
 //! ## Where things are (`src/`)
 //!
 //! `api/` (what a user holds), `driver/` (keeping cores running on any store: the [`Store`]
 //! seam, the driver loop, the HTTP transport, signing at the server's time, the store check),
-//! `s3/` (SigV4 presigning, credentials, AWS profiles), `azure/` (Shared Key and SAS,
+//! `s3/` (SigV4 presigning, credentials, AWS profiles), `signin/` (credential chains and
+//! the cache that refreshes them), `azure/` (Shared Key and SAS,
 //! connection strings), `gcs/` (the JSON API, tokens, the pause after a 429).
 
 #![forbid(unsafe_code)]
@@ -86,6 +86,7 @@ pub mod generic;
 pub mod metrics;
 mod options;
 mod s3;
+mod signin;
 mod tokio;
 
 pub use api::client::Client;
@@ -113,6 +114,7 @@ pub use sets3lock_proto::{
     Holder, Intent, IntentKind, LockUrl, LostReason, OwnerId, ReleaseOutcome, Response, Scheme,
     Sighting, UrlError, Wait, WatchConfig, WatchEvent,
 };
+pub use signin::{SignIn, TokenSource};
 pub use tokio::{Election, Held, Locker, Locks, LossWatch, Semaphore, Watcher};
 
 /// The Rust examples of every page of the documentation are compiled as doc tests, and run

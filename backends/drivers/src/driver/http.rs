@@ -248,7 +248,7 @@ async fn exchange_async(
 }
 
 /// Blocking: the same.
-fn exchange_blocking(
+pub(crate) fn exchange_blocking(
     http: &reqwest::blocking::Client,
     request: HttpRequest,
     timeout: Duration,

@@ -81,8 +81,8 @@ impl Debug for AwsCredentials {
 /// A source of AWS signing credentials, asked before every request.
 ///
 /// Implement it to plug in your own provider; it must answer quickly (serve a cached value and
-/// refresh in the background). With the `aws-config` feature,
-/// [`S3Settings::from_aws_config`](crate::S3Settings) uses the whole AWS chain.
+/// refresh in the background). Without one, [`S3Settings::from_env_and_profile`]
+/// (crate::S3Settings::from_env_and_profile) finds credentials the way the AWS SDKs do.
 ///
 /// ```
 /// use sets3lock::{AwsCredentialSource, AwsCredentials};
@@ -98,6 +98,18 @@ impl Debug for AwsCredentials {
 pub trait AwsCredentialSource: Send + Sync + Debug {
     /// The credentials to sign the next request with, or why there are none right now.
     fn current(&self) -> Result<AwsCredentials, String>;
+
+    /// Waits (a bounded time) until first credentials are at hand; why not, if there are
+    /// none. Called once when a lock is opened, so that a source that cannot work says so
+    /// then, in one line.
+    fn ready(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Who signs, for `doctor` and `--verbose`.
+    fn sign_in(&self) -> crate::SignIn {
+        crate::SignIn::new("your own credential source")
+    }
 }
 
 /// Fixed credentials.
@@ -107,6 +119,10 @@ pub(crate) struct Fixed(pub(crate) AwsCredentials);
 impl AwsCredentialSource for Fixed {
     fn current(&self) -> Result<AwsCredentials, String> {
         Ok(self.0.clone())
+    }
+
+    fn sign_in(&self) -> crate::SignIn {
+        crate::SignIn::new(format!("keys ({})", self.0.key()))
     }
 }
 

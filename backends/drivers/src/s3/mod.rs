@@ -2,8 +2,6 @@
 //! resend after a time refusal, the addressing, credentials and profiles. Replies are read by
 //! the core's S3 reply table ([`sets3lock_proto::reply::s3::classify`]).
 
-#[cfg(feature = "aws-config")]
-pub(crate) mod aws;
 pub(crate) mod credentials;
 pub(crate) mod profile;
 pub(crate) mod settings;

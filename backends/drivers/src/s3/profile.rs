@@ -1,28 +1,47 @@
-//! AWS profiles from the shared files (`~/.aws/credentials` and `~/.aws/config`): static keys,
-//! region and endpoint, found the way the AWS CLI finds them. Profiles that need a token
-//! service (SSO, assume-role, credential processes) are the `aws-config` feature's job.
+//! AWS profiles from the shared files (`~/.aws/credentials` and `~/.aws/config`), found the way
+//! the AWS CLI finds them: region and endpoint here; where the credentials come from is the
+//! chain's business (`signin/aws/`).
 
+use crate::signin::aws::resolve::{resolve, Resolved};
 use crate::{AwsCredentials, Error, S3Settings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 impl S3Settings {
-    /// The environment ([`S3Settings::from_env`]), completed from an AWS profile: `profile` if
-    /// given (like the AWS CLI's `--profile`), else `AWS_PROFILE`, else `default`.
+    /// The environment ([`S3Settings::from_env`]), completed the way the AWS SDKs complete
+    /// it: from an AWS profile (`profile` if given, like the AWS CLI's `--profile`, else
+    /// `AWS_PROFILE`, else `default`) and the rest of the AWS credential chain.
     ///
-    /// - **Keys**: `aws_access_key_id`, `aws_secret_access_key` and `aws_session_token` from
-    ///   the profile's section of the credentials file (`AWS_SHARED_CREDENTIALS_FILE`, or
-    ///   `~/.aws/credentials`). Keys in the environment win, unless `profile` names the
-    ///   profile explicitly.
-    /// - **Region**: `region` from the profile's section of the config file
-    ///   (`AWS_CONFIG_FILE`, or `~/.aws/config`), unless `AWS_REGION` or `AWS_DEFAULT_REGION`
-    ///   is set.
+    /// - **Credentials**, the first of:
+    ///   1. the environment's keys (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    ///      `AWS_SESSION_TOKEN`), unless `profile` names a profile explicitly; then nothing
+    ///      else is read or started;
+    ///   2. the profile, from the credentials file (`AWS_SHARED_CREDENTIALS_FILE`, or
+    ///      `~/.aws/credentials`) and the config file (`AWS_CONFIG_FILE`, or `~/.aws/config`):
+    ///      `role_arn` with `source_profile`, `credential_source` or `web_identity_token_file`
+    ///      (STS `AssumeRole`); an SSO role (`sso_session` or `sso_start_url`, with the token
+    ///      `aws sso login` cached); static keys; `credential_process`;
+    ///   3. web identity: `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN` (EKS IRSA), at STS
+    ///      (`AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`, else the region's);
+    ///   4. the container endpoint: `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` (ECS, Fargate) or
+    ///      `AWS_CONTAINER_CREDENTIALS_FULL_URI` with `AWS_CONTAINER_AUTHORIZATION_TOKEN` or
+    ///      `..._TOKEN_FILE` (EKS Pod Identity);
+    ///   5. EC2 instance metadata, IMDSv2 (`AWS_EC2_METADATA_SERVICE_ENDPOINT`; off with
+    ///      `AWS_EC2_METADATA_DISABLED=true`), one request of 1 s at most when not on EC2.
+    ///
+    ///   Static keys are used as they are. Any other source is asked from a thread of its own,
+    ///   first when a lock is opened, then ahead of each expiry; a failed refresh keeps the
+    ///   credentials in use until they expire. Which source applies is decided here, without
+    ///   a request; opening a lock waits for its first credentials, and fails with
+    ///   [`Error::NoCredentials`], which names every source tried, if there are none.
+    /// - **Region**: `region` from the profile's section of the config file, unless
+    ///   `AWS_REGION` or `AWS_DEFAULT_REGION` is set.
     /// - **Endpoint**: `endpoint_url` from the same section, unless `AWS_ENDPOINT_URL_S3` or
     ///   `AWS_ENDPOINT_URL` is set.
     ///
-    /// Missing files and sections are not errors (the result may have no credentials, which
-    /// [`Error::MissingCredentials`] reports when a lock is opened), except that a profile
-    /// named explicitly must have keys: [`Error::Profile`] otherwise.
+    /// A profile named explicitly must exist and give credentials ([`Error::Profile`]
+    /// otherwise); a profile that is wrong (a `role_arn` without a source, say) is an
+    /// [`Error::Profile`] too.
     pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Settings, Error> {
         S3Settings::from_vars_and_profile(profile, crate::options::env_var)
     }
@@ -61,30 +80,8 @@ impl S3Settings {
             .map(str::to_owned)
             .or_else(|| var("AWS_PROFILE"))
             .unwrap_or_else(|| "default".to_owned());
-        // Without HOME (and no file named), there are no files: never a path relative to
-        // wherever the process runs.
-        let home = |name: &str| var("HOME").map(|h| PathBuf::from(h).join(name));
-        let credentials_file = var("AWS_SHARED_CREDENTIALS_FILE")
-            .map(PathBuf::from)
-            .or_else(|| home(".aws/credentials"));
-        let config_file = var("AWS_CONFIG_FILE")
-            .map(PathBuf::from)
-            .or_else(|| home(".aws/config"));
-
-        if profile.is_some() || options.credentials.is_none() {
-            let keys = section(credentials_file.as_deref(), &name, Shared::Credentials);
-            match static_keys(&keys) {
-                Some(credentials) => options.credentials = Some(credentials),
-                None if profile.is_some() => {
-                    return Err(Error::Profile {
-                        profile: name,
-                        reason: "no aws_access_key_id and aws_secret_access_key for it in the credentials file (SSO, assume-role and process profiles need the aws-config feature)".into(),
-                    })
-                }
-                None => {}
-            }
-        }
-        let config = section(config_file.as_deref(), &name, Shared::Config);
+        let files = SharedFiles::from_vars(&var);
+        let config = section(files.config.as_deref(), &name, Shared::Config);
         if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
             if let Some(region) = config.get("region") {
                 options.region = region.clone();
@@ -95,7 +92,70 @@ impl S3Settings {
                 options.endpoint = Some(crate::parse_endpoint(endpoint)?);
             }
         }
+        // The environment's keys win (and nothing else is read or started), unless a profile
+        // is named explicitly.
+        if profile.is_none() && options.credentials.is_some() {
+            return Ok(options);
+        }
+        options.credentials = None;
+        match resolve(profile, &var, &files, &options.region)? {
+            Resolved::Keys(keys) => options.credentials = Some(keys),
+            Resolved::Source(source) => options.credential_source = Some(source),
+        }
         Ok(options)
+    }
+}
+
+/// Where the shared files are: `AWS_SHARED_CREDENTIALS_FILE` (or `~/.aws/credentials`) and
+/// `AWS_CONFIG_FILE` (or `~/.aws/config`). Without HOME (and no file named) there are none:
+/// never a path relative to wherever the process runs.
+pub(crate) struct SharedFiles {
+    pub(crate) credentials: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
+}
+
+impl SharedFiles {
+    pub(crate) fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> SharedFiles {
+        let home = |name: &str| crate::signin::fetch::home(var).map(|h| h.join(name));
+        SharedFiles {
+            credentials: var("AWS_SHARED_CREDENTIALS_FILE")
+                .map(PathBuf::from)
+                .or_else(|| home(".aws/credentials")),
+            config: var("AWS_CONFIG_FILE")
+                .map(PathBuf::from)
+                .or_else(|| home(".aws/config")),
+        }
+    }
+
+    /// Profile `name`'s settings: its config section, overridden by its credentials section;
+    /// `None` if neither file has it.
+    pub(crate) fn profile(&self, name: &str) -> Option<HashMap<String, String>> {
+        let mut found = section(self.config.as_deref(), name, Shared::Config);
+        found.extend(section(
+            self.credentials.as_deref(),
+            name,
+            Shared::Credentials,
+        ));
+        (!found.is_empty()).then_some(found)
+    }
+
+    /// The `[sso-session name]` section of the config file.
+    pub(crate) fn sso_session(&self, name: &str) -> Option<HashMap<String, String>> {
+        let found = section(self.config.as_deref(), name, Shared::SsoSession);
+        (!found.is_empty()).then_some(found)
+    }
+
+    /// The files, as a user reads them.
+    pub(crate) fn shown(&self) -> String {
+        let files: Vec<String> = [&self.credentials, &self.config]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect();
+        match files.is_empty() {
+            true => "any file (no HOME)".into(),
+            false => files.join(" or "),
+        }
     }
 }
 
@@ -106,6 +166,8 @@ enum Shared {
     Credentials,
     /// `[profile name]`, and `[default]` (or `[profile default]`) for the default.
     Config,
+    /// `[sso-session name]`, in the config file.
+    SsoSession,
 }
 
 /// Whether a section header (between the brackets) is profile `name`'s in that file.
@@ -119,6 +181,13 @@ fn is_section_of(header: &str, name: &str, file: Shared) -> bool {
                 .filter(|rest| rest.starts_with(char::is_whitespace))
                 .map(str::trim);
             profile == Some(name) || (name == "default" && header == "default")
+        }
+        Shared::SsoSession => {
+            header
+                .strip_prefix("sso-session")
+                .filter(|rest| rest.starts_with(char::is_whitespace))
+                .map(str::trim)
+                == Some(name)
         }
     }
 }
@@ -150,7 +219,7 @@ fn section(path: Option<&Path>, name: &str, file: Shared) -> HashMap<String, Str
 }
 
 /// The static keys of a credentials section, if it has both halves.
-fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
+pub(crate) fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
     let key = section.get("aws_access_key_id")?;
     let secret = section.get("aws_secret_access_key")?;
     Some(match section.get("aws_session_token") {

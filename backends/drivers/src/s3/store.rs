@@ -50,6 +50,12 @@ impl S3Store {
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
         let credentials = source_of(s3).ok_or(Error::MissingCredentials)?;
+        // A source that fetches (a profile's role, web identity, instance metadata) gets its
+        // first credentials now, or says in one line why there are none.
+        credentials.ready().map_err(|reason| Error::NoCredentials {
+            store: "AWS",
+            reason,
+        })?;
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let style = if path_style {
             UrlStyle::Path

@@ -1,0 +1,230 @@
+//! The AWS credential chain, in the order the AWS SDKs use: the environment's keys; the
+//! profile (static keys, `role_arn` with `source_profile` or `credential_source`,
+//! `web_identity_token_file`, SSO, `credential_process`); web identity
+//! (`AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`); the container endpoint; EC2 instance
+//! metadata (IMDSv2).
+//!
+//! Which source applies is decided from variables and files alone, without a request; only
+//! instance metadata, the last resort, is found out by asking it. Static keys are used as they
+//! are (no thread, no request); every other source is a [`Refreshing`] cache.
+
+use super::metadata::{self, Container};
+use super::process;
+use super::sso::{self, Sso};
+use super::sts::{self, Role, Sts, WebIdentity};
+use crate::signin::fetch::Http;
+use crate::signin::refresh::{Fetch, Fetched, Refreshing};
+use crate::signin::SignIn;
+use crate::{AwsCredentialSource, AwsCredentials};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+
+/// How long instance metadata may take to answer one request (off EC2 it never does: this is
+/// what trying it costs).
+pub(crate) const METADATA_LIMIT: Duration = Duration::from_secs(1);
+/// How long any other token service may take for one request.
+const SERVICE_LIMIT: Duration = Duration::from_secs(10);
+/// How long opening a lock waits for the first credentials.
+const FIRST_WAIT: Duration = Duration::from_secs(30);
+
+/// One place credentials come from.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// Keys as they are (the base of an assumed role).
+    Static(AwsCredentials),
+    /// A profile's `credential_process`.
+    Process { command: String, profile: String },
+    /// A profile's SSO role.
+    Sso(Sso),
+    /// A web identity token exchanged at STS.
+    WebIdentity { who: WebIdentity, sts: Sts },
+    /// The container endpoint.
+    Container(Container),
+    /// EC2 instance metadata.
+    Instance { endpoint: Url },
+    /// A role assumed with the credentials of another source.
+    AssumeRole {
+        role: Role,
+        sts: Sts,
+        base: Box<Source>,
+        profile: String,
+    },
+}
+
+impl Source {
+    /// What a user calls it.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Source::Static(_) => "static keys".into(),
+            Source::Process { profile, .. } => format!("profile {profile} (credential_process)"),
+            Source::Sso(s) => format!(
+                "profile {} (SSO, role {} in {})",
+                s.profile, s.role_name, s.account_id
+            ),
+            Source::WebIdentity { who, .. } => format!("web identity (role {})", who.role_arn),
+            Source::Container(c) => format!(
+                "the container endpoint ({})",
+                c.url.origin().ascii_serialization()
+            ),
+            Source::Instance { .. } => "instance metadata".into(),
+            Source::AssumeRole { role, profile, .. } => {
+                format!("profile {profile} (assumes role {})", role.role_arn)
+            }
+        }
+    }
+
+    fn fetch(&self, clients: &mut Clients) -> Result<Fetched<AwsCredentials>, String> {
+        match self {
+            Source::Static(c) => Ok(Fetched {
+                value: c.clone(),
+                expires: None,
+            }),
+            Source::Process { command, .. } => process::credentials(command),
+            Source::Sso(s) => sso::credentials(clients.for_url(&s.portal, SERVICE_LIMIT)?, s),
+            Source::WebIdentity { who, sts } => sts::assume_role_with_web_identity(
+                clients.for_url(&sts.url, SERVICE_LIMIT)?,
+                sts,
+                who,
+            ),
+            Source::Container(c) => metadata::container(clients.for_url(&c.url, SERVICE_LIMIT)?, c),
+            Source::Instance { endpoint } => {
+                metadata::instance(clients.for_url(endpoint, METADATA_LIMIT)?, endpoint)
+            }
+            Source::AssumeRole {
+                role, sts, base, ..
+            } => {
+                let base = base
+                    .fetch(clients)
+                    .map_err(|e| format!("its source credentials ({}): {e}", base.name()))?;
+                sts::assume_role(
+                    clients.for_url(&sts.url, SERVICE_LIMIT)?,
+                    sts,
+                    role,
+                    &base.value,
+                )
+            }
+        }
+    }
+}
+
+/// The HTTP clients of one source, one per service, made on first use.
+struct Clients {
+    ca_bundle: Option<PathBuf>,
+    made: HashMap<String, Http>,
+}
+
+impl Clients {
+    fn for_url(&mut self, url: &Url, limit: Duration) -> Result<&Http, String> {
+        let origin = url.origin().ascii_serialization();
+        if !self.made.contains_key(&origin) {
+            let http = Http::new(url, self.ca_bundle.as_deref(), limit)?;
+            self.made.insert(origin.clone(), http);
+        }
+        self.made.get(&origin).ok_or_else(|| "no client".to_owned())
+    }
+}
+
+struct Fetcher {
+    source: Source,
+    clients: Clients,
+}
+
+impl Fetch for Fetcher {
+    type Value = AwsCredentials;
+    fn fetch(&mut self) -> Result<Fetched<AwsCredentials>, String> {
+        self.source.fetch(&mut self.clients)
+    }
+}
+
+/// A source of the chain, with its cache.
+pub(crate) struct Chained {
+    name: String,
+    /// What was passed over to reach this source ("the environment (...), ..."), for the
+    /// error when it fails too.
+    tried: Vec<String>,
+    fix: &'static str,
+    cache: Refreshing<Fetcher>,
+}
+
+impl core::fmt::Debug for Chained {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Chained")
+            .field("source", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Chained {
+    pub(crate) fn new(source: Source, tried: Vec<String>, ca_bundle: Option<PathBuf>) -> Chained {
+        let fix = match &source {
+            Source::Instance { .. } => "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config (`aws configure`, or `aws configure sso` then `aws sso login`)",
+            Source::Sso(_) => "log in again with `aws sso login`",
+            Source::WebIdentity { .. } => "check that the role trusts the token's issuer and audience (sts:AssumeRoleWithWebIdentity)",
+            Source::AssumeRole { .. } => "check that the source credentials may call sts:AssumeRole on the role, and the role's trust policy",
+            _ => "check the source named",
+        };
+        Chained {
+            name: source.name(),
+            tried,
+            fix,
+            cache: Refreshing::new(
+                Fetcher {
+                    source,
+                    clients: Clients {
+                        ca_bundle,
+                        made: HashMap::new(),
+                    },
+                },
+                "aws-credentials",
+            ),
+        }
+    }
+}
+
+impl AwsCredentialSource for Chained {
+    fn current(&self) -> Result<AwsCredentials, String> {
+        self.cache
+            .get(FIRST_WAIT)
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.cache.wait_first(FIRST_WAIT).map_err(|e| {
+            let mut tried = self.tried.clone();
+            tried.push(format!("{} ({e})", self.name));
+            format!("tried {}; {}", tried.join(", "), self.fix)
+        })
+    }
+
+    fn sign_in(&self) -> SignIn {
+        SignIn::from_status(&self.name, self.cache.status())
+    }
+}
+
+/// No source at all: what was tried, for the error when a lock is opened.
+#[derive(Debug)]
+pub(crate) struct Nothing {
+    pub(crate) tried: Vec<String>,
+}
+
+const FIX: &str = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config (`aws configure`, or `aws configure sso` then `aws sso login`)";
+
+impl AwsCredentialSource for Nothing {
+    fn current(&self) -> Result<AwsCredentials, String> {
+        Err(self.reason())
+    }
+    fn ready(&self) -> Result<(), String> {
+        Err(self.reason())
+    }
+    fn sign_in(&self) -> SignIn {
+        SignIn::new("none")
+    }
+}
+
+impl Nothing {
+    fn reason(&self) -> String {
+        format!("tried {}; {FIX}", self.tried.join(", "))
+    }
+}

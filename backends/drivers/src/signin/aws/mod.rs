@@ -1,0 +1,11 @@
+//! The AWS credential chain, written for this crate: each source is one or two small
+//! requests (or a file, or a command), fetched on a thread of its own and refreshed before
+//! expiry (see `signin/refresh.rs`).
+
+mod chain;
+mod metadata;
+mod process;
+pub(crate) mod resolve;
+mod sigv4;
+mod sso;
+mod sts;

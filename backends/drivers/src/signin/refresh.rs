@@ -1,0 +1,403 @@
+//! Temporary credentials kept fresh in the background: a cache that one thread per source
+//! refills ahead of expiry, so that no request ever waits for a token service.
+//!
+//! - The thread starts on first use (a source that is never used fetches nothing).
+//! - The first fetch is waited for, within a bound; later fetches happen while the cached value
+//!   still has [`AHEAD`] (or half its life, if shorter) to live.
+//! - A failed fetch keeps the cached value until it expires and is retried with growing pauses
+//!   ([`RETRY_FIRST`] doubling up to [`RETRY_MOST`]); a request with nothing valid to sign is
+//!   "not sent", which the lock's core treats as a safe retry.
+//! - The thread ends when the last handle to the source is dropped.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Fetch again this long before the value expires (or at half its life, if that is sooner).
+pub(crate) const AHEAD: Duration = Duration::from_secs(300);
+/// A value this close to its expiry is not used to sign: a request signed with it could
+/// arrive after it.
+pub(crate) const USABLE_MARGIN: Duration = Duration::from_secs(20);
+/// The first pause after a failed fetch.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest pause between failed fetches.
+const RETRY_MOST: Duration = Duration::from_secs(30);
+
+/// A value with the time it stops being valid (`None`: it does not expire).
+#[derive(Clone, Debug)]
+pub(crate) struct Fetched<T> {
+    /// The credentials or token.
+    pub(crate) value: T,
+    /// When they expire.
+    pub(crate) expires: Option<SystemTime>,
+}
+
+/// One kind of source: how to fetch a value (blocking; it runs on the source's own thread,
+/// within time limits of its own).
+pub(crate) trait Fetch: Send + 'static {
+    /// What is fetched.
+    type Value: Clone + Send + 'static;
+    /// A value and its expiry, or why there is none (one line, never a secret).
+    fn fetch(&mut self) -> Result<Fetched<Self::Value>, String>;
+}
+
+struct State<T> {
+    current: Option<Fetched<T>>,
+    /// Why the last fetch failed, if it did.
+    error: Option<String>,
+    /// Fetches finished, successful or not.
+    fetches: u64,
+    /// No handle is left: the thread ends.
+    stop: bool,
+}
+
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    changed: Condvar,
+}
+
+impl<T> Shared<T> {
+    fn state(&self) -> MutexGuard<'_, State<T>> {
+        // Poisoned only by a panic while a value is stored: the state is still whole.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a source looks like now, for `doctor` and `--verbose`: never the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Status {
+    /// When the cached value expires, if there is one and it does.
+    pub(crate) expires: Option<SystemTime>,
+    /// Whether there is a value at all.
+    pub(crate) has_value: bool,
+    /// Why the last fetch failed, if it did.
+    pub(crate) error: Option<String>,
+}
+
+/// A cache of `F`'s values, filled by a thread of its own (started on first use).
+pub(crate) struct Refreshing<F: Fetch> {
+    shared: Arc<Shared<F::Value>>,
+    /// The fetcher, until the thread takes it.
+    idle: Mutex<Option<F>>,
+    /// The thread's name.
+    name: &'static str,
+}
+
+impl<F: Fetch> Refreshing<F> {
+    /// A cache over `fetcher`; nothing is fetched until [`get`](Refreshing::get) or
+    /// [`wait_first`](Refreshing::wait_first).
+    pub(crate) fn new(fetcher: F, name: &'static str) -> Refreshing<F> {
+        Refreshing {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    current: None,
+                    error: None,
+                    fetches: 0,
+                    stop: false,
+                }),
+                changed: Condvar::new(),
+            }),
+            idle: Mutex::new(Some(fetcher)),
+            name,
+        }
+    }
+
+    fn start(&self) {
+        let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(fetcher) = taken else { return };
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("sets3lock-{}", self.name))
+            .spawn(move || keep_fresh(fetcher, &shared));
+        if let Err(e) = spawned {
+            let mut state = self.shared.state();
+            state.error = Some(format!(
+                "could not start a thread to fetch credentials: {e}"
+            ));
+            state.fetches += 1;
+            self.shared.changed.notify_all();
+        }
+    }
+
+    /// Starts the thread if it has not started, and waits (at most `limit`) for the first
+    /// fetch to finish; its error if it failed.
+    pub(crate) fn wait_first(&self, limit: Duration) -> Result<(), String> {
+        self.start();
+        let deadline = Instant::now() + limit;
+        let mut state = self.shared.state();
+        while state.fetches == 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no answer within {} s", limit.as_secs()));
+            }
+            state = match self.shared.changed.wait_timeout(state, left) {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        match (&state.current, &state.error) {
+            (Some(_), _) => Ok(()),
+            (None, Some(e)) => Err(e.clone()),
+            (None, None) => Err("nothing fetched".into()),
+        }
+    }
+
+    /// The value to sign with now: the cached one while it is usable (waiting at most
+    /// `first` for the very first fetch), or why there is none.
+    pub(crate) fn get(&self, first: Duration) -> Result<F::Value, String> {
+        let waited = self.wait_first(first);
+        let state = self.shared.state();
+        match &state.current {
+            Some(f) if usable(f.expires, SystemTime::now()) => Ok(f.value.clone()),
+            Some(f) => Err(format!(
+                "the credentials expired{} and fetching new ones failed: {}",
+                f.expires
+                    .map(|e| format!(" at {}", shown(e)))
+                    .unwrap_or_default(),
+                state.error.as_deref().unwrap_or("no answer yet")
+            )),
+            None => Err(waited.err().unwrap_or_else(|| "nothing fetched".into())),
+        }
+    }
+
+    /// What the cache holds now.
+    pub(crate) fn status(&self) -> Status {
+        let state = self.shared.state();
+        Status {
+            expires: state.current.as_ref().and_then(|f| f.expires),
+            has_value: state.current.is_some(),
+            error: state.error.clone(),
+        }
+    }
+}
+
+impl<F: Fetch> Drop for Refreshing<F> {
+    fn drop(&mut self) {
+        self.shared.state().stop = true;
+        self.shared.changed.notify_all();
+    }
+}
+
+/// Whether a value expiring at `expires` may still sign a request at `now`.
+pub(crate) fn usable(expires: Option<SystemTime>, now: SystemTime) -> bool {
+    expires.is_none_or(|e| now + USABLE_MARGIN < e)
+}
+
+/// When to fetch again after a value that expires at `expires` was fetched at `now`: `AHEAD`
+/// before it expires, or at half its life if that is sooner; `None` if it never expires.
+pub(crate) fn refresh_at(now: SystemTime, expires: Option<SystemTime>) -> Option<SystemTime> {
+    let expires = expires?;
+    let life = expires.duration_since(now).unwrap_or_default();
+    Some(now + life.saturating_sub(AHEAD).max(life / 2))
+}
+
+/// The pause after `failures` failed fetches in a row.
+pub(crate) fn retry_after(failures: u32) -> Duration {
+    let doubled = RETRY_FIRST.saturating_mul(1u32 << failures.saturating_sub(1).min(8));
+    doubled.min(RETRY_MOST)
+}
+
+/// A time as a user reads it (UTC, to the second).
+pub(crate) fn shown(t: SystemTime) -> String {
+    jiff::Timestamp::try_from(t)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The thread: fetch, store, sleep until the next fetch is due (or the source is dropped).
+fn keep_fresh<F: Fetch>(mut fetcher: F, shared: &Shared<F::Value>) {
+    let mut failures = 0u32;
+    loop {
+        let fetched = fetcher.fetch();
+        let now = SystemTime::now();
+        let next = {
+            let mut state = shared.state();
+            if state.stop {
+                return;
+            }
+            state.fetches += 1;
+            let next = match fetched {
+                Ok(f) => {
+                    failures = 0;
+                    let next = refresh_at(now, f.expires);
+                    state.current = Some(f);
+                    state.error = None;
+                    next
+                }
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    state.error = Some(e);
+                    Some(now + retry_after(failures))
+                }
+            };
+            shared.changed.notify_all();
+            next
+        };
+        // A value that never expires is never fetched again.
+        let Some(next) = next else { return };
+        let mut state = shared.state();
+        loop {
+            if state.stop {
+                return;
+            }
+            let Ok(left) = next.duration_since(SystemTime::now()) else {
+                break;
+            };
+            if left.is_zero() {
+                break;
+            }
+            // Wakes at least every minute, so that a wall clock that jumps (suspend, NTP) is
+            // noticed.
+            state = match shared
+                .changed
+                .wait_timeout(state, left.min(Duration::from_secs(60)))
+            {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    struct Script {
+        calls: Arc<AtomicU32>,
+        answers: Vec<Result<Fetched<u32>, String>>,
+    }
+
+    impl Fetch for Script {
+        type Value = u32;
+        fn fetch(&mut self) -> Result<Fetched<u32>, String> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) as usize;
+            self.answers
+                .get(n)
+                .cloned()
+                .unwrap_or_else(|| Err("no more answers".into()))
+        }
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
+    }
+
+    #[test]
+    fn a_value_is_fetched_again_five_minutes_before_it_expires_or_at_half_its_life() {
+        assert_eq!(refresh_at(at(0), Some(at(3600))), Some(at(3300)));
+        assert_eq!(refresh_at(at(0), Some(at(400))), Some(at(200)));
+        assert_eq!(refresh_at(at(0), Some(at(20))), Some(at(10)));
+        assert_eq!(refresh_at(at(0), None), None);
+        // Already expired: at once.
+        assert_eq!(refresh_at(at(10), Some(at(5))), Some(at(10)));
+    }
+
+    #[test]
+    fn a_value_about_to_expire_signs_nothing() {
+        assert!(usable(None, at(0)));
+        assert!(usable(Some(at(60)), at(0)));
+        assert!(!usable(Some(at(60)), at(41)));
+        assert!(!usable(Some(at(60)), at(61)));
+    }
+
+    #[test]
+    fn failed_fetches_are_retried_ever_more_slowly_up_to_half_a_minute() {
+        let pauses: Vec<u64> = (1..=8).map(|n| retry_after(n).as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(retry_after(u32::MAX), RETRY_MOST);
+    }
+
+    #[test]
+    fn nothing_is_fetched_before_first_use_and_the_first_failure_is_said() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let cache = Refreshing::new(
+            Script {
+                calls: calls.clone(),
+                answers: vec![Err("the endpoint said 403".into())],
+            },
+            "test",
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "fetched before first use");
+        let e = cache.get(Duration::from_secs(5)).expect_err("no value");
+        assert_eq!(e, "the endpoint said 403");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_value_that_never_expires_is_fetched_once() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let cache = Refreshing::new(
+            Script {
+                calls: calls.clone(),
+                answers: vec![Ok(Fetched {
+                    value: 7,
+                    expires: None,
+                })],
+            },
+            "test",
+        );
+        for _ in 0..3 {
+            assert_eq!(cache.get(Duration::from_secs(5)), Ok(7));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(cache.status().expires, None);
+    }
+
+    #[test]
+    fn a_short_lived_value_is_replaced_in_the_background_and_a_failed_refresh_keeps_the_old_one() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let soon = |value: u32, secs: u64| {
+            Ok(Fetched {
+                value,
+                expires: Some(SystemTime::now() + Duration::from_secs(secs)),
+            })
+        };
+        // A value living 2 s is fetched again after 1 s (half its life).
+        let cache = Refreshing::new(
+            Script {
+                calls: calls.clone(),
+                answers: vec![soon(1, 2), Err("token service down".into()), soon(3, 3600)],
+            },
+            "test",
+        );
+        // The first value is within the margin at once: not usable, so it is not handed out.
+        let first = cache.get(Duration::from_secs(5));
+        assert!(first.is_err(), "{first:?}");
+        // The refresh after 1 s fails, the retry 1 s later succeeds.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(v) = cache.get(Duration::from_secs(1)) {
+                assert_eq!(v, 3);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no fresh value after 10 s: {:?}, {} fetches",
+                cache.status(),
+                calls.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(cache.status().error, None);
+    }
+
+    #[test]
+    fn the_thread_ends_when_the_source_is_dropped() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let cache = Refreshing::new(
+            Script {
+                calls: calls.clone(),
+                answers: vec![Err("down".into()); 100],
+            },
+            "test",
+        );
+        let _ = cache.get(Duration::from_secs(5));
+        drop(cache);
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "fetched after the drop");
+    }
+}
