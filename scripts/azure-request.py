@@ -1,13 +1,13 @@
 """One Shared-Key-signed Azure Blob request, for the server scripts (no Azure CLI needed).
 
-Usage: azure-request.py METHOD ENDPOINT CONTAINER ACCOUNT KEY
+Usage: azure-request.py METHOD ENDPOINT CONTAINER ACCOUNT KEY [CA_FILE]
   ENDPOINT is the blob endpoint including the account path (Azurite's path style),
-  e.g. http://127.0.0.1:10000/devstoreaccount1
+  e.g. http://127.0.0.1:10000/devstoreaccount1, or https://... with CA_FILE (a PEM bundle to trust)
   GET: reads the container's properties: exits 0 on 200 (the readiness check)
   PUT: creates the container: exits 0 on 201
 x-ms-version is pinned to 2023-11-03, which Azurite 3.37.0 and Azure both accept.
 """
-import base64, email.utils, hashlib, hmac, http.client, sys, urllib.parse
+import base64, email.utils, hashlib, hmac, http.client, ssl, sys, urllib.parse
 
 method, endpoint, container, account, key = sys.argv[1:6]
 url = urllib.parse.urlparse(endpoint)
@@ -26,7 +26,11 @@ to_sign += f"/{account}{path}" + "".join(f"\n{k}:{v}" for k, v in sorted(query.i
 signature = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest())
 headers["Authorization"] = f"SharedKey {account}:{signature.decode()}"
 try:
-    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=2)
+    if url.scheme == "https":
+        context = ssl.create_default_context(cafile=sys.argv[6] if len(sys.argv) > 6 else None)
+        connection = http.client.HTTPSConnection(url.hostname, url.port, timeout=2, context=context)
+    else:
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=2)
     connection.request(method, f"{path}?{urllib.parse.urlencode(query)}", headers=headers)
     status = connection.getresponse().status
     sys.exit(0 if status == (201 if method == "PUT" else 200) else 1)
