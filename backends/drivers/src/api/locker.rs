@@ -84,6 +84,12 @@ impl<M: Mode> Locker<M> {
         &self.url
     }
 
+    /// Who signs the requests: the credential source and when its credentials expire (never
+    /// a secret); `None` for a store that does not say.
+    pub fn sign_in(&self) -> Option<crate::SignIn> {
+        self.store.sign_in()
+    }
+
     /// How many store requests this locker's holds have sent so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)

@@ -88,6 +88,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> BoxFuture<'a, (Response, Option<String>)> {
         Box::pin(async move { (self.send(key, intent, limit).await, None) })
     }
+
+    /// Who signs this store's requests (the credential source, when its credentials expire),
+    /// for `sets3lock doctor` and `--verbose`; never a secret. By default: nothing to say.
+    fn sign_in(&self) -> Option<crate::SignIn> {
+        None
+    }
 }
 
 /// Which store, at which endpoint, which bucket (or container).

@@ -143,6 +143,10 @@ impl Store for S3Store {
         &self.id
     }
 
+    fn sign_in(&self) -> Option<crate::SignIn> {
+        Some(self.credentials.sign_in())
+    }
+
     fn send_versioned<'a>(
         &'a self,
         key: &'a str,

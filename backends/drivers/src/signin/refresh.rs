@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub(crate) const AHEAD: Duration = Duration::from_secs(300);
 /// A value this close to its expiry is not used to sign: a request signed with it could
 /// arrive after it.
-pub(crate) const USABLE_MARGIN: Duration = Duration::from_secs(20);
+pub(crate) const USABLE_MARGIN: Duration = Duration::from_secs(5);
 /// The first pause after a failed fetch.
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 /// The longest pause between failed fetches.
@@ -297,7 +297,8 @@ mod tests {
     fn a_value_about_to_expire_signs_nothing() {
         assert!(usable(None, at(0)));
         assert!(usable(Some(at(60)), at(0)));
-        assert!(!usable(Some(at(60)), at(41)));
+        assert!(usable(Some(at(60)), at(54)));
+        assert!(!usable(Some(at(60)), at(56)));
         assert!(!usable(Some(at(60)), at(61)));
     }
 

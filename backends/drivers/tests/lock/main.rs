@@ -10,4 +10,5 @@ mod support;
 mod conformance;
 mod gcs_auth;
 mod profile;
+mod signin_aws;
 mod signing;

@@ -1,0 +1,304 @@
+//! What Azure's and Google's chains share: OAuth token answers, the HTTP clients of a source,
+//! and the [`TokenSource`] over a [`Refreshing`] cache whose `ready()` says what was tried.
+
+use crate::signin::fetch::{Answer, Http};
+use crate::signin::refresh::{Fetch, Fetched, Refreshing};
+use crate::signin::{SignIn, TokenSource};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use url::Url;
+
+/// How long opening a lock waits for the first token.
+pub(crate) const FIRST_WAIT: Duration = Duration::from_secs(30);
+/// How long a token service may take for one request.
+pub(crate) const SERVICE_LIMIT: Duration = Duration::from_secs(10);
+/// How long a metadata endpoint may take when it is asked whether it is there at all (off
+/// the cloud it never answers: this is what trying it costs).
+pub(crate) const PROBE_LIMIT: Duration = Duration::from_secs(1);
+
+/// A number of seconds written as a number or as a string (`"3599"`).
+pub(crate) fn seconds(v: &serde_json::Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
+/// An error answer of a token service, one line: OAuth's `error` and `error_description`,
+/// Google's `{"error":{"message"}}`, or the start of the body.
+pub(crate) fn refused(answer: &Answer, what: &str) -> String {
+    let said = answer
+        .json()
+        .ok()
+        .and_then(|json| {
+            let error = json.get("error")?;
+            if let Some(code) = error.as_str() {
+                let description = json
+                    .get("error_description")
+                    .and_then(|d| d.as_str())
+                    .unwrap_or("");
+                // Entra ID's descriptions run on with trace and correlation ids.
+                let description = description.lines().next().unwrap_or("").trim();
+                Some(if description.is_empty() {
+                    code.to_owned()
+                } else {
+                    format!("{code}: {description}")
+                })
+            } else {
+                error
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+            }
+        })
+        .map(|s| s.chars().take(300).collect::<String>())
+        .unwrap_or_else(|| answer.quoted());
+    format!("{what} answered HTTP {}: {said}", answer.status)
+}
+
+/// The token in an OAuth-style answer: `access_token`, valid for `expires_in` seconds (a
+/// number or a string) or, without it, until `expires_on` (Unix seconds).
+pub(crate) fn oauth_token(answer: &Answer, what: &str) -> Result<Fetched<String>, String> {
+    if answer.status != 200 {
+        return Err(refused(answer, what));
+    }
+    let json = answer.json().map_err(|e| format!("{what}: {e}"))?;
+    let token = json
+        .get("access_token")
+        .and_then(|v| v.as_str())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("{what} answered without an access_token"))?;
+    let now = SystemTime::now();
+    let expires = if let Some(s) = json.get("expires_in").and_then(seconds) {
+        now + Duration::from_secs(s)
+    } else if let Some(at) = json.get("expires_on").and_then(seconds) {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(at)
+    } else {
+        return Err(format!("{what} answered without expires_in or expires_on"));
+    };
+    Ok(Fetched {
+        value: token.to_owned(),
+        expires: Some(expires),
+    })
+}
+
+/// The HTTP clients of one source, one per service and time limit, made on first use.
+pub(crate) struct Clients {
+    ca_bundle: Option<PathBuf>,
+    made: HashMap<(String, Duration), Http>,
+}
+
+impl Clients {
+    pub(crate) fn new(ca_bundle: Option<PathBuf>) -> Clients {
+        Clients {
+            ca_bundle,
+            made: HashMap::new(),
+        }
+    }
+
+    /// The client for `url`'s service, each request within `limit`.
+    pub(crate) fn for_url(&mut self, url: &Url, limit: Duration) -> Result<&Http, String> {
+        let key = (url.origin().ascii_serialization(), limit);
+        if !self.made.contains_key(&key) {
+            let http = Http::new(url, self.ca_bundle.as_deref(), limit)?;
+            self.made.insert(key.clone(), http);
+        }
+        self.made.get(&key).ok_or_else(|| "no client".to_owned())
+    }
+}
+
+/// A source's name, which its fetcher may change (a chain that settles on one of two
+/// sources at its first fetch says which).
+#[derive(Clone)]
+pub(crate) struct Name(Arc<Mutex<String>>);
+
+impl Name {
+    pub(crate) fn new(name: impl Into<String>) -> Name {
+        Name(Arc::new(Mutex::new(name.into())))
+    }
+
+    pub(crate) fn get(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, name: impl Into<String>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = name.into();
+    }
+}
+
+/// A source of a chain, with its cache.
+pub(crate) struct Chained<F: Fetch<Value = String>> {
+    name: Name,
+    /// What was passed over to reach this source, for the error when it fails too.
+    tried: Vec<String>,
+    /// Whether the fetcher's error already names each source it tried ("A (why), B (why)").
+    lists_itself: bool,
+    fix: String,
+    cache: Refreshing<F>,
+}
+
+impl<F: Fetch<Value = String>> core::fmt::Debug for Chained<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Chained")
+            .field("source", &self.name.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Fetch<Value = String>> Chained<F> {
+    /// `fetcher` under `name`, reached after `tried`; `fix` is the advice when it fails.
+    pub(crate) fn new(
+        fetcher: F,
+        name: Name,
+        tried: Vec<String>,
+        fix: impl Into<String>,
+        thread: &'static str,
+    ) -> Chained<F> {
+        Chained {
+            name,
+            tried,
+            lists_itself: false,
+            fix: fix.into(),
+            cache: Refreshing::new(fetcher, thread),
+        }
+    }
+
+    /// The fetcher's errors name every source it tried.
+    pub(crate) fn listing_itself(mut self) -> Chained<F> {
+        self.lists_itself = true;
+        self
+    }
+}
+
+impl<F: Fetch<Value = String>> TokenSource for Chained<F> {
+    fn token(&self) -> Result<String, String> {
+        self.cache
+            .get(FIRST_WAIT)
+            .map_err(|e| format!("{}: {e}", self.name.get()))
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.cache.wait_first(FIRST_WAIT).map_err(|e| {
+            let mut tried = self.tried.clone();
+            if self.lists_itself {
+                tried.push(e);
+            } else {
+                tried.push(format!("{} ({e})", self.name.get()));
+            }
+            format!("tried {}; {}", tried.join(", "), self.fix)
+        })
+    }
+
+    fn sign_in(&self) -> SignIn {
+        SignIn::from_status(&self.name.get(), self.cache.status())
+    }
+}
+
+/// No source at all: what was tried, for the error when a lock is opened.
+#[cfg_attr(not(feature = "gcs"), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct Nothing {
+    pub(crate) tried: Vec<String>,
+    pub(crate) fix: String,
+}
+
+impl Nothing {
+    fn reason(&self) -> String {
+        format!("tried {}; {}", self.tried.join(", "), self.fix)
+    }
+}
+
+impl TokenSource for Nothing {
+    fn token(&self) -> Result<String, String> {
+        Err(self.reason())
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        Err(self.reason())
+    }
+
+    fn sign_in(&self) -> SignIn {
+        SignIn::new("none")
+    }
+}
+
+/// Whether a secret may be sent to `url`: over https, or in clear to this machine only (a
+/// local emulator or test).
+pub(crate) fn safe_for_secrets(url: &Url) -> bool {
+    url.scheme() == "https"
+        || match url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        }
+}
+
+/// A variable that turns something off: `true` (any case) or `1`.
+pub(crate) fn is_true(var: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
+    var(name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true") || v.trim() == "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_token_answer_gives_its_expiry_as_a_number_a_string_or_a_time() {
+        let before = SystemTime::now();
+        let f = oauth_token(
+            &answer(200, r#"{"access_token":"t1","expires_in":"3599"}"#),
+            "x",
+        )
+        .expect("token");
+        assert_eq!(f.value, "t1");
+        let left = f.expires.expect("expires").duration_since(before).expect("later");
+        assert!(left >= Duration::from_secs(3599) && left < Duration::from_secs(3610));
+        let f = oauth_token(
+            &answer(200, r#"{"access_token":"t2","expires_on":1800000000}"#),
+            "x",
+        )
+        .expect("token");
+        assert_eq!(
+            f.expires,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+        );
+        let e = oauth_token(&answer(200, r#"{"access_token":"t3"}"#), "x").expect_err("no expiry");
+        assert!(e.contains("expires_in"), "{e}");
+    }
+
+    #[test]
+    fn refusals_are_quoted_in_one_line_from_either_error_shape() {
+        let e = refused(
+            &answer(
+                401,
+                "{\"error\":\"invalid_client\",\"error_description\":\"AADSTS7000215: Invalid client secret provided.\\r\\nTrace ID: 1\"}",
+            ),
+            "Entra ID",
+        );
+        assert_eq!(
+            e,
+            "Entra ID answered HTTP 401: invalid_client: AADSTS7000215: Invalid client secret provided."
+        );
+        let e = refused(
+            &answer(
+                403,
+                r#"{"error":{"code":403,"message":"Permission 'iam.serviceAccounts.getAccessToken' denied","status":"PERMISSION_DENIED"}}"#,
+            ),
+            "IAM",
+        );
+        assert_eq!(
+            e,
+            "IAM answered HTTP 403: Permission 'iam.serviceAccounts.getAccessToken' denied"
+        );
+        assert_eq!(refused(&answer(502, "bad\ngateway"), "x"), "x answered HTTP 502: bad gateway");
+    }
+}

@@ -1,0 +1,338 @@
+//! The AWS credential chain end to end: each source signs a lock's requests, temporary
+//! credentials are refreshed under a hold, a source that fails ends a hold as an outage does,
+//! and a chain with nothing to offer says so in one line. The token services are stubs on
+//! loopback (container endpoint, instance metadata) or moto (instance metadata and STS).
+
+use crate::support::token_service::{in_secs, TokenService};
+use crate::support::vars::{no_metadata, Vars};
+use crate::support::{self, fresh_key};
+use sets3lock::blocking::Locker;
+use sets3lock::proto::{ReleaseOutcome, Scheme};
+use sets3lock::{Error, Loss, Options, Wait};
+use std::time::{Duration, Instant};
+
+/// A container endpoint whose credentials (the mock's key, a new session token each time)
+/// live `life` seconds.
+fn container(key: String, secret: String, life: i64) -> TokenService {
+    TokenService::start(move |_, n| {
+        let body = serde_json::json!({
+            "AccessKeyId": key,
+            "SecretAccessKey": secret,
+            "Token": format!("session-{n}"),
+            "Expiration": in_secs(life),
+        });
+        (200, body.to_string())
+    })
+}
+
+fn tokens_seen(proxy: &support::proxy::LossyProxy) -> Vec<String> {
+    let mut tokens: Vec<String> = proxy
+        .requests()
+        .iter()
+        .filter_map(|m| {
+            let target = m.start.split_whitespace().nth(1)?;
+            let url = url::Url::parse(&format!("http://x{target}")).ok()?;
+            url.query_pairs()
+                .find(|(k, _)| k == "X-Amz-Security-Token")
+                .map(|(_, v)| v.into_owned())
+        })
+        .collect();
+    tokens.dedup();
+    tokens
+}
+
+#[test]
+fn container_credentials_sign_and_a_hold_outlives_them() {
+    let mock = support::mock(404);
+    let (proxy, _) = mock.proxied();
+    let service = container(mock.access_key.clone(), mock.secret.clone(), 10);
+    let vars = no_metadata()
+        .with(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            &format!("{}/creds", service.url),
+        )
+        .with("AWS_CONTAINER_AUTHORIZATION_TOKEN", "pod-identity-token")
+        .with("AWS_ENDPOINT_URL", &proxy.endpoint)
+        .with("AWS_REGION", "us-east-1");
+    let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    assert!(options.s3.credentials.is_none());
+    options.lock.lease = Duration::from_secs(3);
+    let locker = Locker::new(&mock.url(&fresh_key("container")), options).expect("locker");
+    let signer = locker.sign_in().expect("the S3 store says who signs");
+    assert!(signer.source.contains("container endpoint"), "{signer:?}");
+    assert!(signer.expires.is_some(), "{signer:?}");
+    let held = locker
+        .acquire(Wait::No)
+        .expect("signed with the container's credentials");
+    // Credentials living 10 s are fetched again every 5 s: across 16 s, three times at least,
+    // and every renewal (each second) lands.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(16) {
+        assert!(
+            held.is_held(),
+            "the hold ended at {:?}: {:?}",
+            started.elapsed(),
+            held.loss_watch().loss()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    let asked = service.asked();
+    assert!(asked.len() >= 4, "fetched {} times in 16 s", asked.len());
+    assert!(asked
+        .iter()
+        .all(|a| a.header("authorization") == Some("pod-identity-token")));
+    let tokens = tokens_seen(&proxy);
+    assert!(
+        tokens.len() >= 3 && tokens.first().map(String::as_str) == Some("session-0"),
+        "the requests were signed with {tokens:?}"
+    );
+}
+
+#[test]
+fn a_source_that_fails_mid_hold_ends_the_hold_as_an_outage_would() {
+    let mock = support::mock(404);
+    let service = container(mock.access_key.clone(), mock.secret.clone(), 8);
+    let vars = no_metadata()
+        .with("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
+        .with("AWS_ENDPOINT_URL", &mock.endpoint);
+    let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let lease = Duration::from_secs(3);
+    options.lock.lease = lease;
+    let key = fresh_key("container-down");
+    let held = Locker::new(&mock.url(&key), options)
+        .expect("locker")
+        .acquire(Wait::No)
+        .expect("acquire");
+    service.go_down();
+    // The credentials are usable until 5 s before they expire (3 s from now); then no request
+    // can be signed, and the hold ends before its last renewal's lease runs out.
+    let down = Instant::now();
+    let mut loss = None;
+    while down.elapsed() < Duration::from_secs(15) && loss.is_none() {
+        loss = held.loss_watch().loss();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(loss, Some(Loss::Expired), "after {:?}", down.elapsed());
+    assert!(
+        down.elapsed() < Duration::from_secs(3) + lease + Duration::from_secs(1),
+        "ended {:?} after the service went down",
+        down.elapsed()
+    );
+    // Nobody else could have taken it before: a waiter with good keys gets it only now.
+    let mut other = mock.options();
+    other.lock.lease = lease;
+    let second = Locker::new(&mock.url(&key), other).expect("locker");
+    let next = second
+        .acquire(Wait::Timeout(Duration::from_secs(10)))
+        .expect("taken over after the lease");
+    next.release().expect("release");
+}
+
+#[test]
+fn with_nothing_to_sign_with_one_line_names_every_source_tried() {
+    // Instance metadata that never answers (a listener nobody reads): one request, 1 s.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let vars = no_metadata()
+        .with("AWS_EC2_METADATA_DISABLED", "false")
+        .with(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+            &format!("http://{}", silent.local_addr().expect("addr")),
+        )
+        .with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let started = Instant::now();
+    let e = Locker::new("s3://bucket/key", options).expect_err("no credentials");
+    let took = started.elapsed();
+    let line = e.to_string();
+    assert!(
+        matches!(e, Error::NoCredentials { store: "AWS", .. }),
+        "{e:?}"
+    );
+    for said in [
+        "no AWS credentials: tried the environment",
+        "profile default (not in /nonexistent/sets3lock-test-home/.aws/credentials",
+        "web identity (not configured)",
+        "container (not configured)",
+        "instance metadata (",
+        "gave no answer in 1 s",
+        "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+    ] {
+        assert!(line.contains(said), "{said:?} is not in: {line}");
+    }
+    assert!(!line.contains('\n'), "{line}");
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    // Turned off: nothing is asked, at once.
+    let vars = no_metadata().with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let e = Locker::new("s3://bucket/key", options).expect_err("no credentials");
+    assert!(
+        e.to_string()
+            .contains("instance metadata (turned off by AWS_EC2_METADATA_DISABLED)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_credential_process_signs_and_its_failure_is_quoted() {
+    let mock = support::mock(404);
+    let dir = std::env::temp_dir().join(format!("sets3lock-process-{:016x}", support::rand_u64()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "[profile tool]\ncredential_process = printf '{{\"Version\":1,\"AccessKeyId\":\"%s\",\"SecretAccessKey\":\"%s\",\"SessionToken\":\"T\",\"Expiration\":\"{}\"}}' {} {}\n\n[profile broken]\ncredential_process = sh -c 'echo please log in >&2; exit 2'\n",
+            in_secs(3600),
+            mock.access_key,
+            mock.secret
+        ),
+    )
+    .expect("write");
+    let vars = |profile: &str| {
+        no_metadata()
+            .with("AWS_CONFIG_FILE", config.to_str().expect("utf-8"))
+            .with("AWS_PROFILE", profile)
+            .with("AWS_ENDPOINT_URL", &mock.endpoint)
+    };
+    let options = Options::from_vars(Scheme::S3, vars("tool").lookup()).expect("options");
+    let held = Locker::new(&mock.url(&fresh_key("process")), options)
+        .expect("locker")
+        .acquire(Wait::No)
+        .expect("signed with the process's credentials");
+    held.release().expect("release");
+    let options = Options::from_vars(Scheme::S3, vars("broken").lookup()).expect("options");
+    let e = Locker::new(&mock.url(&fresh_key("process")), options).expect_err("refused");
+    assert!(e.to_string().contains("please log in"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// moto, started by `scripts/s3-server.sh start moto`: instance metadata and STS on the port
+/// of its S3.
+fn moto() -> Option<(String, String)> {
+    let endpoint = std::env::var("SETS3LOCK_MOTO_ENDPOINT").ok();
+    let bucket = std::env::var("SETS3LOCK_MOTO_BUCKET").ok();
+    match (endpoint, bucket) {
+        (Some(e), Some(b)) => Some((e, b)),
+        _ => {
+            support::raw::missing("moto", "SETS3LOCK_MOTO");
+            None
+        }
+    }
+}
+
+/// Locks and releases on moto through a proxy with `vars`; the session tokens the requests
+/// carried.
+fn lock_on_moto(endpoint: &str, bucket: &str, vars: Vars) -> (sets3lock::SignIn, Vec<String>) {
+    let proxy = support::proxy::LossyProxy::start(endpoint);
+    let vars = vars
+        .with("AWS_ENDPOINT_URL_S3", &proxy.endpoint)
+        .with("AWS_REGION", "us-east-1");
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let source = options
+        .s3
+        .credential_source
+        .clone()
+        .expect("a source, not keys");
+    let locker = Locker::new(
+        &format!("s3://{bucket}/{}", fresh_key("moto-chain")),
+        options,
+    )
+    .expect("locker");
+    let held = locker.acquire(Wait::No).expect("acquire");
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    let handed = source.current().expect("credentials");
+    let tokens = tokens_seen(&proxy);
+    assert!(!tokens.is_empty(), "no request carried a session token");
+    assert!(
+        tokens.iter().all(|t| Some(t.as_str()) == handed.token()),
+        "the requests carried {tokens:?}, the source handed out another token"
+    );
+    let keys: Vec<String> = proxy
+        .requests()
+        .iter()
+        .filter_map(|m| {
+            m.start
+                .split("X-Amz-Credential=")
+                .nth(1)
+                .map(|r| r.split("%2F").next().unwrap_or("").to_owned())
+        })
+        .collect();
+    assert!(
+        keys.iter().all(|k| k == handed.key()),
+        "keys {keys:?}, handed out {}",
+        handed.key()
+    );
+    (locker.sign_in().expect("sign in"), tokens)
+}
+
+#[test]
+fn on_moto_an_ec2_role_from_imdsv2_signs() {
+    let Some((endpoint, bucket)) = moto() else {
+        return;
+    };
+    let vars = no_metadata()
+        .with("AWS_EC2_METADATA_DISABLED", "false")
+        .with("AWS_EC2_METADATA_SERVICE_ENDPOINT", &endpoint);
+    let (signer, tokens) = lock_on_moto(&endpoint, &bucket, vars);
+    assert_eq!(signer.source, "instance metadata");
+    assert_eq!(
+        tokens[0], "test-session-token",
+        "moto's fixed role credentials"
+    );
+}
+
+#[test]
+fn on_moto_a_web_identity_is_exchanged_at_sts() {
+    let Some((endpoint, bucket)) = moto() else {
+        return;
+    };
+    let file = std::env::temp_dir().join(format!("sets3lock-irsa-{:016x}", support::rand_u64()));
+    std::fs::write(&file, "eyJhbGciOi.the-projected-service-account-token.x").expect("write");
+    let vars = no_metadata()
+        .with("AWS_WEB_IDENTITY_TOKEN_FILE", file.to_str().expect("utf-8"))
+        .with("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/locker")
+        .with("AWS_ENDPOINT_URL_STS", &endpoint);
+    let (signer, _) = lock_on_moto(&endpoint, &bucket, vars);
+    assert!(
+        signer
+            .source
+            .contains("web identity (role arn:aws:iam::123456789012:role/locker)"),
+        "{signer:?}"
+    );
+    assert!(signer.expires.is_some());
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn on_moto_an_assume_role_profile_signs_with_the_role() {
+    let Some((endpoint, bucket)) = moto() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("sets3lock-role-{:016x}", support::rand_u64()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("credentials"),
+        "[base]\naws_access_key_id = AKIABASE\naws_secret_access_key = base-secret\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("config"), "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = base\nregion = us-east-1\n").expect("write");
+    let vars = no_metadata()
+        .with(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            dir.join("credentials").to_str().expect("utf-8"),
+        )
+        .with(
+            "AWS_CONFIG_FILE",
+            dir.join("config").to_str().expect("utf-8"),
+        )
+        .with("AWS_PROFILE", "deploy")
+        .with("AWS_ENDPOINT_URL_STS", &endpoint);
+    let (signer, tokens) = lock_on_moto(&endpoint, &bucket, vars);
+    assert!(
+        signer.source.contains("profile deploy (assumes role"),
+        "{signer:?}"
+    );
+    assert_ne!(tokens[0], "test-session-token");
+    let _ = std::fs::remove_dir_all(&dir);
+}
