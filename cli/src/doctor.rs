@@ -92,6 +92,9 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16) -> u8 {
     ];
     let (mut failed, mut errors) = (0, 0);
     out!("sets3lock doctor: {scheme}://{bucket}/{prefix}");
+    if let Some(signer) = client.sign_in() {
+        out!("  signed  by {signer}");
+    }
     for (name, verdict) in &checks {
         match verdict {
             Verdict::Pass(detail) => out!("  ok      {name}: {detail}"),

@@ -74,6 +74,11 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             return CANNOT_LOCK;
         }
     };
+    if let Gate::Lock(l) | Gate::Adopt(l, _) = &gate {
+        if let Some(signer) = l.sign_in() {
+            log.note(&format!("signed by {signer}"));
+        }
+    }
     let wait = match (args.lock.no_wait, args.lock.timeout) {
         (true, _) => Wait::No,
         (false, Some(t)) => Wait::Timeout(t),

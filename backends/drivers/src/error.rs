@@ -158,8 +158,15 @@ pub enum Error {
     #[error("storage.googleapis.com's S3-compatible API ignores If-None-Match and If-Match (a second create returns 200 and overwrites): a lock there protects nothing; use a gs://BUCKET/KEY URL, which speaks GCS's own generation preconditions")]
     GcsIgnoresConditions,
     /// An `az://` lock, and no Azure account or credentials.
-    #[error("no Azure storage credentials: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
+    #[error("no Azure storage account or credentials: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or AZURE_STORAGE_ACCOUNT alone to sign in with Entra ID (AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, workload identity, managed identity, or `az login`)")]
     MissingAzureCredentials,
+    /// Bearer tokens (Entra ID) and an `http` endpoint: Azure Storage (and Azurite) take
+    /// bearer tokens over `https` only.
+    #[error("Azure takes Entra ID bearer tokens over https only, and the endpoint {endpoint} is http: use an https endpoint (Azurite: --oauth basic with --cert and --key), or sign with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
+    BearerOverHttp {
+        /// The endpoint.
+        endpoint: String,
+    },
     /// The Azure account key is not base64.
     #[error("the Azure account key (AZURE_STORAGE_KEY, or AccountKey in the connection string) is not base64: copy it whole from the portal or `az storage account keys list`")]
     AzureKey,
@@ -169,8 +176,9 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// The service account key file (`GOOGLE_APPLICATION_CREDENTIALS`) cannot be used.
-    #[error("the Google credentials file {path:?} (GOOGLE_APPLICATION_CREDENTIALS) cannot be used: {reason}")]
+    /// A Google credentials file (`GOOGLE_APPLICATION_CREDENTIALS`, or gcloud's
+    /// `application_default_credentials.json`) cannot be used.
+    #[error("the Google credentials file {path:?} cannot be used: {reason}; point GOOGLE_APPLICATION_CREDENTIALS at a usable file, or run `gcloud auth application-default login`")]
     GcsCredentials {
         /// The file.
         path: std::path::PathBuf,
@@ -276,6 +284,7 @@ impl Error {
             | Error::CaBundle { .. }
             | Error::Credentials { .. }
             | Error::MissingAzureCredentials
+            | Error::BearerOverHttp { .. }
             | Error::AzureKey
             | Error::AzureConnectionString { .. }
             | Error::GcsCredentials { .. }

@@ -1,5 +1,5 @@
 //! The command's integration tests, one binary (linked once): the real `sets3lock` binary run
-//! against the project's servers (SeaweedFS, MiniStack, s3rver, Azurite, fake-gcs-server),
+//! against the project's servers (SeaweedFS, MiniStack, moto, s3rver, Azurite, fake-gcs-server),
 //! some under libfaketime; `scripts/test.sh` starts the servers.
 
 mod support;
@@ -9,5 +9,6 @@ mod docs;
 mod election;
 mod handles;
 mod metrics;
+mod signin;
 mod stores;
 mod time;

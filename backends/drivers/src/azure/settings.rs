@@ -1,8 +1,10 @@
 //! Where the Azure account is and who we are there, following the Azure CLI's conventions:
 //! `AZURE_STORAGE_CONNECTION_STRING`, or `AZURE_STORAGE_ACCOUNT` with `AZURE_STORAGE_KEY`
-//! (Shared Key) or `AZURE_STORAGE_SAS_TOKEN`.
+//! (Shared Key) or `AZURE_STORAGE_SAS_TOKEN`, else Entra ID bearer tokens found the way
+//! `DefaultAzureCredential` finds them (see `signin/azure/`).
 
-use crate::Error;
+use crate::{Error, TokenSource};
+use std::sync::Arc;
 use url::Url;
 
 /// Azurite's (and the old storage emulator's) well-known development account.
@@ -28,7 +30,10 @@ const DEV_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
 /// assert_eq!(azure.account.as_deref(), Some("devstoreaccount1"));
 /// assert_eq!(azure.endpoint.unwrap().as_str(), "http://127.0.0.1:10000/devstoreaccount1");
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// Two settings are equal when their fields are, and their token sources are the same one
+/// (the same `Arc`) or both absent.
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct AzureSettings {
     /// The storage account.
@@ -40,7 +45,30 @@ pub struct AzureSettings {
     /// The blob endpoint (`https://ACCOUNT.blob.core.windows.net` by default; Azurite's is
     /// `http://127.0.0.1:10000/devstoreaccount1`).
     pub endpoint: Option<Url>,
+    /// Where Entra ID bearer tokens come from, used when there is no key and no SAS: your
+    /// own source, or the chain [`from_vars`](AzureSettings::from_vars) finds (a service
+    /// principal, workload identity, managed identity, the Azure CLI). Bearer tokens need an
+    /// `https` endpoint.
+    pub token_source: Option<Arc<dyn TokenSource>>,
 }
+
+impl PartialEq for AzureSettings {
+    fn eq(&self, other: &AzureSettings) -> bool {
+        let same_source = match (&self.token_source, &other.token_source) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        self.account == other.account
+            && self.key == other.key
+            && self.sas == other.sas
+            && self.endpoint == other.endpoint
+            && same_source
+    }
+}
+
+// Pointer identity is reflexive, symmetric and transitive: the relation is an equivalence.
+impl Eq for AzureSettings {}
 
 impl core::fmt::Debug for AzureSettings {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -50,6 +78,7 @@ impl core::fmt::Debug for AzureSettings {
             .field("key", &self.key.as_ref().map(|_| "…"))
             .field("sas", &self.sas.as_ref().map(|_| "…"))
             .field("endpoint", &self.endpoint)
+            .field("token_source", &self.token_source)
             .finish()
     }
 }
@@ -57,15 +86,55 @@ impl core::fmt::Debug for AzureSettings {
 impl AzureSettings {
     /// Reads `AZURE_STORAGE_CONNECTION_STRING` (which wins, as with the Azure CLI), else
     /// `AZURE_STORAGE_ACCOUNT`, `AZURE_STORAGE_KEY` and `AZURE_STORAGE_SAS_TOKEN`, from `var`.
+    ///
+    /// An account with no key and no SAS signs in with Entra ID, in the order of
+    /// `DefaultAzureCredential`:
+    /// 1. a service principal: `AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`;
+    /// 2. workload identity (AKS): `AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`,
+    ///    `AZURE_TENANT_ID`;
+    /// 3. managed identity: `IDENTITY_ENDPOINT` with `IDENTITY_HEADER` (App Service,
+    ///    Functions, Container Apps), else the VM's instance metadata at 169.254.169.254
+    ///    (`AZURE_POD_IDENTITY_AUTHORITY_HOST` moves it; `AZURE_IMDS_DISABLED=true` skips it),
+    ///    for the identity `AZURE_CLIENT_ID` if set;
+    /// 4. the Azure CLI's account (`az login`); `SETS3LOCK_AZURE_CLI` names another command
+    ///    to run in place of `az` (an `az` off the `PATH`, or a test's stand-in).
+    ///
+    /// `AZURE_AUTHORITY_HOST` (default `https://login.microsoftonline.com`) is the Entra ID
+    /// endpoint of the first two. Nothing is asked until a lock is opened; managed identity
+    /// and the CLI are then tried in turn, and the one that answers is kept.
+    ///
+    /// ```
+    /// use sets3lock::AzureSettings;
+    /// let vars = |name: &str| match name {
+    ///     "AZURE_STORAGE_ACCOUNT" => Some("acct".to_string()),
+    ///     "AZURE_TENANT_ID" => Some("contoso.onmicrosoft.com".to_string()),
+    ///     "AZURE_CLIENT_ID" => Some("00000000-0000-0000-0000-000000000001".to_string()),
+    ///     "AZURE_CLIENT_SECRET" => Some("not-shown".to_string()),
+    ///     _ => None,
+    /// };
+    /// let azure = AzureSettings::from_vars(vars).unwrap();
+    /// assert!(azure.key.is_none() && azure.token_source.is_some());
+    /// assert!(!format!("{azure:?}").contains("not-shown"));
+    /// ```
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<AzureSettings, Error> {
         if let Some(text) = var("AZURE_STORAGE_CONNECTION_STRING") {
             return AzureSettings::from_connection_string(&text);
         }
+        let (account, key, sas) = (
+            var("AZURE_STORAGE_ACCOUNT"),
+            var("AZURE_STORAGE_KEY"),
+            var("AZURE_STORAGE_SAS_TOKEN"),
+        );
+        let token_source = match (&account, &key, &sas) {
+            (Some(_), None, None) => Some(crate::signin::azure::resolve(&var)?),
+            _ => None,
+        };
         Ok(AzureSettings {
-            account: var("AZURE_STORAGE_ACCOUNT"),
-            key: var("AZURE_STORAGE_KEY"),
-            sas: var("AZURE_STORAGE_SAS_TOKEN"),
+            account,
+            key,
+            sas,
             endpoint: None,
+            token_source,
         })
     }
 
@@ -97,6 +166,7 @@ impl AzureSettings {
                 key: Some(DEV_KEY.into()),
                 sas: None,
                 endpoint: Url::parse(DEV_ENDPOINT).ok(),
+                token_source: None,
             });
         }
         let endpoint = match get("blobendpoint") {
@@ -132,6 +202,7 @@ impl AzureSettings {
             key,
             sas,
             endpoint,
+            token_source: None,
         })
     }
 }

@@ -1,20 +1,22 @@
 //! Intent → Azure Blob request: Put Blob, Delete Blob or Get Blob with the conditional
-//! headers, `x-ms-date` at the server's time, `x-ms-version` pinned, signed with Shared Key
-//! (or carrying a SAS token in the query).
+//! headers, `x-ms-date` at the server's time, `x-ms-version` pinned, signed with Shared Key,
+//! carrying a SAS token in the query, or an Entra ID bearer token.
 
 use crate::driver::http::{content_md5, HttpRequest};
 use base64::Engine as _;
 use bytes::Bytes;
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
-use sets3lock_proto::{Intent, CONTENT_TYPE};
+use sets3lock_proto::{Ambiguity, Intent, Response, CONTENT_TYPE};
+use std::sync::Arc;
 use url::Url;
 
 /// The Blob service version every request asks for: one that Azure and Azurite (3.37 knows
 /// versions up to 2026-06-06) both accept, so Azurite needs no `--skipApiVersionCheck`.
+/// Bearer tokens need 2017-11-09 or later.
 pub(crate) const VERSION: &str = "2023-11-03";
 
-/// Who signs: Shared Key (the account and its key) or a SAS token.
+/// Who signs: Shared Key (the account and its key), a SAS token, or a bearer token.
 #[derive(Clone)]
 pub(crate) enum Auth {
     /// `Authorization: SharedKey account:signature`.
@@ -26,6 +28,8 @@ pub(crate) enum Auth {
     },
     /// The SAS token's query pairs, appended to every URL.
     Sas(String),
+    /// `Authorization: Bearer <token>`, the token asked of the source for each request.
+    Bearer(Arc<dyn crate::TokenSource>),
 }
 
 impl core::fmt::Debug for Auth {
@@ -33,6 +37,7 @@ impl core::fmt::Debug for Auth {
         f.write_str(match self {
             Auth::SharedKey { .. } => "SharedKey",
             Auth::Sas(_) => "Sas",
+            Auth::Bearer(_) => "Bearer",
         })
     }
 }
@@ -50,13 +55,14 @@ pub(crate) fn blob_url(endpoint: &Url, container: &str, key: &str) -> Url {
     url
 }
 
-/// The request for `intent` on the blob at `url`, dated `time` and signed by `auth`.
+/// The request for `intent` on the blob at `url`, dated `time` and signed by `auth`; or, when
+/// there is no token to sign with, the response that stands for it (not sent).
 pub(crate) fn request(
     url: &Url,
     auth: &Auth,
     intent: &Intent,
     time: &jiff::Timestamp,
-) -> HttpRequest {
+) -> Result<HttpRequest, Response> {
     let mut headers = HeaderMap::new();
     let (method, body) = match intent {
         Intent::PutIfNoneMatch { body } => {
@@ -87,7 +93,8 @@ pub(crate) fn request(
     plain(method, url, auth, headers, body, time)
 }
 
-/// A request with these headers (and the date, version, length and authorization).
+/// A request with these headers (and the date, version, length and authorization); not
+/// sent if the token source has no token.
 pub(crate) fn plain(
     method: Method,
     url: &Url,
@@ -95,7 +102,7 @@ pub(crate) fn plain(
     mut headers: HeaderMap,
     body: Bytes,
     time: &jiff::Timestamp,
-) -> HttpRequest {
+) -> Result<HttpRequest, Response> {
     let date = jiff::fmt::rfc2822::DateTimePrinter::new()
         .timestamp_to_rfc9110_string(time)
         .unwrap_or_default();
@@ -115,13 +122,24 @@ pub(crate) fn plain(
             }
         }
         Auth::Sas(query) => url.set_query(Some(query)),
+        Auth::Bearer(source) => {
+            let not_sent = |detail: String| Response::Ambiguous(Ambiguity::NotSent { detail });
+            let token = source
+                .token()
+                .map_err(|why| not_sent(format!("no Azure token to sign with: {why}")))?;
+            let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                not_sent("the Azure token source gave a token that is not a header value".into())
+            })?;
+            v.set_sensitive(true);
+            headers.insert(http::header::AUTHORIZATION, v);
+        }
     }
-    HttpRequest {
+    Ok(HttpRequest {
         method,
         url,
         headers,
         body,
-    }
+    })
 }
 
 fn put_headers(headers: &mut HeaderMap, body: &[u8]) {
@@ -260,7 +278,8 @@ mod tests {
                 body: Bytes::from_static(b"{}"),
             },
             &time,
-        );
+        )
+        .expect("signed");
         let text = string_to_sign(&r.method, &r.url, &r.headers, "devstoreaccount1");
         assert_eq!(
             text,
@@ -278,7 +297,8 @@ mod tests {
                 etag: ETag::parse("e").expect("etag"),
             },
             &time,
-        );
+        )
+        .expect("signed");
         assert!(string_to_sign(&del.method, &del.url, &del.headers, "a")
             .starts_with("DELETE\n\n\n\n\n"));
         let get = request(
@@ -288,7 +308,8 @@ mod tests {
                 if_none_match: None,
             },
             &time,
-        );
+        )
+        .expect("signed");
         assert!(get.headers.get("content-length").is_none());
     }
 
@@ -303,8 +324,42 @@ mod tests {
                 if_none_match: None,
             },
             &time,
-        );
+        )
+        .expect("signed");
         assert_eq!(r.url.query(), Some("sv=2023-11-03&sp=rwd&sig=abc"));
         assert!(r.headers.get("authorization").is_none());
+    }
+
+    #[derive(Debug)]
+    struct Given(Result<String, String>);
+
+    impl crate::TokenSource for Given {
+        fn token(&self) -> Result<String, String> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn a_bearer_token_goes_in_the_authorization_header_and_none_means_not_sent() {
+        let url = Url::parse("https://acct.blob.core.windows.net/c/k").expect("url");
+        let time = jiff::Timestamp::from_second(1_764_500_000).expect("time");
+        let get = Intent::Get {
+            if_none_match: None,
+        };
+        let auth = Auth::Bearer(Arc::new(Given(Ok("eyJ.tok".into()))));
+        let r = request(&url, &auth, &get, &time).expect("signed");
+        assert_eq!(r.headers["authorization"], "Bearer eyJ.tok");
+        assert!(r.headers["authorization"].is_sensitive());
+        assert_eq!(r.headers["x-ms-version"], VERSION);
+        assert!(VERSION >= "2017-11-09");
+        assert_eq!(r.url.query(), None);
+        assert_eq!(format!("{auth:?}"), "Bearer");
+        let none = Auth::Bearer(Arc::new(Given(Err("Entra ID is down".into()))));
+        match request(&url, &none, &get, &time) {
+            Err(Response::Ambiguous(Ambiguity::NotSent { detail })) => {
+                assert!(detail.contains("Entra ID is down"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -36,14 +36,29 @@ impl AzureStore {
             }
             (None, None) => return Err(Error::MissingAzureCredentials),
         };
-        let auth = match (&azure.key, &azure.sas, &azure.account) {
-            (Some(key), _, Some(account)) => Auth::SharedKey {
+        // A key wins, then a SAS, then bearer tokens (your own source, or the chain
+        // `AzureSettings::from_vars` found).
+        let auth = match (&azure.key, &azure.sas, &azure.account, &azure.token_source) {
+            (Some(key), _, Some(account), _) => Auth::SharedKey {
                 account: account.clone(),
                 key: base64::engine::general_purpose::STANDARD
                     .decode(key.trim())
                     .map_err(|_| Error::AzureKey)?,
             },
-            (_, Some(sas), _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
+            (_, Some(sas), _, _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
+            (_, _, _, Some(source)) => {
+                if endpoint.scheme() != "https" {
+                    return Err(Error::BearerOverHttp {
+                        endpoint: endpoint.to_string(),
+                    });
+                }
+                // The first token now, or one line saying what was tried and what to do.
+                source.ready().map_err(|reason| Error::NoCredentials {
+                    store: "Azure",
+                    reason,
+                })?;
+                Auth::Bearer(source.clone())
+            }
             _ => return Err(Error::MissingAzureCredentials),
         };
         let settings = Settings {
@@ -70,12 +85,11 @@ impl AzureStore {
         &self,
         kind: IntentKind,
         limit: Duration,
-        sign: impl Fn(&jiff::Timestamp) -> crate::driver::http::HttpRequest,
+        sign: impl Fn(&jiff::Timestamp) -> Result<crate::driver::http::HttpRequest, Response>,
     ) -> Response {
         let read = |r: &Reply| {
             sets3lock_proto::reply::azure::classify(kind, r.status, &r.headers, &r.body)
         };
-        let sign = |time: &jiff::Timestamp| Ok(sign(time));
         let observer = self.observer.as_ref();
         match exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await {
             Ok((_, response)) => response,
@@ -132,5 +146,15 @@ impl Store for AzureStore {
 
     fn id(&self) -> &StoreId {
         &self.id
+    }
+
+    fn sign_in(&self) -> Option<crate::SignIn> {
+        Some(match &self.auth {
+            Auth::SharedKey { account, .. } => {
+                crate::SignIn::new(format!("Shared Key (account {account})"))
+            }
+            Auth::Sas(_) => crate::SignIn::new("a SAS token"),
+            Auth::Bearer(source) => source.sign_in(),
+        })
     }
 }

@@ -1,9 +1,11 @@
 //! Where GCS is and who we are there: `STORAGE_EMULATOR_HOST` (an emulator, no credentials),
-//! `GOOGLE_OAUTH_ACCESS_TOKEN` (a token given), `GOOGLE_APPLICATION_CREDENTIALS` (a service
-//! account's key file), else the metadata server (GCE, GKE, Cloud Run; `GCE_METADATA_HOST`).
+//! `GOOGLE_OAUTH_ACCESS_TOKEN` (a token given), else Application Default Credentials:
+//! `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server (see
+//! `signin/google/`).
 
-use crate::Error;
+use crate::{Error, TokenSource};
 use std::path::PathBuf;
+use std::sync::Arc;
 use url::Url;
 
 /// How to reach Google Cloud Storage, for `gs://bucket/key` locks.
@@ -18,7 +20,10 @@ use url::Url;
 /// assert_eq!(gcs.endpoint.unwrap().as_str(), "http://127.0.0.1:4443/");
 /// assert!(gcs.anonymous);
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// Two settings are equal when their fields are, and their token sources are the same one
+/// (the same `Arc`) or both absent.
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct GcsSettings {
     /// The endpoint; `None`: `https://storage.googleapis.com`.
@@ -27,12 +32,36 @@ pub struct GcsSettings {
     pub anonymous: bool,
     /// An OAuth access token to send as it is (it is not refreshed).
     pub token: Option<String>,
-    /// A service account's JSON key file.
+    /// A Google credentials file (a service account's key, `authorized_user`,
+    /// `external_account`), used when there is no `token` and no `token_source`.
     pub credentials_file: Option<PathBuf>,
     /// The metadata server's `host[:port]`, asked for tokens when nothing above is set
     /// (`GCE_METADATA_HOST`; `None`: `metadata.google.internal`).
     pub metadata_host: Option<String>,
+    /// Where bearer tokens come from, used when there is no `token`: your own source, or
+    /// the Application Default Credentials chain [`from_vars`](GcsSettings::from_vars)
+    /// finds. Without one, `credentials_file`, else the metadata server, is used.
+    pub token_source: Option<Arc<dyn TokenSource>>,
 }
+
+impl PartialEq for GcsSettings {
+    fn eq(&self, other: &GcsSettings) -> bool {
+        let same_source = match (&self.token_source, &other.token_source) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        self.endpoint == other.endpoint
+            && self.anonymous == other.anonymous
+            && self.token == other.token
+            && self.credentials_file == other.credentials_file
+            && self.metadata_host == other.metadata_host
+            && same_source
+    }
+}
+
+// Pointer identity is reflexive, symmetric and transitive: the relation is an equivalence.
+impl Eq for GcsSettings {}
 
 impl core::fmt::Debug for GcsSettings {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -42,14 +71,39 @@ impl core::fmt::Debug for GcsSettings {
             .field("token", &self.token.as_ref().map(|_| "…"))
             .field("credentials_file", &self.credentials_file)
             .field("metadata_host", &self.metadata_host)
+            .field("token_source", &self.token_source)
             .finish()
     }
 }
 
 impl GcsSettings {
     /// Reads `STORAGE_EMULATOR_HOST` (`host:port` or a URL; no credentials then),
-    /// `GOOGLE_OAUTH_ACCESS_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS` and `GCE_METADATA_HOST`
-    /// from `var`.
+    /// `GOOGLE_OAUTH_ACCESS_TOKEN` (a token sent as it is), else finds Application Default
+    /// Credentials the way Google's libraries do:
+    /// 1. `GOOGLE_APPLICATION_CREDENTIALS`, a credentials file: a service account's key
+    ///    (`service_account`), a user's refresh token (`authorized_user`), or workload
+    ///    identity federation (`external_account`, its subject token from a file, a URL, or
+    ///    an executable if `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1`);
+    /// 2. gcloud's `application_default_credentials.json` (`gcloud auth
+    ///    application-default login`), in `CLOUDSDK_CONFIG`, else `~/.config/gcloud`
+    ///    (`%APPDATA%\gcloud` on Windows);
+    /// 3. the metadata server: `GCE_METADATA_HOST`, else `GCE_METADATA_IP`, else
+    ///    `metadata.google.internal` (asked for at most a second the first time);
+    ///    `NO_GCE_CHECK=true` skips it.
+    ///
+    /// A credentials file that cannot be used is an error now; tokens are fetched only when
+    /// a lock is opened.
+    ///
+    /// ```
+    /// use sets3lock::GcsSettings;
+    /// let vars = |name: &str| match name {
+    ///     "GOOGLE_OAUTH_ACCESS_TOKEN" => Some("ya29.not-shown".to_string()),
+    ///     _ => None,
+    /// };
+    /// let gcs = GcsSettings::from_vars(vars).unwrap();
+    /// assert!(gcs.token.is_some() && gcs.token_source.is_none());
+    /// assert!(!format!("{gcs:?}").contains("not-shown"));
+    /// ```
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<GcsSettings, Error> {
         let mut options = GcsSettings {
             token: var("GOOGLE_OAUTH_ACCESS_TOKEN"),
@@ -65,6 +119,9 @@ impl GcsSettings {
             };
             options.endpoint = Some(crate::parse_endpoint(&url)?);
             options.anonymous = true;
+        }
+        if !options.anonymous && options.token.is_none() {
+            options.token_source = Some(crate::signin::google::resolve(&var, true)?);
         }
         Ok(options)
     }

@@ -7,16 +7,15 @@
 
 use crate::driver::clock::Stamp;
 use crate::driver::http::{Settings, Transport};
-use crate::driver::server_time::ServerTime;
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::request::{plain_delete, request};
-use crate::gcs::token::{service_account, Source, Tokens};
+use crate::gcs::token::{Fixed, Tokens};
 use crate::{Error, Options};
 use core::time::Duration;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use url::Url;
 
 /// After a 429, the next write of the same object waits this long.
@@ -32,8 +31,6 @@ pub(crate) struct GcsStore {
     base: Url,
     bucket: String,
     tokens: Tokens,
-    /// The server's clock, learned from its replies' `Date`: what signed tokens are dated by.
-    time: ServerTime,
     transport: Transport,
     throttled: Mutex<HashMap<String, Stamp>>,
 }
@@ -46,16 +43,34 @@ impl GcsStore {
             Some(e) => e.clone(),
             None => crate::parse_endpoint("https://storage.googleapis.com")?,
         };
-        let source = if gcs.anonymous {
-            Source::Anonymous
+        let tokens = if gcs.anonymous {
+            Tokens::Anonymous
         } else if let Some(token) = &gcs.token {
-            Source::Fixed(token.clone())
-        } else if let Some(path) = &gcs.credentials_file {
-            service_account(path)?
+            Tokens::Source(Arc::new(Fixed(token.clone())))
+        } else if let Some(source) = &gcs.token_source {
+            Tokens::Source(source.clone())
         } else {
-            let host = gcs.metadata_host.clone();
-            Source::Metadata(host.unwrap_or_else(|| "metadata.google.internal".into()))
+            // Settings made in code: their credentials file, else the metadata server.
+            let file = gcs
+                .credentials_file
+                .as_ref()
+                .map(|p| p.display().to_string());
+            let ca_bundle = options.ca_bundle.as_ref().map(|p| p.display().to_string());
+            let var = |name: &str| match name {
+                "GOOGLE_APPLICATION_CREDENTIALS" => file.clone(),
+                "GCE_METADATA_HOST" => gcs.metadata_host.clone(),
+                "SETS3LOCK_CA_BUNDLE" => ca_bundle.clone(),
+                _ => None,
+            };
+            Tokens::Source(crate::signin::google::resolve(&var, false)?)
         };
+        if let Tokens::Source(source) = &tokens {
+            // The first token now, or one line saying what was tried and what to do.
+            source.ready().map_err(|reason| Error::NoCredentials {
+                store: "Google",
+                reason,
+            })?;
+        }
         let settings = Settings {
             endpoint: Some(base.clone()),
             ca_bundle: options.ca_bundle.clone(),
@@ -66,8 +81,7 @@ impl GcsStore {
             id: StoreId::new(Scheme::Gcs, &origin, name),
             base,
             bucket: name.to_owned(),
-            tokens: Tokens::new(source),
-            time: ServerTime::default(),
+            tokens,
             transport: Transport::new(blocking, &settings)?,
             throttled: Mutex::new(HashMap::new()),
         })
@@ -116,8 +130,7 @@ impl GcsStore {
                         .into(),
             });
         }
-        let now = u64::try_from(self.time.now().as_second()).unwrap_or(0);
-        let token = match self.tokens.current(&self.transport, limit, now).await {
+        let token = match self.tokens.current() {
             Ok(t) => t,
             Err(no_token) => return no_token,
         };
@@ -127,22 +140,13 @@ impl GcsStore {
                 detail: "getting a token took the request's whole time limit".into(),
             });
         }
-        let sent = std::time::SystemTime::now();
         let reply = match self.transport.exchange(build(token.as_deref()), left).await {
             Ok(r) => r,
             Err(no_reply) => return no_reply,
         };
-        // Tokens are dated by the server's clock (a signed one is refused if its time is off).
-        let _ = self
-            .time
-            .learn(&reply.headers, sent, std::time::SystemTime::now(), false);
         if writes && reply.status.as_u16() == 429 {
             let at = Stamp::now().plus(AFTER_429);
             self.throttled().insert(key.to_owned(), at);
-        }
-        if reply.status.as_u16() == 401 {
-            // An expired or refused token: the next request gets a new one.
-            self.tokens.forget();
         }
         sets3lock_proto::reply::gcs::classify(kind, reply.status, &reply.headers, &reply.body)
     }
@@ -172,5 +176,12 @@ impl Store for GcsStore {
 
     fn id(&self) -> &StoreId {
         &self.id
+    }
+
+    fn sign_in(&self) -> Option<crate::SignIn> {
+        Some(match &self.tokens {
+            Tokens::Anonymous => crate::SignIn::new("anonymous (an emulator)"),
+            Tokens::Source(source) => source.sign_in(),
+        })
     }
 }

@@ -1,147 +1,60 @@
-//! Bearer tokens for GCS: none (an emulator), one given, a self-signed JWT from a service
-//! account's key (RS256; no token exchange, so no request to Google's token endpoint), or one
-//! from the metadata server (GCE, GKE, Cloud Run). Cached, and renewed five minutes before it
-//! expires.
+//! Bearer tokens for GCS: none (an emulator), one given, or one from a [`TokenSource`] (the
+//! ADC chain of `signin/google/`, or your own), asked before each request and never fetched
+//! on the request's path. Also the self-signed JWT a service account's key makes (RS256; no
+//! token exchange, so no request to Google's token endpoint).
 
-use crate::driver::clock::Stamp;
-use crate::driver::http::{HttpRequest, Transport};
-use crate::Error;
+use crate::TokenSource;
 use base64::Engine as _;
 use core::time::Duration;
 use sets3lock_proto::{Ambiguity, Response};
-use std::sync::Mutex;
+use std::sync::Arc;
 
 /// How long a self-signed token is made for (Google's limit is an hour).
-const LIFETIME: Duration = Duration::from_secs(3600);
-/// A token is renewed this long before it expires.
-const EARLY: Duration = Duration::from_secs(300);
+pub(crate) const LIFETIME: Duration = Duration::from_secs(3600);
 /// The scope a self-signed token carries (GCS does not take an audience).
 const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 
-/// Where tokens come from.
-pub(crate) enum Source {
+/// Where a store's tokens come from.
+#[derive(Clone, Debug)]
+pub(crate) enum Tokens {
     /// No token (an emulator).
     Anonymous,
-    /// A token given, sent as it is.
-    Fixed(String),
-    /// A service account's key: tokens are JWTs it signs.
-    ServiceAccount {
-        email: String,
-        key_id: String,
-        key: aws_lc_rs::signature::RsaKeyPair,
-    },
-    /// The metadata server at this address (`metadata.google.internal`, or `GCE_METADATA_HOST`).
-    Metadata(String),
-}
-
-impl core::fmt::Debug for Source {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Source::Anonymous => f.write_str("Anonymous"),
-            Source::Fixed(_) => f.write_str("Fixed"),
-            Source::ServiceAccount { email, .. } => write!(f, "ServiceAccount({email})"),
-            Source::Metadata(host) => write!(f, "Metadata({host})"),
-        }
-    }
-}
-
-/// A token source with its cached token (never shown: it is a credential).
-pub(crate) struct Tokens {
-    source: Source,
-    cached: Mutex<Option<(String, Stamp)>>,
-}
-
-impl core::fmt::Debug for Tokens {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Tokens")
-            .field("source", &self.source)
-            .finish_non_exhaustive()
-    }
+    /// A source asked before each request.
+    Source(Arc<dyn TokenSource>),
 }
 
 impl Tokens {
-    pub(crate) fn new(source: Source) -> Tokens {
-        Tokens {
-            source,
-            cached: Mutex::new(None),
-        }
-    }
-
     /// The token for the next request (`None`: send none), or the reply that stands for the
-    /// request when there is none to be had (not sent: a setback the core retries). A token
-    /// fetched from the metadata server takes at most `limit`; a signed one is dated `now`
-    /// (Unix seconds, by the server's clock).
-    pub(crate) async fn current(
-        &self,
-        transport: &Transport,
-        limit: Duration,
-        now: u64,
-    ) -> Result<Option<String>, Response> {
-        match &self.source {
-            Source::Anonymous => return Ok(None),
-            Source::Fixed(t) => return Ok(Some(t.clone())),
-            _ => {}
+    /// request when there is none to be had (not sent: a setback the core retries).
+    pub(crate) fn current(&self) -> Result<Option<String>, Response> {
+        match self {
+            Tokens::Anonymous => Ok(None),
+            Tokens::Source(s) => s.token().map(Some).map_err(|why| {
+                Response::Ambiguous(Ambiguity::NotSent {
+                    detail: format!("no Google token to sign with: {why}"),
+                })
+            }),
         }
-        if let Some((token, until)) = self.cached().as_ref() {
-            if Stamp::now() < *until {
-                return Ok(Some(token.clone()));
-            }
-        }
-        let (token, lifetime) = match &self.source {
-            Source::ServiceAccount { email, key_id, key } => (
-                self_signed(email, key_id, key, now).map_err(not_sent)?,
-                LIFETIME,
-            ),
-            Source::Metadata(host) => from_metadata(host, transport, limit).await?,
-            Source::Anonymous | Source::Fixed(_) => return Ok(None),
-        };
-        let until = Stamp::now().plus(lifetime.saturating_sub(EARLY));
-        *self.cached() = Some((token.clone(), until));
-        Ok(Some(token))
-    }
-
-    /// Drops the cached token (the store refused it): the next request gets a new one.
-    pub(crate) fn forget(&self) {
-        *self.cached() = None;
-    }
-
-    fn cached(&self) -> std::sync::MutexGuard<'_, Option<(String, Stamp)>> {
-        // Poisoned only by a panic while storing a token: the value is still whole.
-        self.cached.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-fn not_sent(detail: String) -> Response {
-    Response::Ambiguous(Ambiguity::NotSent { detail })
+/// A token given as it is (`GOOGLE_OAUTH_ACCESS_TOKEN`): never refreshed, never shown.
+pub(crate) struct Fixed(pub(crate) String);
+
+impl core::fmt::Debug for Fixed {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Fixed(…)")
+    }
 }
 
-/// The source `GOOGLE_APPLICATION_CREDENTIALS` names: a service account's JSON key file.
-pub(crate) fn service_account(path: &std::path::Path) -> Result<Source, Error> {
-    let bad = |reason: String| Error::GcsCredentials {
-        path: path.to_owned(),
-        reason,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(str::to_owned);
-    match field("type").as_deref() {
-        Some("service_account") => {}
-        Some(other) => {
-            return Err(bad(format!(
-                "its type is {other:?}; only service_account keys are supported (create one with `gcloud iam service-accounts keys create`)"
-            )))
-        }
-        None => return Err(bad("it has no \"type\": it is not a credentials file".into())),
+impl TokenSource for Fixed {
+    fn token(&self) -> Result<String, String> {
+        Ok(self.0.clone())
     }
-    let email = field("client_email").ok_or_else(|| bad("it has no client_email".into()))?;
-    let pem = field("private_key").ok_or_else(|| bad("it has no private_key".into()))?;
-    let key = rsa_key(&pem).map_err(bad)?;
-    Ok(Source::ServiceAccount {
-        email,
-        key_id: field("private_key_id").unwrap_or_default(),
-        key,
-    })
+
+    fn sign_in(&self) -> crate::SignIn {
+        crate::SignIn::new("a token given (GOOGLE_OAUTH_ACCESS_TOKEN)")
+    }
 }
 
 /// The key of a PKCS#8 PEM block (`-----BEGIN PRIVATE KEY-----`).
@@ -191,52 +104,6 @@ pub(crate) fn self_signed(
     Ok(format!("{message}.{}", b64(&signature)))
 }
 
-/// A token from the metadata server, and how long it lasts.
-async fn from_metadata(
-    host: &str,
-    transport: &Transport,
-    limit: Duration,
-) -> Result<(String, Duration), Response> {
-    let url = format!("http://{host}/computeMetadata/v1/instance/service-accounts/default/token");
-    let url = url::Url::parse(&url)
-        .map_err(|e| not_sent(format!("metadata server address {host:?}: {e}")))?;
-    let mut headers = http::HeaderMap::new();
-    headers.insert("metadata-flavor", http::HeaderValue::from_static("Google"));
-    let request = HttpRequest {
-        method: http::Method::GET,
-        url,
-        headers,
-        body: bytes::Bytes::new(),
-    };
-    let none = |why: String| {
-        not_sent(format!(
-            "no Google credentials: the metadata server {why}; outside Google Cloud set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file"
-        ))
-    };
-    let reply = match transport
-        .exchange(request, limit.min(Duration::from_secs(5)))
-        .await
-    {
-        Ok(r) => r,
-        Err(Response::Ambiguous(a)) => return Err(none(format!("did not answer ({a})"))),
-        Err(other) => return Err(other),
-    };
-    if !reply.status.is_success() {
-        return Err(none(format!("answered HTTP {}", reply.status.as_u16())));
-    }
-    let json: serde_json::Value = serde_json::from_slice(&reply.body)
-        .map_err(|_| none("answered something that is not a token".into()))?;
-    let token = json
-        .get("access_token")
-        .and_then(|t| t.as_str())
-        .ok_or_else(|| none("answered without an access_token".into()))?;
-    let lasts = json
-        .get("expires_in")
-        .and_then(|e| e.as_u64())
-        .unwrap_or(300);
-    Ok((token.to_owned(), Duration::from_secs(lasts)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,19 +141,10 @@ mod tests {
     }
 
     #[test]
-    fn a_key_file_that_is_not_a_service_account_is_named() {
-        let dir = std::env::temp_dir().join(format!("sets3lock-gcs-key-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let file = dir.join("user.json");
-        std::fs::write(&file, r#"{"type":"authorized_user","client_id":"x"}"#).expect("write");
-        let e = service_account(&file).expect_err("refused").to_string();
-        assert!(
-            e.contains("authorized_user") && e.contains("service_account"),
-            "{e}"
-        );
-        std::fs::write(&file, r#"{"type":"service_account","client_email":"a@b","private_key":"-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n"}"#).expect("write");
-        let e = service_account(&file).expect_err("refused").to_string();
-        assert!(e.contains("PEM"), "{e}");
-        let _ = std::fs::remove_dir_all(&dir);
+    fn a_given_token_is_sent_as_it_is_and_never_shown() {
+        let t = Tokens::Source(Arc::new(Fixed("ya29.given".into())));
+        assert_eq!(t.current().ok().flatten().as_deref(), Some("ya29.given"));
+        assert!(!format!("{t:?}").contains("ya29"));
+        assert_eq!(Tokens::Anonymous.current().ok(), Some(None));
     }
 }

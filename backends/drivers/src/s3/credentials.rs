@@ -138,12 +138,17 @@ pub(crate) fn to_sign_with(
     })
 }
 
-/// The source the options name: a provider, or fixed credentials, or none.
+/// The source the options name: a provider of the user's, or fixed credentials, or the one
+/// the chain found, or none.
 pub(crate) fn source_of(options: &crate::S3Settings) -> Option<Arc<dyn AwsCredentialSource>> {
-    options.credential_source.clone().or_else(|| {
-        options
-            .credentials
-            .clone()
-            .map(|c| Arc::new(Fixed(c)) as Arc<dyn AwsCredentialSource>)
-    })
+    options
+        .credential_source
+        .clone()
+        .or_else(|| {
+            options
+                .credentials
+                .clone()
+                .map(|c| Arc::new(Fixed(c)) as Arc<dyn AwsCredentialSource>)
+        })
+        .or_else(|| options.chain.clone())
 }

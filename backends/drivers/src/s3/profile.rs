@@ -100,7 +100,7 @@ impl S3Settings {
         options.credentials = None;
         match resolve(profile, &var, &files, &options.region)? {
             Resolved::Keys(keys) => options.credentials = Some(keys),
-            Resolved::Source(source) => options.credential_source = Some(source),
+            Resolved::Source(source) => options.chain = Some(source),
         }
         Ok(options)
     }

@@ -35,12 +35,15 @@ pub struct S3Settings {
     /// Path-style addressing (`endpoint/bucket/key`). `None`: on for custom endpoints and for
     /// bucket names with dots, virtual-host style otherwise.
     pub path_style: Option<bool>,
-    /// The credentials; `None` (and no `credential_source`) fails with
-    /// [`Error::MissingCredentials`] when the lock is opened.
+    /// The credentials: keys given, or static keys the environment or a profile names.
     pub credentials: Option<AwsCredentials>,
-    /// A provider asked before every request (refreshing temporary credentials); takes
-    /// precedence over `credentials`.
+    /// A provider of your own, asked before every request (refreshing temporary
+    /// credentials); takes precedence over `credentials` and over the chain.
     pub credential_source: Option<Arc<dyn AwsCredentialSource>>,
+    /// The source the AWS chain found ([`S3Settings::from_env_and_profile`]), when it is not
+    /// static keys: used only when neither field above is set. Without any of the three,
+    /// opening a lock fails with [`Error::MissingCredentials`].
+    pub(crate) chain: Option<Arc<dyn AwsCredentialSource>>,
     /// How long a presigned request stays valid after it is signed (15 s): the window in
     /// which a captured request could be replayed (with the same body: PUT bodies are bound
     /// to the signature by a signed `Content-MD5`). Requests are signed at the server's time,
@@ -56,12 +59,27 @@ impl Default for S3Settings {
             path_style: None,
             credentials: None,
             credential_source: None,
+            chain: None,
             presign_expiry: Duration::from_secs(15),
         }
     }
 }
 
 impl S3Settings {
+    /// The source that will sign: `credential_source`, else `credentials`, else the source
+    /// the AWS chain found; `None` if there is none.
+    ///
+    /// ```
+    /// use sets3lock::{AwsCredentials, S3Settings};
+    /// let mut s3 = S3Settings::default();
+    /// assert!(s3.signer().is_none());
+    /// s3.credentials = Some(AwsCredentials::new("AKID", "secret"));
+    /// assert_eq!(s3.signer().unwrap().current().unwrap().key(), "AKID");
+    /// ```
+    pub fn signer(&self) -> Option<Arc<dyn AwsCredentialSource>> {
+        crate::s3::credentials::source_of(self)
+    }
+
     /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
     /// (or `AWS_DEFAULT_REGION`) and `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) from the
     /// process environment.

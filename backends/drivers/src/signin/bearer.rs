@@ -122,6 +122,7 @@ impl Name {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn set(&self, name: impl Into<String>) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = name.into();
     }
@@ -165,6 +166,7 @@ impl<F: Fetch<Value = String>> Chained<F> {
     }
 
     /// The fetcher's errors name every source it tried.
+    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
     pub(crate) fn listing_itself(mut self) -> Chained<F> {
         self.lists_itself = true;
         self
@@ -260,7 +262,11 @@ mod tests {
         )
         .expect("token");
         assert_eq!(f.value, "t1");
-        let left = f.expires.expect("expires").duration_since(before).expect("later");
+        let left = f
+            .expires
+            .expect("expires")
+            .duration_since(before)
+            .expect("later");
         assert!(left >= Duration::from_secs(3599) && left < Duration::from_secs(3610));
         let f = oauth_token(
             &answer(200, r#"{"access_token":"t2","expires_on":1800000000}"#),
@@ -299,6 +305,9 @@ mod tests {
             e,
             "IAM answered HTTP 403: Permission 'iam.serviceAccounts.getAccessToken' denied"
         );
-        assert_eq!(refused(&answer(502, "bad\ngateway"), "x"), "x answered HTTP 502: bad gateway");
+        assert_eq!(
+            refused(&answer(502, "bad\ngateway"), "x"),
+            "x answered HTTP 502: bad gateway"
+        );
     }
 }

@@ -4,11 +4,22 @@
 //! - `refresh.rs`: the cache and its thread (fetch ahead of expiry, keep the old value
 //!   through a failed fetch);
 //! - `fetch.rs`: the blocking HTTP client, token files and commands the fetchers use;
-//! - `aws/`: the AWS chain.
+//! - `aws/`: the AWS chain;
+//! - `azure/`: Entra ID (service principal, workload identity, managed identity, Azure CLI);
+//! - `google/`: Application Default Credentials (credentials files, the metadata server);
+//! - `bearer.rs`: what the last two share (OAuth token answers, the chained token source).
 
 pub(crate) mod aws;
+#[cfg(feature = "azure")]
+pub(crate) mod azure;
+#[cfg(any(feature = "azure", feature = "gcs"))]
+pub(crate) mod bearer;
 pub(crate) mod fetch;
+#[cfg(feature = "gcs")]
+pub(crate) mod google;
 pub(crate) mod refresh;
+#[cfg(all(test, any(feature = "azure", feature = "gcs")))]
+pub(crate) mod stub;
 
 use std::fmt::Debug;
 use std::time::SystemTime;

@@ -65,11 +65,8 @@ impl Stub {
     pub(crate) fn start(answer: impl Fn(&Seen) -> (u16, String) + Send + Sync + 'static) -> Stub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
-        let url = Url::parse(&format!(
-            "http://{}/",
-            listener.local_addr().expect("addr")
-        ))
-        .expect("url");
+        let url =
+            Url::parse(&format!("http://{}/", listener.local_addr().expect("addr"))).expect("url");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (seen2, stop2) = (seen.clone(), stop.clone());

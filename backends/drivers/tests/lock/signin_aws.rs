@@ -56,6 +56,9 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
         .with("AWS_REGION", "us-east-1");
     let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
     assert!(options.s3.credentials.is_none());
+    let shown = format!("{options:?}");
+    assert!(shown.contains("the container endpoint"), "{shown}");
+    assert!(!shown.contains(&mock.secret), "{shown}");
     options.lock.lease = Duration::from_secs(3);
     let locker = Locker::new(&mock.url(&fresh_key("container")), options).expect("locker");
     let signer = locker.sign_in().expect("the S3 store says who signs");
@@ -174,6 +177,26 @@ fn with_nothing_to_sign_with_one_line_names_every_source_tried() {
 }
 
 #[test]
+fn keys_set_in_code_win_over_the_source_the_chain_found() {
+    let mock = support::mock(404);
+    let service = container("AKIAWRONG".into(), "wrong".into(), 3600);
+    let vars = no_metadata()
+        .with("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
+        .with("AWS_ENDPOINT_URL", &mock.endpoint);
+    let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+        mock.access_key.clone(),
+        mock.secret.clone(),
+    ));
+    let held = Locker::new(&mock.url(&fresh_key("keys-win")), options)
+        .expect("locker")
+        .acquire(Wait::No)
+        .expect("signed with the keys given");
+    held.release().expect("release");
+    assert!(service.asked().is_empty(), "the chain's source was asked");
+}
+
+#[test]
 fn a_credential_process_signs_and_its_failure_is_quoted() {
     let mock = support::mock(404);
     let dir = std::env::temp_dir().join(format!("sets3lock-process-{:016x}", support::rand_u64()));
@@ -229,11 +252,8 @@ fn lock_on_moto(endpoint: &str, bucket: &str, vars: Vars) -> (sets3lock::SignIn,
         .with("AWS_ENDPOINT_URL_S3", &proxy.endpoint)
         .with("AWS_REGION", "us-east-1");
     let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
-    let source = options
-        .s3
-        .credential_source
-        .clone()
-        .expect("a source, not keys");
+    assert!(options.s3.credentials.is_none() && options.s3.credential_source.is_none());
+    let source = options.s3.signer().expect("the chain's source");
     let locker = Locker::new(
         &format!("s3://{bucket}/{}", fresh_key("moto-chain")),
         options,

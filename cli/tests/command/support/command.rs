@@ -21,8 +21,20 @@ impl TestCommand {
             .env("AWS_SECRET_ACCESS_KEY", &s.secret)
             .env("AWS_ENDPOINT_URL", &s.endpoint)
             .env("AWS_REGION", "us-east-1")
-            .env("HOME", std::env::temp_dir());
+            .env("HOME", std::env::temp_dir())
+            // No metadata service off this machine, whatever a test leaves out.
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AZURE_IMDS_DISABLED", "true")
+            .env("NO_GCE_CHECK", "true");
         TestCommand { cmd }
+    }
+
+    /// Without the server's keys: the rest of the AWS chain signs.
+    pub fn without_keys(mut self) -> TestCommand {
+        self.cmd
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY");
+        self
     }
 
     pub fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(

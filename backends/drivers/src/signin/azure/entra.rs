@@ -174,13 +174,8 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("token");
         std::fs::write(&file, "assertion-1\n").expect("write");
-        let entra = Entra::new(
-            &stub.origin(),
-            "t",
-            "c",
-            Proof::Assertion(file.clone()),
-        )
-        .expect("entra");
+        let entra =
+            Entra::new(&stub.origin(), "t", "c", Proof::Assertion(file.clone())).expect("entra");
         let http = http(&stub);
         entra.token(&http).expect("first");
         std::fs::write(&file, "assertion-2").expect("rotate");
@@ -202,8 +197,13 @@ mod tests {
 
     #[test]
     fn a_secret_never_goes_in_clear_off_this_machine() {
-        let e = Entra::new("http://login.example.com", "t", "c", Proof::Secret("x".into()))
-            .expect_err("refused");
+        let e = Entra::new(
+            "http://login.example.com",
+            "t",
+            "c",
+            Proof::Secret("x".into()),
+        )
+        .expect_err("refused");
         assert!(e.contains("https"), "{e}");
     }
 }

@@ -142,7 +142,10 @@ mod tests {
     fn imds_is_asked_with_the_metadata_header_and_a_refusal_is_quoted() {
         let stub = Stub::start(|r| {
             if r.header("metadata") == Some("true") && r.query("client_id").is_none() {
-                (200, r#"{"access_token":"t-vm","expires_in":"86399"}"#.into())
+                (
+                    200,
+                    r#"{"access_token":"t-vm","expires_in":"86399"}"#.into(),
+                )
             } else {
                 (
                     400,

@@ -1,0 +1,330 @@
+//! Which Entra ID source applies, from the variables alone where they decide it: a service
+//! principal's secret, then workload identity. Managed identity and the Azure CLI cannot be
+//! told apart without asking, so the last source asks managed identity, then the CLI, at its
+//! first fetch, and keeps to whichever answered (as `DefaultAzureCredential` does).
+
+use super::cli::Cli;
+use super::entra::{Entra, Proof};
+use super::managed::{Managed, IMDS};
+use crate::signin::bearer::{is_true, Chained, Clients, Name, SERVICE_LIMIT};
+use crate::signin::refresh::{Fetch, Fetched};
+use crate::signin::TokenSource;
+use crate::Error;
+use std::path::PathBuf;
+use std::sync::Arc;
+use url::Url;
+
+/// The advice when nothing gave a token.
+const FIX: &str = "run `az login`, or set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (on Azure: give the resource a managed identity)";
+
+/// Managed identity, then the CLI; the one that answered first.
+struct Ambient {
+    managed: Option<Managed>,
+    cli: Cli,
+    chosen: Option<Choice>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Managed,
+    Cli,
+}
+
+enum Source {
+    Entra(Entra),
+    Ambient(Ambient),
+}
+
+struct Fetcher {
+    source: Source,
+    clients: Clients,
+    name: Name,
+}
+
+impl Fetch for Fetcher {
+    type Value = String;
+    fn fetch(&mut self) -> Result<Fetched<String>, String> {
+        match &mut self.source {
+            Source::Entra(e) => e.token(self.clients.for_url(&e.token_url, SERVICE_LIMIT)?),
+            Source::Ambient(a) => ambient(a, &mut self.clients, &self.name),
+        }
+    }
+}
+
+fn managed_token(
+    m: &Managed,
+    clients: &mut Clients,
+    settled: bool,
+) -> Result<Fetched<String>, String> {
+    let url = m.url()?;
+    m.token(clients.for_url(&url, m.limit(settled))?)
+}
+
+fn ambient(a: &mut Ambient, clients: &mut Clients, name: &Name) -> Result<Fetched<String>, String> {
+    match (a.chosen, &a.managed) {
+        (Some(Choice::Managed), Some(m)) => {
+            return managed_token(m, clients, true).map_err(|e| format!("{} ({e})", m.name()))
+        }
+        (Some(Choice::Cli), _) => {
+            return a.cli.token().map_err(|e| format!("{} ({e})", a.cli.name()))
+        }
+        _ => {}
+    }
+    let mut why = Vec::new();
+    if let Some(m) = &a.managed {
+        match managed_token(m, clients, false) {
+            Ok(t) => {
+                a.chosen = Some(Choice::Managed);
+                name.set(m.name());
+                return Ok(t);
+            }
+            Err(e) => why.push(format!("{} ({e})", m.name())),
+        }
+    }
+    match a.cli.token() {
+        Ok(t) => {
+            a.chosen = Some(Choice::Cli);
+            name.set(a.cli.name());
+            Ok(t)
+        }
+        Err(e) => {
+            why.push(format!("{} ({e})", a.cli.name()));
+            Err(why.join(", "))
+        }
+    }
+}
+
+/// The chain for an account with no key and no SAS, from `var`: the source that applies,
+/// with what was passed over to reach it.
+pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn TokenSource>, Error> {
+    let bad = |reason: String| Error::NoCredentials {
+        store: "Azure",
+        reason,
+    };
+    let ca_bundle = var("SETS3LOCK_CA_BUNDLE").map(PathBuf::from);
+    let authority =
+        var("AZURE_AUTHORITY_HOST").unwrap_or_else(|| "https://login.microsoftonline.com".into());
+    let (tenant, client_id) = (var("AZURE_TENANT_ID"), var("AZURE_CLIENT_ID"));
+    let entra = |proof: Proof, fix: &str, tried: Vec<String>| {
+        let (Some(tenant), Some(client_id)) = (&tenant, &client_id) else {
+            return Err(bad("no tenant or client".into()));
+        };
+        let e = Entra::new(&authority, tenant, client_id, proof).map_err(bad)?;
+        let name = Name::new(e.name());
+        let fetcher = Fetcher {
+            source: Source::Entra(e),
+            clients: Clients::new(ca_bundle.clone()),
+            name: name.clone(),
+        };
+        Ok(
+            Arc::new(Chained::new(fetcher, name, tried, fix, "azure-token"))
+                as Arc<dyn TokenSource>,
+        )
+    };
+    let missing = |names: &[(&str, bool)]| {
+        let absent: Vec<&str> = names
+            .iter()
+            .filter(|(_, set)| !set)
+            .map(|(n, _)| *n)
+            .collect();
+        if absent.len() == names.len() {
+            "not configured".to_owned()
+        } else {
+            format!("{} not set", absent.join(" and "))
+        }
+    };
+    let mut tried = Vec::new();
+    match var("AZURE_CLIENT_SECRET") {
+        Some(secret) if tenant.is_some() && client_id.is_some() => {
+            return entra(
+                Proof::Secret(secret),
+                "check AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (a client secret expires: make a new one in the app registration)",
+                tried,
+            );
+        }
+        secret => tried.push(format!(
+            "a service principal ({})",
+            missing(&[
+                ("AZURE_TENANT_ID", tenant.is_some()),
+                ("AZURE_CLIENT_ID", client_id.is_some()),
+                ("AZURE_CLIENT_SECRET", secret.is_some()),
+            ])
+        )),
+    }
+    match var("AZURE_FEDERATED_TOKEN_FILE") {
+        Some(file) if tenant.is_some() && client_id.is_some() => {
+            return entra(
+                Proof::Assertion(PathBuf::from(file)),
+                "check the app's federated credential (its issuer and subject must match the token in AZURE_FEDERATED_TOKEN_FILE)",
+                tried,
+            );
+        }
+        file => tried.push(format!(
+            "workload identity ({})",
+            missing(&[
+                ("AZURE_FEDERATED_TOKEN_FILE", file.is_some()),
+                ("AZURE_TENANT_ID", tenant.is_some()),
+                ("AZURE_CLIENT_ID", client_id.is_some()),
+            ])
+        )),
+    }
+    let managed = match (var("IDENTITY_ENDPOINT"), var("IDENTITY_HEADER")) {
+        (Some(endpoint), Some(header)) => Some(Managed::AppService {
+            endpoint: Url::parse(&endpoint)
+                .map_err(|e| bad(format!("IDENTITY_ENDPOINT {endpoint:?} is not a URL ({e})")))?,
+            header,
+            client_id: client_id.clone(),
+        }),
+        _ if is_true(var, "AZURE_IMDS_DISABLED") => {
+            tried.push(
+                "managed identity (instance metadata turned off by AZURE_IMDS_DISABLED)".into(),
+            );
+            None
+        }
+        _ => {
+            let host = var("AZURE_POD_IDENTITY_AUTHORITY_HOST").unwrap_or_else(|| IMDS.into());
+            Some(Managed::Imds {
+                authority: Url::parse(&host).map_err(|e| {
+                    bad(format!(
+                        "AZURE_POD_IDENTITY_AUTHORITY_HOST {host:?} is not a URL ({e})"
+                    ))
+                })?,
+                client_id: client_id.clone(),
+            })
+        }
+    };
+    let cli = Cli {
+        program: var("SETS3LOCK_AZURE_CLI").unwrap_or_else(|| "az".into()),
+    };
+    let name = Name::new(match &managed {
+        Some(m) => format!("{} or {}", m.name(), cli.name()),
+        None => cli.name(),
+    });
+    let fetcher = Fetcher {
+        source: Source::Ambient(Ambient {
+            managed,
+            cli,
+            chosen: None,
+        }),
+        clients: Clients::new(ca_bundle),
+        name: name.clone(),
+    };
+    Ok(Arc::new(
+        Chained::new(fetcher, name, tried, FIX, "azure-token").listing_itself(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signin::stub::Stub;
+
+    fn vars(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+        move |n: &str| pairs.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn a_secret_in_the_environment_is_used_first() {
+        let stub = Stub::start(|_| {
+            (
+                200,
+                r#"{"access_token":"from-secret","expires_in":3599}"#.into(),
+            )
+        });
+        let var = vars(vec![
+            ("AZURE_AUTHORITY_HOST", stub.origin()),
+            ("AZURE_TENANT_ID", "ten".into()),
+            ("AZURE_CLIENT_ID", "cli".into()),
+            ("AZURE_CLIENT_SECRET", "hush-hush".into()),
+            ("AZURE_FEDERATED_TOKEN_FILE", "/nonexistent".into()),
+        ]);
+        let source = resolve(&var).expect("source");
+        source.ready().expect("ready");
+        assert_eq!(source.token().expect("token"), "from-secret");
+        assert_eq!(stub.seen()[0].target, "/ten/oauth2/v2.0/token");
+        let shown = format!("{source:?} {}", source.sign_in());
+        assert!(
+            shown.contains("service principal") && !shown.contains("hush-hush"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn instance_metadata_is_found_where_azure_pod_identity_authority_host_says() {
+        let stub = Stub::start(|r| {
+            if r.header("metadata") == Some("true") {
+                (
+                    200,
+                    r#"{"access_token":"from-imds","expires_in":"86399"}"#.into(),
+                )
+            } else {
+                (400, "{}".into())
+            }
+        });
+        let var = vars(vec![
+            ("AZURE_POD_IDENTITY_AUTHORITY_HOST", stub.origin()),
+            ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
+        ]);
+        let source = resolve(&var).expect("source");
+        source.ready().expect("ready");
+        assert_eq!(source.token().expect("token"), "from-imds");
+        assert!(source.sign_in().source.contains("instance metadata"));
+        assert_eq!(stub.seen().len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_cli_is_asked_when_managed_identity_is_off_and_kept_to() {
+        let dir = std::env::temp_dir().join(format!("sets3lock-az-chain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let script = dir.join("az");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\necho '{\"accessToken\":\"from-az\",\"expires_on\":1900000000}'\n",
+        )
+        .expect("script");
+        let var = vars(vec![
+            ("AZURE_IMDS_DISABLED", "true".into()),
+            ("SETS3LOCK_AZURE_CLI", format!("sh {}", script.display())),
+        ]);
+        let source = resolve(&var).expect("source");
+        source.ready().expect("ready");
+        assert_eq!(source.token().expect("token"), "from-az");
+        assert!(source.sign_in().source.contains("Azure CLI"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn when_nothing_gives_a_token_every_source_tried_is_named_with_the_fix() {
+        // Instance metadata on a port where nothing listens: refused at once.
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let var = vars(vec![
+            (
+                "AZURE_POD_IDENTITY_AUTHORITY_HOST",
+                format!("http://127.0.0.1:{closed}"),
+            ),
+            ("AZURE_CLIENT_ID", "only-a-client".into()),
+            ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
+        ]);
+        let source = resolve(&var).expect("source");
+        let e = source.ready().expect_err("nothing");
+        assert!(
+            e.starts_with("tried a service principal (AZURE_TENANT_ID and AZURE_CLIENT_SECRET not set), workload identity (AZURE_FEDERATED_TOKEN_FILE and AZURE_TENANT_ID not set), managed identity (instance metadata, client only-a-client) ("),
+            "{e}"
+        );
+        assert!(
+            e.contains("the Azure CLI (sets3lock-no-such-az) (`sets3lock-no-such-az` is not installed); run `az login`"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let off = vars(vec![
+            ("AZURE_IMDS_DISABLED", "true".into()),
+            ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
+        ]);
+        let e = resolve(&off).expect("source").ready().expect_err("nothing");
+        assert!(e.contains("turned off by AZURE_IMDS_DISABLED"), "{e}");
+    }
+}

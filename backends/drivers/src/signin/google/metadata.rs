@@ -1,0 +1,58 @@
+//! The metadata server of GCE, GKE and Cloud Run: `GET
+//! http://HOST/computeMetadata/v1/instance/service-accounts/default/token` with
+//! `Metadata-Flavor: Google`.
+
+use crate::signin::bearer::{oauth_token, PROBE_LIMIT, SERVICE_LIMIT};
+use crate::signin::fetch::Http;
+use crate::signin::refresh::Fetched;
+use http::Method;
+use std::time::Duration;
+use url::Url;
+
+/// The metadata server's default name.
+pub(crate) const DEFAULT_HOST: &str = "metadata.google.internal";
+
+/// The metadata server at `host` (`host[:port]`).
+#[derive(Debug)]
+pub(crate) struct Metadata {
+    pub(crate) host: String,
+    /// Named by `GCE_METADATA_HOST` or `GCE_METADATA_IP` (so expected to be there).
+    pub(crate) named: bool,
+}
+
+impl Metadata {
+    /// What a user calls it.
+    pub(crate) fn name(&self) -> String {
+        format!("the metadata server ({})", self.host)
+    }
+
+    /// The token request's URL.
+    pub(crate) fn url(&self) -> Result<Url, String> {
+        let text = format!(
+            "http://{}/computeMetadata/v1/instance/service-accounts/default/token",
+            self.host
+        );
+        Url::parse(&text).map_err(|e| format!("the metadata server address {:?}: {e}", self.host))
+    }
+
+    /// How long one request may take: the default server is asked at most a second until it
+    /// has answered once (off Google Cloud it never does).
+    pub(crate) fn limit(&self, answered_before: bool) -> Duration {
+        if self.named || answered_before {
+            SERVICE_LIMIT
+        } else {
+            PROBE_LIMIT
+        }
+    }
+
+    /// A token of the instance's service account.
+    pub(crate) fn token(&self, http: &Http) -> Result<Fetched<String>, String> {
+        let answer = http.send(
+            Method::GET,
+            &self.url()?,
+            &[("metadata-flavor", "Google")],
+            None,
+        )?;
+        oauth_token(&answer, "the metadata server")
+    }
+}

@@ -1,0 +1,172 @@
+//! The command signs in without keys, the way the AWS tools do, on moto (instance metadata and
+//! STS on the port of its S3) and with a container endpoint served here: it locks, runs the
+//! program and releases; temporary credentials are refreshed under a long hold; a source that
+//! fails mid-hold ends the hold (exit 112) before its lease; nothing at all is one line.
+
+use crate::support::command::{code, one_line, stderr, TestCommand};
+use crate::support::token_service::{in_secs, TokenService};
+use crate::support::{self, fresh_key, scratch_dir, Server};
+use std::time::{Duration, Instant};
+
+fn moto() -> Option<(Server, String)> {
+    let server = support::real("moto")?;
+    let metadata = std::env::var("SETS3LOCK_MOTO_METADATA").expect("SETS3LOCK_MOTO_METADATA");
+    Some((server, metadata))
+}
+
+#[test]
+fn an_ec2_role_from_instance_metadata_signs_the_command() {
+    let Some((s, metadata)) = moto() else { return };
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_EC2_METADATA_DISABLED", "false")
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &metadata)
+        .args(["-v", &s.url(&fresh_key("cli-imds")), "true"])
+        .output();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by instance metadata, credentials expire at"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_web_identity_and_a_credential_process_sign_the_command() {
+    let Some((s, _)) = moto() else { return };
+    let dir = scratch_dir("signin");
+    let token = format!("{dir}/token");
+    std::fs::write(&token, "eyJhbGciOi.projected.token").expect("write");
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ci")
+        .args(["-v", &s.url(&fresh_key("cli-irsa")), "true"])
+        .output();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by web identity (role arn:aws:iam::123456789012:role/ci)"),
+        "{}",
+        stderr(&out)
+    );
+    let config = format!("{dir}/config");
+    std::fs::write(
+        &config,
+        format!(
+            "[profile tool]\ncredential_process = printf '{{\"Version\":1,\"AccessKeyId\":\"AKIAPROC\",\"SecretAccessKey\":\"x\",\"SessionToken\":\"t\",\"Expiration\":\"{}\"}}'\n",
+            in_secs(3600)
+        ),
+    )
+    .expect("write");
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_CONFIG_FILE", &config)
+        .args([
+            "-v",
+            "--profile",
+            "tool",
+            &s.url(&fresh_key("cli-process")),
+            "true",
+        ])
+        .output();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by profile tool (credential_process)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A container endpoint whose credentials live `life` seconds.
+fn container(life: i64) -> TokenService {
+    TokenService::start(move |_, n| {
+        let body = format!(
+            r#"{{"AccessKeyId":"ASIA{n}","SecretAccessKey":"secret-{n}-xyzzy","Token":"session-{n}-plugh","Expiration":"{}"}}"#,
+            in_secs(life)
+        );
+        (200, body)
+    })
+}
+
+#[test]
+fn a_hold_longer_than_its_credentials_keeps_renewing_and_a_dead_source_ends_it_in_time() {
+    let Some((s, _)) = moto() else { return };
+    // Credentials living 12 s, refreshed every 6 s, under a 20 s hold with a 4 s lease.
+    let service = container(12);
+    let started = Instant::now();
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
+        .args([
+            "-v",
+            "--lease",
+            "4s",
+            &s.url(&fresh_key("cli-refresh")),
+            "sleep",
+            "20",
+        ])
+        .output();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Every line it wrote, with -v, names the source and no secret or token.
+    let said = format!("{}{}", stderr(&out), crate::support::command::stdout(&out));
+    assert!(said.contains("signed by the container endpoint"), "{said}");
+    assert!(
+        !said.contains("xyzzy") && !said.contains("plugh"),
+        "a secret leaked: {said}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(20));
+    let fetched = service.asked().len();
+    assert!(fetched >= 4, "fetched {fetched} times in 20 s");
+    // The source goes down 1 s in: its credentials (8 s) stop signing 3 s later; the hold
+    // ends then, its program is stopped and the command exits 112 before the lease runs out.
+    let service = container(8);
+    let mut child = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
+        .args([
+            "--lease",
+            "3s",
+            &s.url(&fresh_key("cli-dead-source")),
+            "sleep",
+            "60",
+        ])
+        .spawn();
+    std::thread::sleep(Duration::from_secs(1));
+    service.go_down();
+    let down = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            down.elapsed() < Duration::from_secs(20),
+            "still running 20 s after the source went down"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(112));
+    assert!(
+        down.elapsed() < Duration::from_secs(3 + 3 + 2),
+        "exited {:?} after the source went down",
+        down.elapsed()
+    );
+}
+
+#[test]
+fn with_no_credentials_anywhere_one_line_names_what_was_tried() {
+    let s = support::offline();
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .args([&s.url("k"), "true"])
+        .output();
+    assert_eq!(code(&out), 111);
+    one_line(&out, "no AWS credentials: tried the environment");
+    for said in [
+        "web identity (not configured)",
+        "container (not configured)",
+        "instance metadata (turned off by AWS_EC2_METADATA_DISABLED)",
+        "aws sso login",
+    ] {
+        assert!(stderr(&out).contains(said), "{said:?}: {}", stderr(&out));
+    }
+}
