@@ -11,4 +11,5 @@ mod conformance;
 mod gcs_auth;
 mod profile;
 mod signin_aws;
+mod signin_clouds;
 mod signing;
