@@ -132,8 +132,11 @@ methods += [
 for _, f in methods:  # warm up: page cache, store-check cache, kept-alive connection
     f()
 runs = {name: [] for name, _ in methods}
-for _ in range(n):
-    for name, f in methods:
+# The order turns around every round: a method run right after another (the AWS CLI's three
+# processes, say) pays for what that one left behind, and with a fixed order the same method
+# always would (measured: two copies of one binary, 9.1 vs 7.3 ms, in a fixed order).
+for i in range(n):
+    for name, f in (methods if i % 2 == 0 else methods[::-1]):
         runs[name].append(f())
 med = lambda xs: statistics.median(xs)
 wall = {k: med([w for w, _ in v]) for k, v in runs.items()}

@@ -40,12 +40,18 @@ could not be had, the program could not start, or the store failed (0 with -x wh
 held elsewhere); 112 the lock was lost or expired while the program ran (it was sent SIGTERM,
 then SIGKILL after --kill-after), or the hold a handle names has ended.
 
-Environment, read for the URL's store only:
-  s3://  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
-         AWS_ENDPOINT_URL(_S3), AWS_PROFILE, AWS_CA_BUNDLE
-  az://  AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or
-         AZURE_STORAGE_SAS_TOKEN
-  gs://  GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_OAUTH_ACCESS_TOKEN, GCE_METADATA_HOST,
+Environment, read for the URL's store only; credentials are found as each cloud's own tools
+find them (-v and doctor say which source signs):
+  s3://  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the profile
+         (AWS_PROFILE: keys, role_arn, SSO, credential_process), web identity
+         (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), the container endpoint
+         (AWS_CONTAINER_CREDENTIALS_*), EC2 instance metadata (AWS_EC2_METADATA_DISABLED);
+         AWS_REGION, AWS_ENDPOINT_URL(_S3), AWS_CA_BUNDLE
+  az://  AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY,
+         AZURE_STORAGE_SAS_TOKEN, or Entra ID (AZURE_CLIENT_ID, AZURE_TENANT_ID,
+         AZURE_CLIENT_SECRET or AZURE_FEDERATED_TOKEN_FILE; managed identity; `az login`)
+  gs://  GOOGLE_OAUTH_ACCESS_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+         application-default login, the metadata server (GCE_METADATA_HOST);
          STORAGE_EMULATOR_HOST
   any    SETS3LOCK_CA_BUNDLE (a PEM file of the CA certificates to trust)
 The program gets SETS3LOCK_URL, SETS3LOCK_OWNER, SETS3LOCK_ETAG, in fenced mode SETS3LOCK_TOKEN
