@@ -160,9 +160,10 @@ pub enum Error {
     /// An `az://` lock, and no Azure account or credentials.
     #[error("no Azure storage account or credentials: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or AZURE_STORAGE_ACCOUNT alone to sign in with Entra ID (AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, workload identity, managed identity, or `az login`)")]
     MissingAzureCredentials,
-    /// Bearer tokens (Entra ID) and an `http` endpoint: Azure Storage (and Azurite) take
-    /// bearer tokens over `https` only.
-    #[error("Azure takes Entra ID bearer tokens over https only, and the endpoint {endpoint} is http: use an https endpoint (Azurite: --oauth basic with --cert and --key), or sign with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
+    /// Bearer tokens (Entra ID, Google's OAuth) and a plain `http` endpoint: Azure Storage (and
+    /// Azurite) take bearer tokens over `https` only, and no token is sent in clear off this
+    /// machine.
+    #[error("bearer tokens go over https only, and the endpoint {endpoint} is plain http: use an https endpoint (Azurite: --oauth basic with --cert and --key), or on Azure sign with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")]
     BearerOverHttp {
         /// The endpoint.
         endpoint: String,

@@ -39,8 +39,13 @@
 //! [`Options`] holds what every store shares (the lock's [`Config`], the request time limit,
 //! the CA bundle, the observer, the metrics name, the [`StoreCheck`]) and each store's part
 //! beside it ([`S3Settings`], and `AzureSettings`, `GcsSettings` with their features).
-//! [`Options::from_env`] reads the variables of one store, the one the URL names. Every
-//! failure is an [`Error`] whose message names the problem and the fix; [`Error::kind`] sorts
+//! [`Options::from_env`] reads the variables of one store, the one the URL names, and finds
+//! its credentials the way that cloud's own tools do: the AWS chain (keys, profiles with roles,
+//! SSO or processes, web identity, the container endpoint, instance metadata), Entra ID for
+//! Azure, Application Default Credentials for Google. Temporary credentials are refreshed on
+//! a thread of their own, ahead of expiry; [`Locker::sign_in`](generic::Locker::sign_in) says
+//! who signs. Your own source plugs in as an [`AwsCredentialSource`] or a [`TokenSource`].
+//! Every failure is an [`Error`] whose message names the problem and the fix; [`Error::kind`] sorts
 //! it into what a caller can do about it ([`ErrorKind`]).
 //!
 //! ## The rest

@@ -96,11 +96,7 @@ impl<'py> Settings<'py> {
         let endpoint = self.text("endpoint")?;
         let region = self.text("region")?;
         let profile = self.text("profile")?;
-        let mut options = match &profile {
-            Some(p) => Options::from_env_with_profile(scheme, p),
-            None => Options::from_env(scheme),
-        }
-        .map_err(to_py)?;
+        let mut options = from_env_shared(scheme, profile.as_deref()).map_err(to_py)?;
         if let Some(endpoint) = endpoint {
             let endpoint = sets3lock::parse_endpoint(&endpoint).map_err(to_py)?;
             options.set_endpoint(scheme, endpoint);
@@ -241,4 +237,44 @@ pub(crate) fn whole(name: &str, value: &Bound<'_, PyAny>, range: &str) -> PyResu
     value
         .extract::<u32>()
         .map_err(|_| PyValueError::new_err(format!("{name} = {value}: give {range}")))
+}
+
+/// The options the environment gives, made once per store, profile and environment: locks
+/// made in one process share a credential source, its cache and its thread (one fetch from
+/// instance metadata or STS for all of them, not one per lock). A changed environment (a
+/// variable a chain reads) makes new ones.
+fn from_env_shared(scheme: Scheme, profile: Option<&str>) -> Result<Options, sets3lock::Error> {
+    type Key = (Scheme, Option<String>, Vec<(String, String)>);
+    static MADE: std::sync::Mutex<Vec<(Key, Options)>> = std::sync::Mutex::new(Vec::new());
+    const READ: [&str; 10] = [
+        "AWS_",
+        "AZURE_",
+        "GOOGLE_",
+        "GCE_",
+        "CLOUDSDK_",
+        "IDENTITY_",
+        "SETS3LOCK_",
+        "STORAGE_",
+        "HOME",
+        "NO_GCE_CHECK",
+    ];
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| READ.iter().any(|p| name.starts_with(p)))
+        .collect();
+    vars.sort();
+    let key: Key = (scheme, profile.map(str::to_owned), vars);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, options)) = made.iter().find(|(k, _)| *k == key) {
+        return Ok(options.clone());
+    }
+    let options = match profile {
+        Some(p) => Options::from_env_with_profile(scheme, p),
+        None => Options::from_env(scheme),
+    }?;
+    // A few environments at most in a process: keep the last eight.
+    if made.len() >= 8 {
+        made.remove(0);
+    }
+    made.push((key, options.clone()));
+    Ok(options)
 }

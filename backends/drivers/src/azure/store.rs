@@ -65,6 +65,7 @@ impl AzureStore {
             endpoint: Some(endpoint.clone()),
             ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
+            direct: false,
         };
         let origin = endpoint.origin().ascii_serialization();
         let shown = format!("{origin}{}", endpoint.path().trim_end_matches('/'));

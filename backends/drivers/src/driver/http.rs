@@ -75,10 +75,12 @@ impl core::fmt::Debug for HttpRequest {
         let headers: Vec<(&str, &str)> = self
             .headers
             .iter()
-            .map(|(n, v)| match n == http::header::AUTHORIZATION {
-                true => (n.as_str(), "…"),
-                false => (n.as_str(), v.to_str().unwrap_or("?")),
-            })
+            .map(
+                |(n, v)| match n == http::header::AUTHORIZATION || v.is_sensitive() {
+                    true => (n.as_str(), "…"),
+                    false => (n.as_str(), v.to_str().unwrap_or("?")),
+                },
+            )
             .collect();
         f.debug_struct("HttpRequest")
             .field("method", &self.method)
@@ -110,6 +112,9 @@ pub(crate) struct Settings {
     pub(crate) ca_bundle: Option<std::path::PathBuf>,
     /// How long one request may take (a connection gets at most 10 s of it).
     pub(crate) request_timeout: Duration,
+    /// Never through a proxy (`HTTPS_PROXY` and the like): for the metadata and container
+    /// endpoints on this machine or its link, whose tokens must not go anywhere else.
+    pub(crate) direct: bool,
 }
 
 impl Transport {
@@ -123,6 +128,10 @@ impl Transport {
                 .connect_timeout(connect)
                 .redirect(reqwest::redirect::Policy::none())
                 .retry(reqwest::retry::never());
+            let builder = match settings.direct {
+                true => builder.no_proxy(),
+                false => builder,
+            };
             let builder = match roots {
                 Roots::NotNeeded => builder.tls_certs_only([]),
                 Roots::Bundle(certs) => builder.tls_certs_only(certs),

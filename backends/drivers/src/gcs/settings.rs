@@ -42,6 +42,26 @@ pub struct GcsSettings {
     /// the Application Default Credentials chain [`from_vars`](GcsSettings::from_vars)
     /// finds. Without one, `credentials_file`, else the metadata server, is used.
     pub token_source: Option<Arc<dyn TokenSource>>,
+    /// The source made from `credentials_file` or `metadata_host` when there is none of the
+    /// above: made once for these settings and their clones, so that the stores they open
+    /// share one cache (and one try of the metadata server).
+    pub(crate) fallback: Arc<std::sync::Mutex<Option<Arc<dyn TokenSource>>>>,
+}
+
+impl GcsSettings {
+    /// The fallback source, made by `make` the first time.
+    pub(crate) fn fallback_source(
+        &self,
+        make: impl FnOnce() -> Result<Arc<dyn TokenSource>, crate::Error>,
+    ) -> Result<Arc<dyn TokenSource>, crate::Error> {
+        let mut made = self.fallback.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(source) = made.as_ref() {
+            return Ok(source.clone());
+        }
+        let source = make()?;
+        *made = Some(source.clone());
+        Ok(source)
+    }
 }
 
 impl PartialEq for GcsSettings {

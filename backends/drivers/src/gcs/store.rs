@@ -62,9 +62,15 @@ impl GcsStore {
                 "SETS3LOCK_CA_BUNDLE" => ca_bundle.clone(),
                 _ => None,
             };
-            Tokens::Source(crate::signin::google::resolve(&var, false)?)
+            Tokens::Source(gcs.fallback_source(|| crate::signin::google::resolve(&var, false))?)
         };
         if let Tokens::Source(source) = &tokens {
+            // A token never goes in clear off this machine.
+            if !crate::signin::fetch::safe_for_secrets(&base) {
+                return Err(Error::BearerOverHttp {
+                    endpoint: base.to_string(),
+                });
+            }
             // The first token now, or one line saying what was tried and what to do.
             source.ready().map_err(|reason| Error::NoCredentials {
                 store: "Google",
@@ -75,6 +81,7 @@ impl GcsStore {
             endpoint: Some(base.clone()),
             ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
+            direct: false,
         };
         let origin = base.origin().ascii_serialization();
         Ok(GcsStore {

@@ -71,6 +71,7 @@ impl S3Store {
             endpoint: s3.endpoint.clone(),
             ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
+            direct: false,
         };
         let origin = bucket.base_url().origin().ascii_serialization();
         Ok(S3Store {

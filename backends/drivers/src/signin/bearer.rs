@@ -1,17 +1,15 @@
 //! What Azure's and Google's chains share: OAuth token answers, the HTTP clients of a source,
 //! and the [`TokenSource`] over a [`Refreshing`] cache whose `ready()` says what was tried.
 
-use crate::signin::fetch::{Answer, Http};
+use crate::signin::fetch::{seconds_from_now, unix_seconds, Answer};
 use crate::signin::refresh::{Fetch, Fetched, Refreshing};
 use crate::signin::{SignIn, TokenSource};
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use url::Url;
 
 /// How long opening a lock waits for the first token.
-pub(crate) const FIRST_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const FIRST_WAIT: Duration = crate::signin::refresh::FIRST_WAIT;
 /// How long a token service may take for one request.
 pub(crate) const SERVICE_LIMIT: Duration = Duration::from_secs(10);
 /// How long a metadata endpoint may take when it is asked whether it is there at all (off
@@ -69,11 +67,10 @@ pub(crate) fn oauth_token(answer: &Answer, what: &str) -> Result<Fetched<String>
         .and_then(|v| v.as_str())
         .filter(|t| !t.is_empty())
         .ok_or_else(|| format!("{what} answered without an access_token"))?;
-    let now = SystemTime::now();
     let expires = if let Some(s) = json.get("expires_in").and_then(seconds) {
-        now + Duration::from_secs(s)
+        seconds_from_now(s, what)?
     } else if let Some(at) = json.get("expires_on").and_then(seconds) {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(at)
+        unix_seconds(at, what)?
     } else {
         return Err(format!("{what} answered without expires_in or expires_on"));
     };
@@ -83,30 +80,7 @@ pub(crate) fn oauth_token(answer: &Answer, what: &str) -> Result<Fetched<String>
     })
 }
 
-/// The HTTP clients of one source, one per service and time limit, made on first use.
-pub(crate) struct Clients {
-    ca_bundle: Option<PathBuf>,
-    made: HashMap<(String, Duration), Http>,
-}
-
-impl Clients {
-    pub(crate) fn new(ca_bundle: Option<PathBuf>) -> Clients {
-        Clients {
-            ca_bundle,
-            made: HashMap::new(),
-        }
-    }
-
-    /// The client for `url`'s service, each request within `limit`.
-    pub(crate) fn for_url(&mut self, url: &Url, limit: Duration) -> Result<&Http, String> {
-        let key = (url.origin().ascii_serialization(), limit);
-        if !self.made.contains_key(&key) {
-            let http = Http::new(url, self.ca_bundle.as_deref(), limit)?;
-            self.made.insert(key.clone(), http);
-        }
-        self.made.get(&key).ok_or_else(|| "no client".to_owned())
-    }
-}
+pub(crate) use crate::signin::fetch::Clients;
 
 /// A source's name, which its fetcher may change (a chain that settles on one of two
 /// sources at its first fetch says which).
@@ -245,6 +219,7 @@ pub(crate) fn is_true(var: &dyn Fn(&str) -> Option<String>, name: &str) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
 
     fn answer(status: u16, body: &str) -> Answer {
         Answer {

@@ -6,9 +6,13 @@
 use crate::driver::http::{exchange_blocking, HttpRequest, Settings, Transport};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use url::Url;
+
+/// How long a metadata service that accepted a probe's connection gets to answer.
+const PROBE_ANSWER: Duration = Duration::from_secs(5);
 
 /// A client for one token service.
 pub(crate) struct Http {
@@ -38,16 +42,40 @@ impl Answer {
 
 impl Http {
     /// A client for `url`'s service: each request within `limit` (connecting within it too),
-    /// trusting `ca_bundle` only, if one is given, for `https` URLs.
+    /// trusting `ca_bundle` only, if one is given, for `https` URLs. A service on this
+    /// machine or its link (instance metadata, the container endpoint) is reached directly,
+    /// never through a proxy.
     pub(crate) fn new(
         url: &Url,
         ca_bundle: Option<&Path>,
         limit: Duration,
     ) -> Result<Http, String> {
+        Http::made(url, ca_bundle, limit, limit)
+    }
+
+    /// A client for a metadata service asked whether it is there at all: the connection
+    /// within `connect` (off the cloud nothing answers: this is what trying costs), and a
+    /// service that accepts it gets [`PROBE_ANSWER`] to answer (a VM's first token can take a
+    /// few seconds).
+    pub(crate) fn probe(
+        url: &Url,
+        ca_bundle: Option<&Path>,
+        connect: Duration,
+    ) -> Result<Http, String> {
+        Http::made(url, ca_bundle, connect, PROBE_ANSWER.max(connect))
+    }
+
+    fn made(
+        url: &Url,
+        ca_bundle: Option<&Path>,
+        connect: Duration,
+        limit: Duration,
+    ) -> Result<Http, String> {
         let settings = Settings {
             endpoint: Some(url.clone()),
             ca_bundle: ca_bundle.map(Path::to_path_buf),
-            request_timeout: limit,
+            request_timeout: connect,
+            direct: on_this_link(url),
         };
         match Transport::new(true, &settings) {
             Ok(Transport::Blocking(client)) => Ok(Http { client, limit }),
@@ -68,8 +96,10 @@ impl Http {
         for (name, value) in headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("bad header name {name:?}"))?;
-            let value = HeaderValue::from_str(value)
+            let mut value = HeaderValue::from_str(value)
                 .map_err(|_| format!("a value for {name} that is not a header value"))?;
+            // Tokens ride in these headers: never shown, in `Debug` or anywhere.
+            value.set_sensitive(true);
             map.insert(name, value);
         }
         let body = match body {
@@ -105,6 +135,78 @@ impl Http {
     }
 }
 
+/// The HTTP clients of one source, one per service and time limit, made on first use.
+pub(crate) struct Clients {
+    ca_bundle: Option<PathBuf>,
+    made: HashMap<(String, Duration, bool), Http>,
+}
+
+impl Clients {
+    pub(crate) fn new(ca_bundle: Option<PathBuf>) -> Clients {
+        Clients {
+            ca_bundle,
+            made: HashMap::new(),
+        }
+    }
+
+    /// The client for `url`'s service, each request within `limit` (see [`Http::new`]).
+    pub(crate) fn for_url(&mut self, url: &Url, limit: Duration) -> Result<&Http, String> {
+        self.client(url, limit, false)
+    }
+
+    /// The client that probes `url`'s metadata service (see [`Http::probe`]).
+    pub(crate) fn for_probe(&mut self, url: &Url, connect: Duration) -> Result<&Http, String> {
+        self.client(url, connect, true)
+    }
+
+    fn client(&mut self, url: &Url, limit: Duration, probe: bool) -> Result<&Http, String> {
+        let key = (url.origin().ascii_serialization(), limit, probe);
+        if !self.made.contains_key(&key) {
+            let ca = self.ca_bundle.as_deref();
+            let http = match probe {
+                true => Http::probe(url, ca, limit)?,
+                false => Http::new(url, ca, limit)?,
+            };
+            self.made.insert(key.clone(), http);
+        }
+        self.made.get(&key).ok_or_else(|| "no client".to_owned())
+    }
+}
+
+/// Whether `url` is on this machine or its link (loopback, link-local, the metadata names).
+pub(crate) fn on_this_link(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_link_local(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip.segments()[..3] == [0xfd00, 0x0ec2, 0]
+        }
+        Some(url::Host::Domain(d)) => d == "localhost" || d == "metadata.google.internal",
+        None => false,
+    }
+}
+
+/// Whether a secret (a token, a client secret) may be sent to `url`: over `https`, or in
+/// clear only to this machine or its link.
+pub(crate) fn safe_for_secrets(url: &Url) -> bool {
+    url.scheme() == "https" || on_this_link(url)
+}
+
+/// `secs` seconds from now, or why that is not a time (a service's answer out of range).
+pub(crate) fn seconds_from_now(secs: u64, what: &str) -> Result<SystemTime, String> {
+    SystemTime::now()
+        .checked_add(Duration::from_secs(secs))
+        .ok_or_else(|| format!("{what} answered a lifetime that is not a time ({secs} s)"))
+}
+
+/// The Unix time `secs`, or why that is not a time.
+pub(crate) fn unix_seconds(secs: u64, what: &str) -> Result<SystemTime, String> {
+    SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))
+        .ok_or_else(|| format!("{what} answered an expiry that is not a time ({secs})"))
+}
+
 /// A duration as a user reads it: "1", "0.5".
 pub(crate) fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
@@ -135,19 +237,41 @@ pub(crate) fn token_file(path: &Path, what: &str) -> Result<String, String> {
 }
 
 /// Runs `command_line` through the shell, within `limit`: its standard output, or why not.
-/// Its standard error is quoted in the error (tools say there what to do), never its output
-/// (which holds the secret).
+/// Its standard error is quoted in the error, on one line (tools say there what to do), never
+/// its output (which holds the secret). On Unix the command runs in a process group of its
+/// own, and the whole group is killed when the limit passes; the output is waited for no
+/// longer than the limit either (a child left behind holding the pipe cannot stall us).
 pub(crate) fn run(command_line: &str, limit: Duration) -> Result<Vec<u8>, String> {
-    let mut child = shell(command_line)
+    run_with(command_line, &[], limit)
+}
+
+/// [`run`], with variables added to the command's environment.
+pub(crate) fn run_with(
+    command_line: &str,
+    vars: &[(&str, &str)],
+    limit: Duration,
+) -> Result<Vec<u8>, String> {
+    let program = first_word(command_line);
+    let mut command = shell(command_line);
+    command
+        .envs(vars.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .spawn()
-        .map_err(|e| format!("`{}` could not be started: {e}", first_word(command_line)))?;
+        .map_err(|e| format!("`{program}` could not be started: {e}"))?;
     let deadline = std::time::Instant::now() + limit;
+    let (tx, rx) = std::sync::mpsc::channel();
     // Read the pipes on threads, so that a full pipe cannot stall the command.
-    let out = child.stdout.take().map(reader);
-    let err = child.stderr.take().map(reader);
+    let readers = [
+        child.stdout.take().map(|p| reader(p, 0, tx.clone())),
+        child.stderr.take().map(|p| reader(p, 1, tx.clone())),
+    ];
+    drop(tx);
+    let too_slow = || format!("`{program}` did not finish in {} s", secs(limit));
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -155,27 +279,33 @@ pub(crate) fn run(command_line: &str, limit: Duration) -> Result<Vec<u8>, String
                 std::thread::sleep(Duration::from_millis(10));
             }
             Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "`{}` did not finish in {} s",
-                    first_word(command_line),
-                    secs(limit)
-                ));
+                kill(&mut child);
+                return Err(too_slow());
             }
-            Err(e) => return Err(format!("`{}`: {e}", first_word(command_line))),
+            Err(e) => {
+                kill(&mut child);
+                return Err(format!("`{program}`: {e}"));
+            }
         }
     };
-    let joined = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-        h.and_then(|h| h.join().ok()).unwrap_or_default()
-    };
-    let (stdout, stderr) = (joined(out), joined(err));
+    let mut output = [Vec::new(), Vec::new()];
+    for _ in readers.iter().flatten() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left.max(Duration::from_millis(100))) {
+            Ok((i, bytes)) => output[i] = bytes,
+            Err(_) => {
+                kill(&mut child);
+                return Err(too_slow());
+            }
+        }
+    }
+    let [stdout, stderr] = output;
     if !status.success() {
         let said = String::from_utf8_lossy(&stderr);
-        let said: String = said.trim().chars().take(300).collect();
+        let said: String = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        let said: String = said.chars().take(300).collect();
         return Err(format!(
-            "`{}` failed ({status}){}",
-            first_word(command_line),
+            "`{program}` failed ({status}){}",
             if said.is_empty() {
                 String::new()
             } else {
@@ -186,12 +316,29 @@ pub(crate) fn run(command_line: &str, limit: Duration) -> Result<Vec<u8>, String
     Ok(stdout)
 }
 
-fn reader(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+/// Kills the command and, on Unix, everything in its process group.
+fn kill(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn reader(
+    mut pipe: impl std::io::Read + Send + 'static,
+    which: usize,
+    tx: std::sync::mpsc::Sender<(usize, Vec<u8>)>,
+) {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = pipe.read_to_end(&mut bytes);
-        bytes
-    })
+        let _ = tx.send((which, bytes));
+    });
 }
 
 #[cfg(unix)]
@@ -240,6 +387,29 @@ mod tests {
         )
         .expect_err("fails");
         assert!(e.contains("log in first") && !e.contains("SECRET"), "{e}");
+    }
+
+    #[test]
+    fn a_command_that_leaves_a_child_holding_its_output_is_not_waited_for() {
+        let started = std::time::Instant::now();
+        let e = run("(sleep 30 &) ; echo partial", Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(5), "{e:?}");
+        let e =
+            run("echo one >&2; echo two >&2; exit 1", Duration::from_secs(5)).expect_err("fails");
+        assert!(e.ends_with("one two"), "{e}");
+    }
+
+    #[test]
+    fn secrets_go_in_clear_only_to_this_machine_or_its_link() {
+        let url = |u: &str| Url::parse(u).expect("url");
+        assert!(safe_for_secrets(&url("https://sts.amazonaws.com/")));
+        assert!(safe_for_secrets(&url("http://127.0.0.1:9/")));
+        assert!(safe_for_secrets(&url("http://169.254.169.254/")));
+        assert!(safe_for_secrets(&url("http://[fd00:ec2::23]/")));
+        assert!(!safe_for_secrets(&url("http://sts.example.com/")));
+        assert!(!safe_for_secrets(&url("http://10.0.0.1/")));
+        assert!(seconds_from_now(u64::MAX, "x").is_err());
+        assert!(unix_seconds(u64::MAX, "x").is_err());
     }
 
     #[test]

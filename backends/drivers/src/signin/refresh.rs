@@ -17,18 +17,31 @@ pub(crate) const AHEAD: Duration = Duration::from_secs(300);
 /// A value this close to its expiry is not used to sign: a request signed with it could
 /// arrive after it.
 pub(crate) const USABLE_MARGIN: Duration = Duration::from_secs(5);
+/// How long opening a lock waits, at most, for a source's first value: longer than any
+/// source's own limits (a credential process or an executable may take a minute or two), so
+/// that what ends the wait is the fetch's own answer or error.
+pub(crate) const FIRST_WAIT: Duration = Duration::from_secs(150);
 /// The first pause after a failed fetch.
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 /// The longest pause between failed fetches.
 const RETRY_MOST: Duration = Duration::from_secs(30);
 
-/// A value with the time it stops being valid (`None`: it does not expire).
-#[derive(Clone, Debug)]
+/// A value with the time it stops being valid (`None`: it does not expire). Its `Debug` shows
+/// the expiry only: the value is a credential.
+#[derive(Clone)]
 pub(crate) struct Fetched<T> {
     /// The credentials or token.
     pub(crate) value: T,
     /// When they expire.
     pub(crate) expires: Option<SystemTime>,
+}
+
+impl<T> core::fmt::Debug for Fetched<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fetched")
+            .field("expires", &self.expires.map(shown))
+            .finish_non_exhaustive()
+    }
 }
 
 /// One kind of source: how to fetch a value (blocking; it runs on the source's own thread,
@@ -207,8 +220,21 @@ pub(crate) fn shown(t: SystemTime) -> String {
 fn keep_fresh<F: Fetch>(mut fetcher: F, shared: &Shared<F::Value>) {
     let mut failures = 0u32;
     loop {
-        let fetched = fetcher.fetch();
+        // A fetcher that panics (a bug) is a failed fetch, not a thread gone quiet.
+        let fetched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fetcher.fetch()))
+            .unwrap_or_else(|_| Err("fetching credentials failed (a bug: it panicked)".into()));
         let now = SystemTime::now();
+        // A value that is already unusable (expired, or about to) is a failed fetch: kept
+        // out of the cache, and asked for again only after a pause.
+        let fetched = fetched.and_then(|f| match usable(f.expires, now) {
+            true => Ok(f),
+            false => Err(format!(
+                "the credentials fetched expire{} already",
+                f.expires
+                    .map(|e| format!(" at {}", shown(e)))
+                    .unwrap_or_default()
+            )),
+        });
         let next = {
             let mut state = shared.state();
             if state.stop {
@@ -218,7 +244,9 @@ fn keep_fresh<F: Fetch>(mut fetcher: F, shared: &Shared<F::Value>) {
             let next = match fetched {
                 Ok(f) => {
                     failures = 0;
-                    let next = refresh_at(now, f.expires);
+                    // Never sooner than a failure's first pause: a source whose values live
+                    // only seconds is not asked in a loop.
+                    let next = refresh_at(now, f.expires).map(|at| at.max(now + RETRY_FIRST));
                     state.current = Some(f);
                     state.error = None;
                     next
@@ -356,34 +384,80 @@ mod tests {
                 expires: Some(SystemTime::now() + Duration::from_secs(secs)),
             })
         };
-        // A value living 2 s is fetched again after 1 s (half its life).
+        // The first value lives 12 s: asked for again at half its life (6 s), which fails;
+        // the old value is served meanwhile; the retry a second later brings the third.
         let cache = Refreshing::new(
             Script {
                 calls: calls.clone(),
-                answers: vec![soon(1, 2), Err("token service down".into()), soon(3, 3600)],
+                answers: vec![soon(1, 12), Err("token service down".into()), soon(3, 3600)],
             },
             "test",
         );
-        // The first value is within the margin at once: not usable, so it is not handed out.
-        let first = cache.get(Duration::from_secs(5));
-        assert!(first.is_err(), "{first:?}");
-        // The refresh after 1 s fails, the retry 1 s later succeeds.
-        let deadline = Instant::now() + Duration::from_secs(10);
+        assert_eq!(cache.get(Duration::from_secs(5)), Ok(1));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut served_after_the_failure = false;
         loop {
-            if let Ok(v) = cache.get(Duration::from_secs(1)) {
-                assert_eq!(v, 3);
+            let got = cache.get(Duration::from_secs(1));
+            let status = cache.status();
+            if status.error.is_some() {
+                assert_eq!(got, Ok(1), "the old value is kept through a failed refresh");
+                served_after_the_failure = true;
+            }
+            if got == Ok(3) {
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "no fresh value after 10 s: {:?}, {} fetches",
-                cache.status(),
+                "no fresh value after 15 s: {status:?}, {} fetches",
                 calls.load(Ordering::SeqCst)
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
         }
+        assert!(
+            served_after_the_failure,
+            "the failed refresh was never seen"
+        );
         assert_eq!(calls.load(Ordering::SeqCst), 3);
         assert_eq!(cache.status().error, None);
+    }
+
+    #[test]
+    fn a_value_already_expired_is_a_failure_and_is_not_asked_for_in_a_loop() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let stale = Ok(Fetched {
+            value: 1,
+            expires: Some(SystemTime::now()),
+        });
+        let cache = Refreshing::new(
+            Script {
+                calls: calls.clone(),
+                answers: vec![stale; 100],
+            },
+            "test",
+        );
+        let e = cache.get(Duration::from_secs(5)).expect_err("not usable");
+        assert!(e.contains("expire"), "{e}");
+        std::thread::sleep(Duration::from_millis(2500));
+        // Pauses of 1 s, then 2 s: three fetches at most in 2.5 s.
+        assert!(
+            calls.load(Ordering::SeqCst) <= 3,
+            "{} fetches",
+            calls.load(Ordering::SeqCst)
+        );
+    }
+
+    #[test]
+    fn a_fetcher_that_panics_is_a_failed_fetch() {
+        struct Panics;
+        impl Fetch for Panics {
+            type Value = u32;
+            fn fetch(&mut self) -> Result<Fetched<u32>, String> {
+                panic!("a bug")
+            }
+        }
+        let cache = Refreshing::new(Panics, "test");
+        let e = cache.get(Duration::from_secs(5)).expect_err("no value");
+        assert!(e.contains("panicked"), "{e}");
     }
 
     #[test]

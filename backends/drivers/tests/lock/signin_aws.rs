@@ -9,6 +9,8 @@ use crate::support::{self, fresh_key};
 use sets3lock::blocking::Locker;
 use sets3lock::proto::{ReleaseOutcome, Scheme};
 use sets3lock::{Error, Loss, Options, Wait};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A container endpoint whose credentials (the mock's key, a new session token each time)
@@ -60,6 +62,19 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
     assert!(shown.contains("the container endpoint"), "{shown}");
     assert!(!shown.contains(&mock.secret), "{shown}");
     options.lock.lease = Duration::from_secs(3);
+    // Every renewal must land: none delayed (a request with no credentials to sign with is
+    // a setback, which would show here).
+    let (renewed, delayed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, d) = (renewed.clone(), delayed.clone());
+    options.observer = Some(sets3lock::Observer::new(move |o| {
+        if let sets3lock::Observation::Event(e) = o {
+            match e {
+                sets3lock::Event::Renewed { .. } => r.fetch_add(1, Ordering::SeqCst),
+                sets3lock::Event::RenewalDelayed { .. } => d.fetch_add(1, Ordering::SeqCst),
+                _ => 0,
+            };
+        }
+    }));
     let locker = Locker::new(&mock.url(&fresh_key("container")), options).expect("locker");
     let signer = locker.sign_in().expect("the S3 store says who signs");
     assert!(signer.source.contains("container endpoint"), "{signer:?}");
@@ -80,6 +95,12 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(delayed.load(Ordering::SeqCst), 0, "renewals were delayed");
+    assert!(
+        renewed.load(Ordering::SeqCst) >= 5,
+        "{} renewals in 16 s",
+        renewed.load(Ordering::SeqCst)
+    );
     let asked = service.asked();
     assert!(asked.len() >= 4, "fetched {} times in 16 s", asked.len());
     assert!(asked
@@ -108,28 +129,43 @@ fn a_source_that_fails_mid_hold_ends_the_hold_as_an_outage_would() {
         .acquire(Wait::No)
         .expect("acquire");
     service.go_down();
+    let down = Instant::now();
+    // A waiter with good keys, from the moment the source goes down.
+    let waiter = {
+        let mut other = mock.options();
+        other.lock.lease = lease;
+        let url = mock.url(&key);
+        std::thread::spawn(move || {
+            let held = Locker::new(&url, other)
+                .expect("locker")
+                .acquire(Wait::Timeout(Duration::from_secs(20)))
+                .expect("taken over after the lease");
+            let at = Instant::now();
+            held.release().expect("release");
+            at
+        })
+    };
     // The credentials are usable until 5 s before they expire (3 s from now); then no request
     // can be signed, and the hold ends before its last renewal's lease runs out.
-    let down = Instant::now();
     let mut loss = None;
     while down.elapsed() < Duration::from_secs(15) && loss.is_none() {
         loss = held.loss_watch().loss();
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
+    let lost_at = Instant::now();
     assert_eq!(loss, Some(Loss::Expired), "after {:?}", down.elapsed());
     assert!(
         down.elapsed() < Duration::from_secs(3) + lease + Duration::from_secs(1),
         "ended {:?} after the service went down",
         down.elapsed()
     );
-    // Nobody else could have taken it before: a waiter with good keys gets it only now.
-    let mut other = mock.options();
-    other.lock.lease = lease;
-    let second = Locker::new(&mock.url(&key), other).expect("locker");
-    let next = second
-        .acquire(Wait::Timeout(Duration::from_secs(10)))
-        .expect("taken over after the lease");
-    next.release().expect("release");
+    // Nobody else had it while the holder still counted on it.
+    let taken_at = waiter.join().expect("waiter");
+    assert!(
+        taken_at + Duration::from_millis(20) >= lost_at,
+        "the waiter took it {:?} before the holder's hold ended",
+        lost_at.duration_since(taken_at)
+    );
 }
 
 #[test]

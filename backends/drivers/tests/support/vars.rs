@@ -51,6 +51,21 @@ fn loopback(url_or_host: &str) -> bool {
 pub fn guard_metadata(var: &dyn Fn(&str) -> Option<String>) {
     let off = |name: &str| var(name).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let at_loopback = |name: &str| var(name).is_some_and(|v| loopback(&v));
+    // Endpoints that reach a link-local agent unless pointed at loopback.
+    for name in [
+        "IDENTITY_ENDPOINT",
+        "GCE_METADATA_IP",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        assert!(
+            var(name).is_none_or(|v| loopback(&v)),
+            "refused: {name} points off this machine"
+        );
+    }
+    assert!(
+        var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_none(),
+        "refused: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI reaches 169.254.170.2"
+    );
     for (cloud, disabled, endpoint) in [
         (
             "AWS",

@@ -12,11 +12,10 @@ use super::metadata::{self, Container};
 use super::process;
 use super::sso::{self, Sso};
 use super::sts::{self, Role, Sts, WebIdentity};
-use crate::signin::fetch::Http;
-use crate::signin::refresh::{Fetch, Fetched, Refreshing};
+use crate::signin::fetch::Clients;
+use crate::signin::refresh::{Fetch, Fetched, Refreshing, FIRST_WAIT};
 use crate::signin::SignIn;
 use crate::{AwsCredentialSource, AwsCredentials};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
@@ -26,11 +25,10 @@ use url::Url;
 pub(crate) const METADATA_LIMIT: Duration = Duration::from_secs(1);
 /// How long any other token service may take for one request.
 const SERVICE_LIMIT: Duration = Duration::from_secs(10);
-/// How long opening a lock waits for the first credentials.
-const FIRST_WAIT: Duration = Duration::from_secs(30);
 
-/// One place credentials come from.
-#[derive(Clone, Debug)]
+/// One place credentials come from. Its `Debug` is its name: a command line or a container's
+/// token is never shown.
+#[derive(Clone)]
 pub(crate) enum Source {
     /// Keys as they are (the base of an assumed role).
     Static(AwsCredentials),
@@ -51,6 +49,12 @@ pub(crate) enum Source {
         base: Box<Source>,
         profile: String,
     },
+}
+
+impl core::fmt::Debug for Source {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.name())
+    }
 }
 
 impl Source {
@@ -109,23 +113,6 @@ impl Source {
     }
 }
 
-/// The HTTP clients of one source, one per service, made on first use.
-struct Clients {
-    ca_bundle: Option<PathBuf>,
-    made: HashMap<String, Http>,
-}
-
-impl Clients {
-    fn for_url(&mut self, url: &Url, limit: Duration) -> Result<&Http, String> {
-        let origin = url.origin().ascii_serialization();
-        if !self.made.contains_key(&origin) {
-            let http = Http::new(url, self.ca_bundle.as_deref(), limit)?;
-            self.made.insert(origin.clone(), http);
-        }
-        self.made.get(&origin).ok_or_else(|| "no client".to_owned())
-    }
-}
-
 struct Fetcher {
     source: Source,
     clients: Clients,
@@ -172,10 +159,7 @@ impl Chained {
             cache: Refreshing::new(
                 Fetcher {
                     source,
-                    clients: Clients {
-                        ca_bundle,
-                        made: HashMap::new(),
-                    },
+                    clients: Clients::new(ca_bundle),
                 },
                 "aws-credentials",
             ),

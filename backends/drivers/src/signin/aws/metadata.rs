@@ -91,14 +91,24 @@ pub(crate) fn instance(http: &Http, endpoint: &Url) -> Result<Fetched<AwsCredent
     credentials_in(&answer, "instance metadata")
 }
 
-/// The container endpoint and how to authorize to it.
-#[derive(Clone, Debug)]
+/// The container endpoint and how to authorize to it. Its `Debug` shows no token.
+#[derive(Clone)]
 pub(crate) struct Container {
     pub(crate) url: Url,
     /// `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
     pub(crate) token: Option<String>,
     /// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (EKS Pod Identity; re-read at each fetch).
     pub(crate) token_file: Option<PathBuf>,
+}
+
+impl core::fmt::Debug for Container {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Container")
+            .field("url", &self.url.as_str())
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("token_file", &self.token_file)
+            .finish()
+    }
 }
 
 impl Container {
@@ -110,8 +120,9 @@ impl Container {
         var: &dyn Fn(&str) -> Option<String>,
     ) -> Option<Result<Container, String>> {
         let url = if let Some(relative) = var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
-            Url::parse("http://169.254.170.2")
-                .and_then(|base| base.join(&relative))
+            // Appended to the agent's address, as the SDKs do: never a host of its own.
+            let path = format!("/{}", relative.trim_start_matches('/'));
+            Url::parse(&format!("http://169.254.170.2{path}"))
                 .map_err(|e| format!("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: {e}"))
         } else {
             let full = var("AWS_CONTAINER_CREDENTIALS_FULL_URI")?;

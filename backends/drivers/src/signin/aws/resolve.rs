@@ -84,7 +84,7 @@ pub(crate) fn resolve(
         Some(Err(e)) => return Err(no_credentials(e)),
         None => tried.push("container (not configured)".into()),
     }
-    if var("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+    if metadata_disabled(var) {
         tried.push("instance metadata (turned off by AWS_EC2_METADATA_DISABLED)".into());
         return Ok(Resolved::Source(Arc::new(Nothing { tried })));
     }
@@ -103,6 +103,11 @@ fn no_credentials(reason: String) -> Error {
     }
 }
 
+/// `AWS_EC2_METADATA_DISABLED=true`.
+fn metadata_disabled(var: &dyn Fn(&str) -> Option<String>) -> bool {
+    var("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
 /// Instance metadata's address: `AWS_EC2_METADATA_SERVICE_ENDPOINT`, or by
 /// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (`IPv4`, the default, or `IPv6`).
 pub(crate) fn instance_endpoint(var: &dyn Fn(&str) -> Option<String>) -> Result<Url, String> {
@@ -116,15 +121,18 @@ pub(crate) fn instance_endpoint(var: &dyn Fn(&str) -> Option<String>) -> Result<
     Url::parse(&text).map_err(|e| format!("AWS_EC2_METADATA_SERVICE_ENDPOINT {text:?}: {e}"))
 }
 
-/// A role session's name: `AWS_ROLE_SESSION_NAME`, the profile's `role_session_name`, or one
-/// made from the time.
+/// A role session's name: `AWS_ROLE_SESSION_NAME` for the environment's web identity, the
+/// profile's `role_session_name` for a profile's role (as the SDKs do), or one made from the
+/// time.
 fn session_name(
     var: &dyn Fn(&str) -> Option<String>,
     profile: Option<&HashMap<String, String>>,
 ) -> String {
-    var("AWS_ROLE_SESSION_NAME")
-        .or_else(|| profile.and_then(|p| p.get("role_session_name").cloned()))
-        .unwrap_or_else(|| format!("sets3lock-{}", jiff::Timestamp::now().as_second()))
+    match profile {
+        Some(p) => p.get("role_session_name").cloned(),
+        None => var("AWS_ROLE_SESSION_NAME"),
+    }
+    .unwrap_or_else(|| format!("sets3lock-{}", jiff::Timestamp::now().as_second()))
 }
 
 enum Found {
@@ -147,7 +155,8 @@ fn profile_source(
     let Some(p) = files.profile(name) else {
         return Ok(Found::Nothing(format!("not in {}", files.shown())));
     };
-    let region = p.get("region").map(String::as_str).unwrap_or(region);
+    // STS is asked in the region the settings name (the environment's, else the profile's), as
+    // the SDKs do.
     if let Some(role_arn) = p.get("role_arn") {
         let role = Role {
             role_arn: role_arn.clone(),
@@ -183,6 +192,9 @@ fn profile_source(
                     }),
                     _ => return Err("credential_source = Environment, and AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set".into()),
                 },
+                "Ec2InstanceMetadata" if metadata_disabled(var) => {
+                    return Err("credential_source = Ec2InstanceMetadata, and AWS_EC2_METADATA_DISABLED is true".into())
+                }
                 "Ec2InstanceMetadata" => Source::Instance {
                     endpoint: instance_endpoint(var)?,
                 },
@@ -263,6 +275,11 @@ fn sso_source(
     let portal = var("AWS_ENDPOINT_URL_SSO")
         .unwrap_or_else(|| format!("https://portal.sso.{sso_region}.amazonaws.com"));
     let portal = Url::parse(&portal).map_err(|e| format!("the SSO portal {portal:?}: {e}"))?;
+    if !crate::signin::fetch::safe_for_secrets(&portal) {
+        return Err(format!(
+            "the SSO portal {portal} is plain http off this machine: the login's token would go in clear; use https"
+        ));
+    }
     Ok(Source::Sso(Sso {
         cache_file: home.join(".aws/sso/cache").join(cache_name(&cache_key)),
         portal,

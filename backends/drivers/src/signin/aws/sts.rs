@@ -30,6 +30,11 @@ impl Sts {
             .or_else(|| var("AWS_ENDPOINT_URL"))
             .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com/"));
         let url = Url::parse(&url).map_err(|e| format!("the STS endpoint {url:?}: {e}"))?;
+        if !crate::signin::fetch::safe_for_secrets(&url) {
+            return Err(format!(
+                "the STS endpoint {url} is plain http off this machine: tokens and credentials would go in clear; use https"
+            ));
+        }
         Ok(Sts {
             url,
             region: region.to_owned(),

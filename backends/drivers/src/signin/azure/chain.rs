@@ -6,7 +6,7 @@
 use super::cli::Cli;
 use super::entra::{Entra, Proof};
 use super::managed::{Managed, IMDS};
-use crate::signin::bearer::{is_true, Chained, Clients, Name, SERVICE_LIMIT};
+use crate::signin::bearer::{is_true, Chained, Clients, Name, PROBE_LIMIT, SERVICE_LIMIT};
 use crate::signin::refresh::{Fetch, Fetched};
 use crate::signin::TokenSource;
 use crate::Error;
@@ -57,7 +57,12 @@ fn managed_token(
     settled: bool,
 ) -> Result<Fetched<String>, String> {
     let url = m.url()?;
-    m.token(clients.for_url(&url, m.limit(settled))?)
+    let limit = m.limit(settled);
+    let http = match limit <= PROBE_LIMIT {
+        true => clients.for_probe(&url, limit)?,
+        false => clients.for_url(&url, limit)?,
+    };
+    m.token(http)
 }
 
 fn ambient(a: &mut Ambient, clients: &mut Clients, name: &Name) -> Result<Fetched<String>, String> {

@@ -54,7 +54,7 @@ pub(crate) fn parse(out: &[u8]) -> Result<Fetched<String>, String> {
         .filter(|t| !t.is_empty())
         .ok_or("`az account get-access-token` printed no accessToken")?;
     let expires = match json.get("expires_on").and_then(seconds) {
-        Some(at) => SystemTime::UNIX_EPOCH + Duration::from_secs(at),
+        Some(at) => crate::signin::fetch::unix_seconds(at, "`az account get-access-token`")?,
         None => {
             let local = json
                 .get("expiresOn")

@@ -4,7 +4,7 @@
 
 use super::files::{read, FileSource};
 use super::metadata::{Metadata, DEFAULT_HOST};
-use crate::signin::bearer::{is_true, Chained, Clients, Name, Nothing};
+use crate::signin::bearer::{is_true, Chained, Clients, Name, Nothing, PROBE_LIMIT};
 use crate::signin::refresh::{Fetch, Fetched};
 use crate::signin::TokenSource;
 use crate::Error;
@@ -37,7 +37,12 @@ impl Fetch for Fetcher {
             Source::File(f) => f.token(&mut self.clients),
             Source::Metadata(m) => {
                 let url = m.url()?;
-                m.token(self.clients.for_url(&url, m.limit(self.answered))?)
+                let limit = m.limit(self.answered);
+                let http = match limit <= PROBE_LIMIT {
+                    true => self.clients.for_probe(&url, limit)?,
+                    false => self.clients.for_url(&url, limit)?,
+                };
+                m.token(http)
             }
         };
         self.answered |= fetched.is_ok();

@@ -4,7 +4,7 @@
 
 use super::SCOPE;
 use crate::signin::bearer::{oauth_token, refused, safe_for_secrets, Clients, SERVICE_LIMIT};
-use crate::signin::fetch::{form, rfc3339, run, token_file};
+use crate::signin::fetch::{form, rfc3339, run_with, token_file};
 use crate::signin::refresh::Fetched;
 use http::Method;
 use std::path::PathBuf;
@@ -255,44 +255,21 @@ impl External {
                         return Ok(t);
                     }
                 }
-                let out = run(&self.with_env(command, output_file.as_ref()), *timeout)
-                    .map_err(|e| renamed(&e, command))?;
-                executable_answer(&out)
+                let file = output_file.as_ref().map(|f| f.display().to_string());
+                let mut vars = vec![
+                    ("GOOGLE_EXTERNAL_ACCOUNT_AUDIENCE", self.audience.as_str()),
+                    (
+                        "GOOGLE_EXTERNAL_ACCOUNT_TOKEN_TYPE",
+                        self.subject_token_type.as_str(),
+                    ),
+                    ("GOOGLE_EXTERNAL_ACCOUNT_INTERACTIVE", "0"),
+                ];
+                if let Some(f) = &file {
+                    vars.push(("GOOGLE_EXTERNAL_ACCOUNT_OUTPUT_FILE", f.as_str()));
+                }
+                executable_answer(&run_with(command, &vars, *timeout)?)
             }
         }
-    }
-
-    /// The command line with the variables Google's executable protocol gives the command
-    /// (through the shell: `run` takes a command line, and passes the environment on).
-    fn with_env(&self, command: &str, output_file: Option<&PathBuf>) -> String {
-        if !cfg!(unix) {
-            return command.to_owned();
-        }
-        let quoted = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-        let mut line = format!(
-            "GOOGLE_EXTERNAL_ACCOUNT_AUDIENCE={} GOOGLE_EXTERNAL_ACCOUNT_TOKEN_TYPE={} GOOGLE_EXTERNAL_ACCOUNT_INTERACTIVE=0",
-            quoted(&self.audience),
-            quoted(&self.subject_token_type)
-        );
-        if let Some(f) = output_file {
-            line.push_str(&format!(
-                " GOOGLE_EXTERNAL_ACCOUNT_OUTPUT_FILE={}",
-                quoted(&f.display().to_string())
-            ));
-        }
-        format!("{line} {command}")
-    }
-}
-
-/// `run`'s error names the first word of the line: the command's, not a variable's.
-fn renamed(error: &str, command: &str) -> String {
-    let program = command.split_whitespace().next().unwrap_or("");
-    match error.strip_prefix("`GOOGLE_EXTERNAL_ACCOUNT_AUDIENCE=") {
-        Some(rest) => match rest.split_once('`') {
-            Some((_, after)) => format!("`{program}`{after}"),
-            None => error.to_owned(),
-        },
-        None => error.to_owned(),
     }
 }
 
@@ -324,7 +301,8 @@ fn executable_answer(out: &[u8]) -> Result<String, String> {
         ));
     }
     if let Some(at) = json.get("expiration_time").and_then(|v| v.as_u64()) {
-        if SystemTime::UNIX_EPOCH + Duration::from_secs(at) <= SystemTime::now() {
+        let expires = crate::signin::fetch::unix_seconds(at, "the executable")?;
+        if expires <= SystemTime::now() {
             return Err("the executable's token has expired".into());
         }
     }
