@@ -77,6 +77,42 @@ fn a_web_identity_and_a_credential_process_sign_the_command() {
     );
 }
 
+#[test]
+fn an_assume_role_profile_signs_the_command() {
+    let Some((s, _)) = moto() else { return };
+    let dir = scratch_dir("signin-role");
+    std::fs::write(
+        format!("{dir}/credentials"),
+        "[base]\naws_access_key_id = AKIABASE\naws_secret_access_key = base-secret\n",
+    )
+    .expect("write");
+    std::fs::write(
+        format!("{dir}/config"),
+        "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = base\n",
+    )
+    .expect("write");
+    let out = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_SHARED_CREDENTIALS_FILE", &format!("{dir}/credentials"))
+        .env("AWS_CONFIG_FILE", &format!("{dir}/config"))
+        .args([
+            "-v",
+            "--profile",
+            "deploy",
+            &s.url(&fresh_key("cli-role")),
+            "true",
+        ])
+        .output();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "signed by profile deploy (assumes role arn:aws:iam::123456789012:role/deploy)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A container endpoint whose credentials live `life` seconds.
 fn container(life: i64) -> TokenService {
     TokenService::start(move |_, n| {

@@ -392,3 +392,62 @@ fn on_moto_an_assume_role_profile_signs_with_the_role() {
     assert_ne!(tokens[0], "test-session-token");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_sso_profile_signs_with_the_role_the_portal_hands_out_for_the_cached_login() {
+    let mock = support::mock(404);
+    let (key, secret) = (mock.access_key.clone(), mock.secret.clone());
+    let portal = TokenService::start(move |_, _| {
+        let expires = jiff::Timestamp::now().as_millisecond() + 3_600_000;
+        let body = serde_json::json!({"roleCredentials": {
+            "accessKeyId": key, "secretAccessKey": secret,
+            "sessionToken": "sso-session", "expiration": expires,
+        }});
+        (200, body.to_string())
+    });
+    let home = std::env::temp_dir().join(format!("sets3lock-sso-{:016x}", support::rand_u64()));
+    let cache = home.join(".aws/sso/cache");
+    std::fs::create_dir_all(&cache).expect("dir");
+    std::fs::write(
+        home.join(".aws/config"),
+        "[profile dev]\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = Locker\n\n[sso-session corp]\nsso_region = eu-west-1\nsso_start_url = https://corp.awsapps.com/start\n",
+    )
+    .expect("write");
+    // `aws sso login` names the cache file by the SHA-1 of the session's name.
+    let login = |expires: &str| {
+        std::fs::write(
+            cache.join("ee0bfd2552fbd840c02cc48b6e823320543c450f.json"),
+            serde_json::json!({"accessToken": "sso-access-token", "expiresAt": expires})
+                .to_string(),
+        )
+        .expect("write");
+    };
+    let vars = no_metadata()
+        .with("HOME", home.to_str().expect("utf-8"))
+        .with("AWS_PROFILE", "dev")
+        .with("AWS_ENDPOINT_URL_SSO", &portal.url)
+        .with("AWS_ENDPOINT_URL", &mock.endpoint);
+    login(&in_secs(3600));
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let held = Locker::new(&mock.url(&fresh_key("sso")), options)
+        .expect("locker")
+        .acquire(Wait::No)
+        .expect("signed with the SSO role's credentials");
+    held.release().expect("release");
+    let asked = portal.asked();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        asked[0].target,
+        "/federation/credentials?role_name=Locker&account_id=111122223333"
+    );
+    assert_eq!(
+        asked[0].header("x-amz-sso_bearer_token"),
+        Some("sso-access-token")
+    );
+    // An expired login: the advice is to log in again.
+    login(&in_secs(-60));
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let e = Locker::new(&mock.url(&fresh_key("sso")), options).expect_err("expired");
+    assert!(e.to_string().contains("aws sso login --profile dev"), "{e}");
+    let _ = std::fs::remove_dir_all(&home);
+}
