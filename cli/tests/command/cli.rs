@@ -513,13 +513,21 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail() {
         .spawn();
     until_held(&s, &key);
     proxy.blackout(); // renewals now go unanswered (and are even applied)
-                      // A waiter that reaches S3 directly.
+    let dark = std::time::Instant::now();
+    // A waiter that reaches S3 directly.
     let waiter_script = format!("echo acquired $(date +%s.%N) >> {w}", w = witness.display());
     let waiter = TestCommand::new(&s)
         .args(["-q", &url, "sh", "-c", &waiter_script])
         .spawn();
     let o = holder.wait_with_output().expect("holder");
     assert_eq!(code(&o), 112, "{}", stderr(&o));
+    // However silent the store (the request timeout is 20 s), the end is reported within
+    // about a second of the lease's end, not when a renewal sent into the silence gives up.
+    assert!(
+        dark.elapsed() <= std::time::Duration::from_millis(4500),
+        "exited {:?} after the silence began, with a 3 s lease",
+        dark.elapsed()
+    );
     // The first line says why the program was stopped, the second what became of the lock.
     let err = stderr(&o);
     let lines: Vec<&str> = err.lines().collect();

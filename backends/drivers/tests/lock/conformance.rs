@@ -31,6 +31,7 @@ fn scenarios<D: Driver>(server: &Server) {
     wrong_bucket::<D>(server);
     wrong_credentials::<D>(server);
     outages::<D>(server);
+    silences::<D>(server);
 }
 
 /// Fenced mode, the same everywhere: the object persists, tokens grow with every grant, and
@@ -307,6 +308,62 @@ fn outages<D: Driver>(s: &Server) {
     assert!(
         dark.elapsed() <= lease,
         "{}: ended {:?} after the outage began: later than its lease",
+        s.name,
+        dark.elapsed()
+    );
+}
+
+/// The store goes silent under a hold whose request timeout (20 s, the default) is longer
+/// than its lease: each of the hold's requests waits a third of the lease at most, so a short
+/// silence whose stuck requests are never answered is ridden out, and a long one ends the hold
+/// at its lease's end, not 20 s later.
+fn silences<D: Driver>(s: &Server) {
+    let fenced = s.scheme == sets3lock::proto::Scheme::Gcs; // fake-gcs-server: fenced only
+    let through = |proxy_options: sets3lock::Options, lease: Duration| {
+        let mut o = proxy_options;
+        o.lock.lease = lease;
+        o.lock.fenced = fenced;
+        o.request_timeout = Duration::from_secs(20);
+        o.store_check = sets3lock::StoreCheck::Off; // the silence would eat its replies
+        o
+    };
+    // Short: 1.5 s of silence from just before the first renewal (at 2 s of a 6 s lease).
+    let lease = Duration::from_secs(6);
+    let (proxy, options) = s.proxied();
+    let held = D::acquire(
+        &s.url(&fresh_key("silence-short")),
+        through(options, lease),
+        Wait::No,
+    )
+    .expect("acquire");
+    std::thread::sleep(Duration::from_millis(1900));
+    proxy.blackout();
+    std::thread::sleep(Duration::from_millis(1500));
+    proxy.restore();
+    assert_eq!(
+        D::wait_lost(&held, Duration::from_secs(7)),
+        None,
+        "{}: a 1.5 s silence under a 6 s lease ended the hold",
+        s.name
+    );
+    assert!(held.is_held(), "{}: held after a short silence", s.name);
+    D::release(held).expect("release after the silence");
+    // Long: the silence outlasts the lease; the end is reported at the lease's end.
+    let lease = Duration::from_secs(4);
+    let (proxy, options) = s.proxied();
+    let held = D::acquire(
+        &s.url(&fresh_key("silence-long")),
+        through(options, lease),
+        Wait::No,
+    )
+    .expect("acquire");
+    proxy.blackout();
+    let dark = Instant::now();
+    let loss = D::wait_lost(&held, Duration::from_secs(15));
+    assert_eq!(loss, Some(Loss::Expired), "{}", s.name);
+    assert!(
+        dark.elapsed() <= lease + Duration::from_millis(500),
+        "{}: ended {:?} after the silence began, with a {lease:?} lease",
         s.name,
         dark.elapsed()
     );
