@@ -223,6 +223,10 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     };
 
     crate::textfile::program_ended(ran.elapsed());
+    // A stopped program's lock is released, or reported left to expire, by the end of its
+    // validity and a moment: a silent store is not waited on past the lease.
+    let report_by =
+        tokio::time::Instant::now() + held.remaining_validity().unwrap_or_default() + REPORT_SLACK;
 
     // ---- release, whatever happened ----
     match &stopped {
@@ -230,7 +234,12 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         Some(Stopped::Lost(Loss::Lost(_))) => drop(held),
         // Renewals were not getting through (or the hold expired): try the release, and say
         // what became of the lock.
-        Some(_) => match tokio::time::timeout(CONFIRM, held.release()).await {
+        Some(_) => match tokio::time::timeout_at(
+            report_by.min(tokio::time::Instant::now() + CONFIRM),
+            held.release(),
+        )
+        .await
+        {
             Ok(Ok(ReleaseOutcome::Deleted | ReleaseOutcome::Freed | ReleaseOutcome::Resting)) => {
                 say!("{url}: the store answered again: the lock is released")
             }
@@ -243,8 +252,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             }
             Err(_) => {
                 say!(
-                    "{url}: no request got through in {}: the lock object is left to expire after its lease",
-                    crate::cli::human(CONFIRM)
+                    "{url}: the store did not answer before the lease ran out: the lock object is left to expire after its lease, and others may take the lock over now"
                 );
                 return LOST; // waited long enough: what is left in flight dies with us
             }
@@ -264,8 +272,10 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     }
     if stopped.is_some() {
         // What became of the lock is said; a cleanup of renewals that may have landed gets
-        // a moment, and what it cannot do expires with the lease.
-        let _ = tokio::time::timeout(CLEANUP_BOUND, gate.shutdown()).await;
+        // a moment (until the report is due, two seconds at most), and what it cannot do
+        // expires with the lease.
+        let until = report_by.min(tokio::time::Instant::now() + CLEANUP_BOUND);
+        let _ = tokio::time::timeout_at(until, gate.shutdown()).await;
         return LOST;
     }
     finish(&gate, &url).await;
@@ -343,6 +353,10 @@ enum Stopped {
 
 /// How long the command waits for a release (or the cleanup after it) to be confirmed.
 const CONFIRM: Duration = Duration::from_secs(30);
+
+/// How long after a stopped program's lease ends the command may still wait for its release
+/// before it reports the lock left to expire and exits.
+const REPORT_SLACK: Duration = Duration::from_secs(1);
 
 /// How long a command that did not get the lock waits for the cleanup of a write of its own
 /// that may have landed (a create or takeover sent at the deadline, or when a signal came).

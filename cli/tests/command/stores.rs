@@ -886,12 +886,20 @@ fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail_on_ever
         .spawn();
         s.until_status(&url, 1);
         proxy.blackout(); // from now on no reply reaches the holder
+        let dark = Instant::now();
         let waiter_script = format!("echo acquired $(date +%s.%N) >> {witness}");
         let mut waiter_args: Vec<&str> = s.lock_flags().to_vec();
         waiter_args.extend(["-q", url.as_str(), "sh", "-c", &waiter_script]);
         let waiter = s.cmd().args(&waiter_args).spawn();
         let o = holder.wait_with_output().expect("holder");
         assert_eq!(code(&o), 112, "{}: {}", s.name, stderr(&o));
+        // Reported within about a second of the 3 s lease's end, however silent the store.
+        assert!(
+            dark.elapsed() <= Duration::from_millis(4500),
+            "{}: exited {:?} after the silence began",
+            s.name,
+            dark.elapsed()
+        );
         assert!(
             stderr(&o).contains("no renewal got through"),
             "{}: {}",
