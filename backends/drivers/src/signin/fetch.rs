@@ -155,6 +155,7 @@ impl Clients {
     }
 
     /// The client that probes `url`'s metadata service (see [`Http::probe`]).
+    #[cfg_attr(not(any(feature = "azure", feature = "gcs")), allow(dead_code))] // Entra ID and Google only
     pub(crate) fn for_probe(&mut self, url: &Url, connect: Duration) -> Result<&Http, String> {
         self.client(url, connect, true)
     }
@@ -194,6 +195,7 @@ pub(crate) fn safe_for_secrets(url: &Url) -> bool {
 }
 
 /// `secs` seconds from now, or why that is not a time (a service's answer out of range).
+#[cfg_attr(not(any(feature = "azure", feature = "gcs")), allow(dead_code))] // Entra ID and Google only
 pub(crate) fn seconds_from_now(secs: u64, what: &str) -> Result<SystemTime, String> {
     SystemTime::now()
         .checked_add(Duration::from_secs(secs))
@@ -201,6 +203,7 @@ pub(crate) fn seconds_from_now(secs: u64, what: &str) -> Result<SystemTime, Stri
 }
 
 /// The Unix time `secs`, or why that is not a time.
+#[cfg_attr(not(any(feature = "azure", feature = "gcs")), allow(dead_code))] // Entra ID and Google only
 pub(crate) fn unix_seconds(secs: u64, what: &str) -> Result<SystemTime, String> {
     SystemTime::UNIX_EPOCH
         .checked_add(Duration::from_secs(secs))

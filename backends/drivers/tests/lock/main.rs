@@ -11,5 +11,6 @@ mod conformance;
 mod gcs_auth;
 mod profile;
 mod signin_aws;
+#[cfg(all(feature = "azure", feature = "gcs"))]
 mod signin_clouds;
 mod signing;
