@@ -81,8 +81,9 @@ impl Debug for AwsCredentials {
 /// A source of AWS signing credentials, asked before every request.
 ///
 /// Implement it to plug in your own provider; it must answer quickly (serve a cached value and
-/// refresh in the background). Without one, [`S3Settings::from_env_and_profile`]
-/// (crate::S3Settings::from_env_and_profile) finds credentials the way the AWS SDKs do.
+/// refresh in the background). Without one,
+/// [`S3Settings::from_env_and_profile`](crate::S3Settings::from_env_and_profile) finds
+/// credentials the way the AWS SDKs do.
 ///
 /// ```
 /// use sets3lock::{AwsCredentialSource, AwsCredentials};
