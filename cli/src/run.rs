@@ -225,8 +225,12 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     crate::textfile::program_ended(ran.elapsed());
     // A stopped program's lock is released, or reported left to expire, by the end of its
     // validity and a moment: a silent store is not waited on past the lease.
-    let report_by =
-        tokio::time::Instant::now() + held.remaining_validity().unwrap_or_default() + REPORT_SLACK;
+    // (With lease 0 nothing expires: the release is waited for as long as ever.)
+    let report_by = tokio::time::Instant::now()
+        + match args.lease().is_zero() {
+            true => CONFIRM,
+            false => held.remaining_validity().unwrap_or_default() + REPORT_SLACK,
+        };
 
     // ---- release, whatever happened ----
     match &stopped {
