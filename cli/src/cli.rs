@@ -36,9 +36,10 @@ Examples:
   sets3lock renew \"$H\"; sets3lock release \"$H\"               renew it once; release it
 
 Exit status: the program's own; 128+N if it died of signal N; 100 usage error; 111 the lock
-could not be had, the program could not start, or the store failed (0 with -x when the lock is
-held elsewhere); 112 the lock was lost or expired while the program ran (it was sent SIGTERM,
-then SIGKILL after --kill-after), or the hold a handle names has ended.
+could not be had, the program could not start, or the store failed or refused the release
+(0 with -x when the lock is held elsewhere); 112 the lock was lost or expired while the
+program ran (it was sent SIGTERM, then SIGKILL after --kill-after), or the hold a handle names
+has ended.
 
 Environment, read for the URL's store only; credentials are found as each cloud's own tools
 find them (-v and doctor say which source signs):

@@ -233,6 +233,10 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         };
 
     // ---- release, whatever happened ----
+    // A release the store refused for permissions: the lock stays held for its lease under
+    // a process that is gone, and whoever runs this must hear of it (exit 111, not the
+    // program's own status).
+    let mut refused = false;
     match &stopped {
         // Not ours any more: nothing to release, and the first line said why.
         Some(Stopped::Lost(Loss::Lost(_))) => drop(held),
@@ -272,7 +276,11 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
                 Err(e) => say!("{url}: could not keep the lock: {e}"),
             }
         }
-        None => report_release(&url, held.release().await),
+        None => {
+            let released = held.release().await;
+            refused = matches!(&released, Err(e) if e.kind() == sets3lock::ErrorKind::AccessDenied);
+            report_release(&url, released);
+        }
     }
     if stopped.is_some() {
         // What became of the lock is said; a cleanup of renewals that may have landed gets
@@ -283,6 +291,9 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         return LOST;
     }
     finish(&gate, &url).await;
+    if refused {
+        return CANNOT_LOCK;
+    }
     match status {
         Ok(s) => match (s.code(), s.signal()) {
             (Some(code), _) => u8::try_from(code).unwrap_or(255),
@@ -432,6 +443,9 @@ fn report_release(url: &LockUrl, result: Result<ReleaseOutcome, Error>) {
             "{url}: at release another process was running under this handle (it continued the hold meanwhile); left it to that process"
         ),
         Ok(other) => say!("{url}: released ({other:?})"),
+        Err(e) if e.kind() == sets3lock::ErrorKind::AccessDenied => say!(
+            "{url}: the store refused the release: {e}; the lock stays held until its lease runs out"
+        ),
         Err(e) => {
             say!("{url}: release failed: {e} (the lock expires after its lease)")
         }

@@ -1079,3 +1079,49 @@ fn handles_and_hold_at_least_on_every_store() {
         );
     }
 }
+
+/// A store check's verdict is remembered for the credentials that passed it, not for the
+/// container: after the account key passed, a SAS that may not delete is still checked, and
+/// refused at once (its program never runs). Run past the check, its release is refused:
+/// a loud failure (exit 111, one line naming the permission), not the program's 0.
+#[test]
+fn a_verdict_is_kept_for_its_credentials_and_a_refused_release_is_loud() {
+    let Some(s) = azurite() else { return };
+    let url = format!(
+        "az://{}/{}",
+        s.bucket,
+        support::fresh_key("cli-sas-identity")
+    );
+    let cache = scratch_dir("stores-identity");
+    let endpoint = s.vars["ENDPOINT"].clone();
+    let account = s.vars["ACCOUNT"].clone();
+    let with_key = StoreCommand::bare(&cache)
+        .env("AZURE_STORAGE_ACCOUNT", &account)
+        .env("AZURE_STORAGE_KEY", &s.vars["KEY"])
+        .args(["--endpoint", &endpoint, &url, "true"])
+        .output();
+    assert_eq!(code(&with_key), 0, "{}", stderr(&with_key));
+    let sas = support::sas::service_sas(&account, &s.vars["KEY"], &s.bucket, "rcw");
+    let witness = format!("{}/ran", scratch_dir("stores-identity-witness"));
+    let no_delete = |extra: &[&str]| {
+        let mut args: Vec<&str> = vec!["--endpoint", &endpoint];
+        args.extend(extra);
+        let script = format!("touch {witness}");
+        StoreCommand::bare(&cache)
+            .env("AZURE_STORAGE_ACCOUNT", &account)
+            .env("AZURE_STORAGE_SAS_TOKEN", &sas)
+            .args(&args)
+            .args([url.as_str(), "sh", "-c", &script])
+            .output()
+    };
+    let o = no_delete(&[]);
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    assert!(
+        !std::path::Path::new(&witness).exists(),
+        "the program ran under a SAS that cannot release"
+    );
+    let o = no_delete(&["--no-store-check"]);
+    assert!(std::path::Path::new(&witness).exists(), "{}", stderr(&o));
+    assert_eq!(code(&o), 111, "{}", stderr(&o));
+    one_line(&o, "refused the release");
+}

@@ -158,4 +158,18 @@ impl Store for AzureStore {
             Auth::Bearer(source) => source.sign_in(),
         })
     }
+
+    fn identity(&self) -> Option<String> {
+        match &self.auth {
+            // Two SAS tokens may grant different permissions: each is its own identity, named
+            // by a fingerprint (never the token).
+            Auth::Sas(query) => {
+                use sha2::Digest as _;
+                let digest = sha2::Sha256::digest(query.as_bytes());
+                let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+                Some(format!("a SAS token ({hex})"))
+            }
+            _ => self.sign_in().map(|s| s.source),
+        }
+    }
 }

@@ -94,6 +94,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn sign_in(&self) -> Option<crate::SignIn> {
         None
     }
+
+    /// Who the requests are made as, for remembering what was found out with these
+    /// credentials (the store check's verdict): a name that differs when the permissions may,
+    /// never a secret. By default: the signer's name ([`sign_in`](Store::sign_in)).
+    fn identity(&self) -> Option<String> {
+        self.sign_in().map(|s| s.source)
+    }
 }
 
 /// Which store, at which endpoint, which bucket (or container).

@@ -93,11 +93,10 @@ pub(crate) async fn ensure(
     let store = link.store.id();
     let endpoint = store.endpoint().to_owned();
     let bucket = store.bucket().to_owned();
-    // S3's ids stay as they were (a cached verdict stays good); other stores say which.
-    let id = match store.scheme() {
-        sets3lock_proto::Scheme::S3 => format!("{endpoint}|{bucket}"),
-        other => format!("{other}|{endpoint}|{bucket}"),
-    };
+    // A verdict holds for the credentials it was found with: another key, SAS or role may
+    // not be allowed to do what the check did (a SAS without delete permission, say).
+    let who = link.store.identity().unwrap_or_default();
+    let id = format!("{}|{endpoint}|{bucket}|{who}", store.scheme());
     let verdict = match remembered(how, &id) {
         Some(v) => v,
         None => match probe(key, link).await.inspect(|found| {

@@ -6,6 +6,8 @@ pub mod blackout;
 pub mod command;
 #[path = "../../../../backends/drivers/tests/support/raw.rs"]
 pub mod raw;
+#[path = "../../../../backends/drivers/tests/support/sas.rs"]
+pub mod sas;
 #[path = "../../../../backends/drivers/tests/support/token_service.rs"]
 pub mod token_service;
 
