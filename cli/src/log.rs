@@ -196,6 +196,11 @@ impl Log {
                     "store-check: inconclusive (no clear answer); checking again next time".into()
                 }
             }),
+            // Said whatever the verbosity: something is left in the user's bucket.
+            Observation::ProbeLeftBehind { key } => say!(
+                "{}: the store check's probe object {key} could not be removed (the store kept failing); it holds no lock: delete it when the store answers",
+                self.url
+            ),
             Observation::ServerClock {
                 offset_ms,
                 resending,

@@ -253,7 +253,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             }
             Ok(Ok(other)) => report_release(&url, Ok(other)),
             Ok(Err(Error::AlreadyExpired)) => say!(
-                "{url}: the lock object is left behind: its lease ran out before a renewal or the release got through, and others may take the lock over now"
+                "{url}: the lock object is left behind: its lease ran out before a renewal or the release got through, and others may have taken the lock over since"
             ),
             Ok(Err(e)) => {
                 say!("{url}: release failed: {e}; the lock object is left to expire after its lease")

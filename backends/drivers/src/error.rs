@@ -133,22 +133,24 @@ pub enum Error {
     },
     /// The store check found a store that ignores a condition header (a lock there protects
     /// nothing), or refuses `If-Match` on its own ETags, or gives different bodies one ETag.
-    #[error("the store at {endpoint} (bucket {bucket}) {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
+    #[error("the store at {endpoint}, {bucket} there, {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
     StoreIgnoresConditions {
         /// The endpoint.
         endpoint: String,
-        /// The bucket.
+        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
+        /// NAME` or `container NAME`.
         bucket: String,
         /// What it does wrong, and how that showed.
         what: &'static str,
     },
     /// The store check found that `DELETE If-Match` cannot be trusted, and the lock is in
     /// presence mode (which releases with it).
-    #[error("the store at {endpoint} (bucket {bucket}) {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
+    #[error("the store at {endpoint}, {bucket} there, {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
     ConditionalDeleteUnsafe {
         /// The endpoint.
         endpoint: String,
-        /// The bucket.
+        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
+        /// NAME` or `container NAME`.
         bucket: String,
         /// What its `DELETE If-Match` does.
         conditional_delete: sets3lock_proto::ConditionalDelete,

@@ -16,10 +16,18 @@ struct InProcess {
     id: StoreId,
     mock: Mutex<MockS3>,
     sent: AtomicU64,
+    /// How many discards to leave undone (a store failing its DELETEs), and the keys asked.
+    ignore_discards: AtomicU64,
+    discarded: Mutex<Vec<String>>,
 }
 
 impl InProcess {
     fn new(dialect: Dialect) -> Arc<InProcess> {
+        InProcess::named(dialect, &format!("in-process-{dialect:?}"))
+    }
+
+    /// One with an endpoint of its own (a store check of its own, too).
+    fn named(dialect: Dialect, endpoint: &str) -> Arc<InProcess> {
         let mut mock = MockS3::with_semantics(Semantics {
             dialect,
             ..Semantics::default()
@@ -27,9 +35,11 @@ impl InProcess {
         mock.create_bucket("bucket");
         Arc::new(InProcess {
             // One id per dialect: a passed store check is remembered per store.
-            id: StoreId::new(Scheme::S3, &format!("in-process-{dialect:?}"), "bucket"),
+            id: StoreId::new(Scheme::S3, endpoint, "bucket"),
             mock: Mutex::new(mock),
             sent: AtomicU64::new(0),
+            ignore_discards: AtomicU64::new(0),
+            discarded: Mutex::new(Vec::new()),
         })
     }
 }
@@ -50,6 +60,16 @@ impl Store for InProcess {
 
     fn discard<'a>(&'a self, key: &'a str, _: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            self.discarded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(key.to_owned());
+            let ignored =
+                self.ignore_discards
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if ignored.is_ok() {
+                return;
+            }
             let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
             mock.force("bucket", key, None);
         })
@@ -178,4 +198,56 @@ fn a_loss_watch_sees_the_loss_from_another_thread_and_drivers_running_counts_eac
         Some(sets3lock::Loss::DriverStopped)
     );
     assert_eq!(drivers_settle_to(0), 0, "no driver after the release");
+}
+
+/// The store check's probe object is removed even when the first DELETEs fail (each removal
+/// is read back), and when the store never removes it, it is said, with its key.
+#[test]
+fn the_store_check_removes_its_probe_or_says_it_is_left() {
+    let _serial = serial();
+    for (failing, left) in [(2, false), (100, true)] {
+        let store = InProcess::named(Dialect::S3, &format!("failing-deletes-{failing}"));
+        store.ignore_discards.store(failing, Ordering::SeqCst);
+        let said = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = said.clone();
+        let mut o = options();
+        o.observer = Some(sets3lock::Observer::new(move |ob| {
+            if let sets3lock::Observation::ProbeLeftBehind { key } = ob {
+                seen.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(key.to_owned());
+            }
+        }));
+        let url =
+            LockUrl::in_store(Scheme::S3, "bucket", &format!("probe-{failing}")).expect("url");
+        let locker =
+            sets3lock::blocking::Locker::with_store(store.clone(), url, o).expect("locker");
+        let held = locker.acquire(Wait::No).expect("acquire");
+        held.release().expect("release");
+        let asked = store
+            .discarded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let probe = asked.first().cloned().expect("the probe was discarded");
+        let present = store
+            .mock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .object("bucket", &probe)
+            .is_some();
+        let said = said.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if left {
+            assert!(present, "{failing} failing DELETEs: the probe is gone?");
+            assert_eq!(asked.len(), 3, "three removals, each read back: {asked:?}");
+            assert_eq!(said, vec![probe], "the leftover is said, with its key");
+        } else {
+            assert!(
+                !present,
+                "{failing} failing DELETEs: the probe was left behind"
+            );
+            assert_eq!(asked.len(), 3, "{asked:?}");
+            assert!(said.is_empty(), "{said:?}");
+        }
+    }
 }

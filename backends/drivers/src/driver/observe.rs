@@ -29,6 +29,12 @@ pub enum Observation<'a> {
         /// The server refused a request for its time: it is signed again and sent once more.
         resending: bool,
     },
+    /// The store check's probe object could not be removed (the store kept failing): it is
+    /// left beside the lock's key, a few bytes that hold no lock, for someone to delete.
+    ProbeLeftBehind {
+        /// Its key, in the lock's bucket or container.
+        key: &'a str,
+    },
 }
 
 /// A callback that sees every [`Observation`]. Called on the driver's task or thread: keep it
@@ -115,5 +121,8 @@ fn trace(o: Observation<'_>) {
             resending,
         } => info!(target: "sets3lock", offset_ms, resending, "server clock"),
         Observation::Sighting(s) => info!(target: "sets3lock", sighting = ?s, "lock changed"),
+        Observation::ProbeLeftBehind { key } => {
+            warn!(target: "sets3lock", key, "store-check probe left behind")
+        }
     }
 }

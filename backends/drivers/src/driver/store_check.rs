@@ -115,11 +115,20 @@ pub(crate) async fn ensure(
     if !fenced && !verdict.is_safe_for_presence_mode() {
         return Err(Error::ConditionalDeleteUnsafe {
             endpoint,
-            bucket,
+            bucket: named(store),
             conditional_delete: verdict,
         });
     }
     Ok(())
+}
+
+/// The bucket or container, as the user calls it: `bucket NAME` (S3, GCS), `container NAME`
+/// (Azure).
+fn named(store: &crate::StoreId) -> String {
+    match store.scheme() {
+        sets3lock_proto::Scheme::Azure => format!("container {}", store.bucket()),
+        _ => format!("bucket {}", store.bucket()),
+    }
 }
 
 fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, ConditionalDelete>>> {
@@ -216,6 +225,9 @@ async fn probe(key: &str, link: &Sender<'_>) -> Result<Option<ConditionalDelete>
     result
 }
 
+/// How many times the store check tries to remove its probe object.
+const REMOVALS: usize = 3;
+
 struct Probe<'a> {
     link: &'a Sender<'a>,
     key: &'a str,
@@ -310,17 +322,33 @@ impl Probe<'_> {
         Ok(self.link.send(self.key, intent).await)
     }
 
-    /// Removes the probe object with a plain DELETE: the one request that works on every
-    /// store, whatever it does with `If-Match`. Best effort: a leftover is a few bytes.
+    /// Removes the probe object with a plain DELETE (the one request that works on every
+    /// store, whatever it does with `If-Match`), reading back that it is gone, [`REMOVALS`]
+    /// times at most while the deadline allows; a probe that stays is said
+    /// ([`Observation::ProbeLeftBehind`](crate::Observation::ProbeLeftBehind)).
     async fn remove(&self) {
-        self.link.store.discard(self.key, self.link.limit()).await;
+        for _ in 0..REMOVALS {
+            if self.link.past_deadline() {
+                break;
+            }
+            self.link.store.discard(self.key, self.link.limit()).await;
+            let read = Intent::Get {
+                if_none_match: None,
+            };
+            if self.link.send(self.key, &read).await == Response::Absent {
+                return;
+            }
+        }
+        if let Some(o) = self.link.observer() {
+            o.see(crate::Observation::ProbeLeftBehind { key: self.key });
+        }
     }
 
     fn unusable(&self, what: &'static str) -> Error {
         let store = self.link.store.id();
         Error::StoreIgnoresConditions {
             endpoint: store.endpoint().to_owned(),
-            bucket: store.bucket().to_owned(),
+            bucket: named(store),
             what,
         }
     }
