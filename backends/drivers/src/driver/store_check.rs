@@ -327,6 +327,9 @@ impl Probe<'_> {
     /// times at most while the deadline allows; a probe that stays is said
     /// ([`Observation::ProbeLeftBehind`](crate::Observation::ProbeLeftBehind)).
     async fn remove(&self) {
+        // Said only when a read found it still there: with a store that does not answer at
+        // all, the probe was most likely never written.
+        let mut seen = false;
         for _ in 0..REMOVALS {
             if self.link.past_deadline() {
                 break;
@@ -335,9 +338,14 @@ impl Probe<'_> {
             let read = Intent::Get {
                 if_none_match: None,
             };
-            if self.link.send(self.key, &read).await == Response::Absent {
-                return;
+            match self.link.send(self.key, &read).await {
+                Response::Absent => return,
+                Response::Object { .. } => seen = true,
+                _ => {}
             }
+        }
+        if !seen {
+            return;
         }
         if let Some(o) = self.link.observer() {
             o.see(crate::Observation::ProbeLeftBehind { key: self.key });
