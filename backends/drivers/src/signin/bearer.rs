@@ -6,7 +6,6 @@ use crate::signin::refresh::{Fetch, Fetched, Refreshing};
 use crate::signin::{SignIn, TokenSource};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use url::Url;
 
 /// How long opening a lock waits for the first token.
 pub(crate) const FIRST_WAIT: Duration = crate::signin::refresh::FIRST_WAIT;
@@ -197,18 +196,6 @@ impl TokenSource for Nothing {
     fn sign_in(&self) -> SignIn {
         SignIn::new("none")
     }
-}
-
-/// Whether a secret may be sent to `url`: over https, or in clear to this machine only (a
-/// local emulator or test).
-pub(crate) fn safe_for_secrets(url: &Url) -> bool {
-    url.scheme() == "https"
-        || match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        }
 }
 
 /// A variable that turns something off: `true` (any case) or `1`.

@@ -174,24 +174,41 @@ impl Clients {
     }
 }
 
-/// Whether `url` is on this machine or its link (loopback, link-local, the metadata names).
-pub(crate) fn on_this_link(url: &Url) -> bool {
+/// Whether `url` is on this machine (loopback, `localhost`).
+pub(crate) fn on_this_machine(url: &Url) -> bool {
     match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_link_local(),
-        Some(url::Host::Ipv6(ip)) => {
-            ip.is_loopback()
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-                || ip.segments()[..3] == [0xfd00, 0x0ec2, 0]
-        }
-        Some(url::Host::Domain(d)) => d == "localhost" || d == "metadata.google.internal",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     }
+}
+
+/// Whether `url` is on this machine or its link (loopback, link-local, the metadata names).
+pub(crate) fn on_this_link(url: &Url) -> bool {
+    on_this_machine(url)
+        || match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_link_local(),
+            Some(url::Host::Ipv6(ip)) => {
+                (ip.segments()[0] & 0xffc0) == 0xfe80 || ip.segments()[..3] == [0xfd00, 0x0ec2, 0]
+            }
+            Some(url::Host::Domain(d)) => d == "metadata.google.internal",
+            None => false,
+        }
 }
 
 /// Whether a secret (a token, a client secret) may be sent to `url`: over `https`, or in
 /// clear only to this machine or its link.
 pub(crate) fn safe_for_secrets(url: &Url) -> bool {
     url.scheme() == "https" || on_this_link(url)
+}
+
+/// Whether a secret the user holds (a client secret, a refresh token, a subject token) may be
+/// sent to a token service at `url`: over `https`, or in clear to this machine only (a local
+/// stand-in); such services never live on the link.
+#[cfg_attr(not(any(feature = "azure", feature = "gcs")), allow(dead_code))] // Entra ID and Google only
+pub(crate) fn safe_for_a_users_secret(url: &Url) -> bool {
+    url.scheme() == "https" || on_this_machine(url)
 }
 
 /// `secs` seconds from now, or why that is not a time (a service's answer out of range).

@@ -144,25 +144,14 @@ impl Container {
 }
 
 fn allowed(url: &Url) -> bool {
-    if url.scheme() == "https" {
-        return true;
-    }
-    match url.host() {
+    let agent = match url.host() {
         Some(url::Host::Ipv4(ip)) => {
-            ip.is_loopback()
-                || ip == std::net::Ipv4Addr::new(169, 254, 170, 2)
-                || ip == std::net::Ipv4Addr::new(169, 254, 170, 23)
+            [[169, 254, 170, 2], [169, 254, 170, 23]].contains(&ip.octets())
         }
-        Some(url::Host::Ipv6(ip)) => {
-            ip.is_loopback()
-                || ip
-                    == "fd00:ec2::23"
-                        .parse::<std::net::Ipv6Addr>()
-                        .unwrap_or(std::net::Ipv6Addr::LOCALHOST)
-        }
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    }
+        Some(url::Host::Ipv6(ip)) => ip.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x23],
+        _ => false,
+    };
+    url.scheme() == "https" || crate::signin::fetch::on_this_machine(url) || agent
 }
 
 /// The container's credentials.

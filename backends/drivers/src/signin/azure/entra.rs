@@ -3,8 +3,8 @@
 //! read from its file at each fetch, since it rotates.
 
 use super::SCOPE;
-use crate::signin::bearer::{oauth_token, safe_for_secrets};
-use crate::signin::fetch::{form, token_file, Http};
+use crate::signin::bearer::oauth_token;
+use crate::signin::fetch::{form, safe_for_a_users_secret, token_file, Http};
 use crate::signin::refresh::Fetched;
 use http::Method;
 use std::path::PathBuf;
@@ -54,7 +54,7 @@ impl Entra {
     ) -> Result<Entra, String> {
         let mut token_url = Url::parse(authority)
             .map_err(|e| format!("AZURE_AUTHORITY_HOST {authority:?} is not a URL ({e})"))?;
-        if !safe_for_secrets(&token_url) {
+        if !safe_for_a_users_secret(&token_url) {
             return Err(format!(
                 "AZURE_AUTHORITY_HOST {authority:?} is not https: write it as https://HOST"
             ));

@@ -3,7 +3,8 @@
 //! for a service account's token (`service_account_impersonation_url`).
 
 use super::SCOPE;
-use crate::signin::bearer::{oauth_token, refused, safe_for_secrets, Clients, SERVICE_LIMIT};
+use crate::signin::bearer::{oauth_token, refused, Clients, SERVICE_LIMIT};
+use crate::signin::fetch::safe_for_a_users_secret;
 use crate::signin::fetch::{form, rfc3339, run_with, token_file};
 use crate::signin::refresh::Fetched;
 use http::Method;
@@ -67,7 +68,7 @@ impl External {
         let https = |name: &str, value: String| {
             Url::parse(&value)
                 .ok()
-                .filter(safe_for_secrets)
+                .filter(safe_for_a_users_secret)
                 .ok_or_else(|| format!("its {name} {value:?} is not an https URL"))
         };
         let token_url = https(

@@ -4,8 +4,9 @@
 
 use super::external::External;
 use crate::gcs::token::{rsa_key, self_signed, LIFETIME};
-use crate::signin::bearer::{oauth_token, safe_for_secrets, Clients, SERVICE_LIMIT};
+use crate::signin::bearer::{oauth_token, Clients, SERVICE_LIMIT};
 use crate::signin::fetch::form;
+use crate::signin::fetch::safe_for_a_users_secret;
 use crate::signin::refresh::Fetched;
 use http::Method;
 use std::path::Path;
@@ -121,7 +122,7 @@ pub(crate) fn read(
             let uri = field("token_uri").unwrap_or_else(|| TOKEN_URI.into());
             let token_uri = Url::parse(&uri)
                 .ok()
-                .filter(safe_for_secrets)
+                .filter(safe_for_a_users_secret)
                 .ok_or_else(|| format!("its token_uri {uri:?} is not an https URL"))?;
             Ok(FileSource::User(User {
                 client_id: need("client_id")?,
