@@ -68,6 +68,13 @@ pub struct Config {
     /// the period gets the lock at once. A holder that dies before releasing is covered by its
     /// lease only: use a lease at least this long if a crash must not shorten the period.
     pub hold_at_least: Duration,
+    /// How long before the end of validity the lock's user stops relying on the hold (the
+    /// command's `--kill-after`: its program gets SIGTERM then, if no renewal got through).
+    /// After a setback, a renewal's next try is paced to go out at the latest `retry.floor`
+    /// before that moment, so a store that recovers in time renews the hold before its user
+    /// gives up on it; past that moment, pauses end no later than validity. Zero: the end of
+    /// validity is the only limit.
+    pub stop_before: Duration,
 }
 
 impl Default for Config {
@@ -87,6 +94,7 @@ impl Default for Config {
             pid: 0,
             value: None,
             hold_at_least: Duration::ZERO,
+            stop_before: Duration::ZERO,
         }
     }
 }

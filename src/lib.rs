@@ -68,7 +68,7 @@ pub use etag::{ETag, InvalidETag};
 pub use event::{Event, HoldEnded, LostReason, NotAcquired, ReleaseOutcome, Setback};
 pub use handle::{Handle, HandleError};
 pub use intent::{Intent, IntentKind, Purpose, Request, RequestId, CONTENT_TYPE};
-pub use machine::{CommandError, Lock, Resume};
+pub use machine::{CommandError, Lock, Resume, MIN_HOLD_REQUEST_WAIT};
 pub use record::{
     Fence, Holder, InvalidOwnerId, LockState, OwnerId, Record, FENCED_FORMAT_VERSION,
     FORMAT_VERSION, MAX_TOKEN, MAX_VALUE,

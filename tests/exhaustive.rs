@@ -12,8 +12,10 @@
 //! What may happen, at every step, in any order:
 //! - a process starts its next round (it waits forever), or ends a hold by releasing;
 //! - any request in the network reaches the bucket and is applied, its reply sent back;
-//! - any reply in the network reaches its process; a request unanswered for the request
-//!   timeout (1 s) is answered "timeout" by its driver;
+//! - any reply in the network reaches its process; a request unanswered for as long as the
+//!   core allows (`Lock::request_limit` of the bound's request timeout: a hold's requests a
+//!   renewal interval at most, and never past its validity) is answered "timeout" by its
+//!   driver. The request timeout is a parameter of the bound: one tick, or the whole lease;
 //! - a process's timer fires once due. The clock moves on one tick only when no live process
 //!   has a timer or a timeout due and every message in the network has arrived, unless held up;
 //! - and, within the fault budget: a request is held up, to land at any later time (after its
@@ -62,8 +64,6 @@ const BUCKET: &str = "b";
 const KEY: &str = "k";
 /// The clock's step.
 const TICK: Duration = Duration::from_secs(1);
-/// How long a driver waits for a reply before answering "timeout".
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 /// More inputs at one instant than any correct core takes (a handful): time has stopped.
 const MAX_AT_ONCE: u32 = 64;
 
@@ -84,6 +84,9 @@ struct Bound {
     handles: bool,
     /// How many times the lock object may be removed behind the processes' backs.
     removals: u8,
+    /// The driver's own limit on a request's wait, which the core shortens for a hold's
+    /// requests (`Lock::request_limit`).
+    request_timeout: Duration,
 }
 
 impl Bound {
@@ -194,8 +197,8 @@ struct Process {
     stage: Stage,
     rounds_left: u8,
     frozen: bool,
-    /// The request it waits for, and when it was sent.
-    waiting: Option<(RequestId, Duration)>,
+    /// The request it waits for, when it was sent, and how long its driver waits for it.
+    waiting: Option<(RequestId, Duration, Duration)>,
     /// Every owner id its core has written.
     owners: BTreeSet<OwnerId>,
     /// When each of its writes in flight was sent, and the latest send of one applied.
@@ -251,6 +254,8 @@ struct World {
     grant_tokens: BTreeMap<OwnerId, u64>,
     /// Times the lock object was removed behind the processes' backs.
     removed: u8,
+    /// The bound's request timeout.
+    request_timeout: Duration,
 }
 
 impl World {
@@ -295,6 +300,7 @@ impl World {
             handles: Vec::new(),
             grant_tokens: BTreeMap::new(),
             removed: 0,
+            request_timeout: bound.request_timeout,
         }
     }
 
@@ -315,7 +321,7 @@ impl World {
     fn gives_up(&self, p: usize) -> bool {
         self.processes[p]
             .waiting
-            .is_some_and(|(_, sent)| self.now >= sent + REQUEST_TIMEOUT)
+            .is_some_and(|(_, sent, limit)| self.now >= sent + limit)
     }
 
     fn alive(&self, p: usize) -> bool {
@@ -529,7 +535,7 @@ impl World {
                 self.pump(p, seen);
             }
             Action::TimeOut(p) => {
-                let (id, _) = self.processes[p]
+                let (id, _, _) = self.processes[p]
                     .waiting
                     .take()
                     .expect("a request waited for");
@@ -586,7 +592,7 @@ impl World {
     /// crash, the connection is gone and the reply with it).
     fn reply(&mut self, p: usize, id: RequestId, response: Response) {
         let process = &self.processes[p];
-        if process.stage != Stage::Crashed && process.waiting.is_some_and(|(w, _)| w == id) {
+        if process.stage != Stage::Crashed && process.waiting.is_some_and(|(w, _, _)| w == id) {
             self.network.push(Message::ToProcess {
                 p,
                 id,
@@ -680,7 +686,8 @@ impl World {
                     }
                     process.write_sent.insert(request.id, now);
                 }
-                process.waiting = Some((request.id, self.now));
+                let limit = process.lock.request_limit(self.request_timeout, now);
+                process.waiting = Some((request.id, self.now, limit));
                 let v = check::token_at_or_below_seen(self.now, p, &request, process.seen_token);
                 self.violations.extend(v);
                 if self.removed > 0 && request.purpose == Purpose::Acquire {
@@ -1028,6 +1035,7 @@ fn small(fenced: bool) -> Bound {
         seaweed: false,
         handles: false,
         removals: 0,
+        request_timeout: TICK,
     }
 }
 
@@ -1045,6 +1053,7 @@ fn handles(fenced: bool, faults: u8, horizon: u64) -> Bound {
         seaweed: false,
         handles: true,
         removals: 0,
+        request_timeout: TICK,
     }
 }
 
@@ -1088,6 +1097,25 @@ fn every_interleaving_of_two_processes_with_one_fault_in_fenced_mode() {
     explore("fenced", small(true), Duration::from_secs(240));
 }
 
+/// A driver whose own request timeout is the whole lease (three ticks, longer than
+/// validity): what it waits for a hold's request is the core's bound (`Lock::request_limit`),
+/// and while acquiring its own. Both modes, one fault: the properties do not depend on how long
+/// a driver waits.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "slow unoptimized: cargo test --release --test exhaustive"
+)]
+fn every_interleaving_with_a_request_timeout_as_long_as_the_lease() {
+    for fenced in [false, true] {
+        let bound = Bound {
+            request_timeout: 3 * TICK,
+            ..small(fenced)
+        };
+        explore("request timeout 3 s", bound, Duration::from_secs(240));
+    }
+}
+
 /// Fenced mode with the lock object removed behind the processes' backs once, at any step:
 /// one round each (the other waits meanwhile), no other fault, over a lease.
 #[test]
@@ -1104,6 +1132,7 @@ fn every_interleaving_of_a_fenced_key_removed_behind_the_clients_backs() {
         seaweed: false,
         handles: false,
         removals: 1,
+        request_timeout: TICK,
     };
     explore("removed", bound, Duration::from_secs(240));
 }
@@ -1130,6 +1159,7 @@ fn every_interleaving_of_a_larger_bound() {
             seaweed: false,
             handles: false,
             removals: 0,
+            request_timeout: TICK,
         };
         explore("larger", bound, Duration::from_secs(6 * 3600));
     }

@@ -38,6 +38,17 @@ fn fault() -> impl Strategy<Value = Fault> {
     ]
 }
 
+/// The driver's request timeout: the 2 s the fault mix is shaped around in most schedules,
+/// else anything from a tenth of a second to a minute (well past any lease here: the core's
+/// request-time bound must keep holds alive whatever the driver's own limit).
+fn request_timeout() -> impl Strategy<Value = Duration> {
+    prop_oneof![
+        3 => Just(Duration::from_secs(2)),
+        1 => ms(100..2000),
+        1 => ms(2000..60_000),
+    ]
+}
+
 /// The store a schedule runs on: its dialect, and whether it answers a conditional read of an
 /// unchanged object with 304 (fake-gcs-server answers 200 with the object).
 fn store() -> impl Strategy<Value = (Dialect, bool)> {
@@ -113,6 +124,12 @@ struct Schedule {
     /// A 4 s lease with the 2 s request timeout: renewals every 1.3 s, so a renewal's reply
     /// can come after the next renewal was due.
     short_lease: bool,
+    /// How long a driver waits for a reply (the core shortens a hold's requests to a renewal
+    /// interval at most): the request-time bound the schedules explore.
+    request_timeout: Duration,
+    /// A stop point as the command sets it (`Config::stop_before`, its default
+    /// `--kill-after`: half of validity less a renewal interval).
+    stop_point: bool,
     /// `Some(n)`: the processes share a semaphore of `n` slots instead of one lock.
     slots: Option<u32>,
     /// The store keeps a clock (replies carry `Date` and `Last-Modified`).
@@ -134,6 +151,11 @@ impl Schedule {
         cfg.lock.max_drift_ppm = DRIFT_BOUND_PPM as u32;
         if self.short_lease {
             cfg.lock.lease = Duration::from_secs(4);
+        }
+        cfg.request_timeout = self.request_timeout;
+        if self.stop_point {
+            let room = cfg.lock.validity() - cfg.lock.renew_interval();
+            cfg.lock.stop_before = room / 2;
         }
         if self.seaweed {
             cfg.semantics.missing_key_if_match = MissingKeyIfMatch::PreconditionFailed;
@@ -199,9 +221,21 @@ fn schedules_of(
         slots,
         store(),
         store_clock,
+        (request_timeout(), any::<bool>()),
     )
         .prop_map(
-            |(plans, faults, seed, seaweed, short_lease, mode, slots, store, store_clock)| {
+            |(
+                plans,
+                faults,
+                seed,
+                seaweed,
+                short_lease,
+                mode,
+                slots,
+                store,
+                store_clock,
+                (request_timeout, stop_point),
+            )| {
                 Schedule {
                     plans,
                     faults,
@@ -210,6 +244,8 @@ fn schedules_of(
                     store,
                     mode,
                     short_lease,
+                    request_timeout,
+                    stop_point,
                     slots,
                     store_clock,
                     hold_at_least: None,
@@ -441,6 +477,16 @@ fn availability_an_unimpeded_hold_is_never_lost() {
     });
 }
 
+/// Where the lock's user stops relying on a hold ahead of its validity's end (the command's
+/// `--kill-after`), an unimpeded hold, one lost renewal ridden out included, is renewed before
+/// that point: the program is never stopped for a store that answers.
+#[test]
+fn availability_an_unimpeded_hold_is_renewed_before_its_user_stops() {
+    check("renewed before the stop point", |v| {
+        matches!(v, Violation::RenewedPastStopPoint { .. })
+    });
+}
+
 #[test]
 fn availability_an_unimpeded_release_removes_the_object_at_once() {
     check("bounded release", |v| {
@@ -658,6 +704,7 @@ fn schedules_reach_every_path() {
         );
         add("resource writes accepted", r.resource_writes.0);
         add("stale resource writes refused", r.resource_writes.1);
+        add("lost renewals ridden out", r.ridden_out);
     }
     eprintln!("{totals:#?}");
     for key in [
@@ -674,6 +721,7 @@ fn schedules_reach_every_path() {
         "freed",
         "resource writes accepted",
         "stale resource writes refused",
+        "lost renewals ridden out",
     ] {
         assert!(totals[key] > 0, "no schedule reached {key}: {totals:?}");
     }
@@ -1033,7 +1081,7 @@ fn handoff_schedules_reach_every_path() {
     use proptest::strategy::ValueTree;
     let mut runner = TestRunner::deterministic();
     let mut totals = std::collections::BTreeMap::<&str, usize>::new();
-    for _ in 0..200 {
+    for _ in 0..300 {
         let s = handoff_schedule()
             .new_tree(&mut runner)
             .expect("tree")

@@ -377,6 +377,9 @@ impl Run {
         let mut config = base;
         config.lease = self.lease();
         config.hold_at_least = self.hold_at_least.unwrap_or_default();
+        // The program is stopped `--kill-after` before validity ends: a renewal retried
+        // after a setback goes out before then.
+        config.stop_before = self.kill_after();
         config.fenced = self.lock.fenced;
         config.poll.cap = self.lock.poll_max;
         config.value = self.lock.value.clone();

@@ -207,8 +207,9 @@ impl Holding {
                 match self.s.is_ours(&holder) {
                     Some(_) if etag == self.etag => {
                         // Our last confirmed write is still there: the renewal did not land.
-                        let at = self.retry_at(cx, now);
-                        self.next.set(at, Step::Renew);
+                        // The store has just answered: renew at once (the pause before this
+                        // read was the retry's).
+                        self.next.set(now, Step::Renew);
                     }
                     Some(write) => self.confirm(cx, etag, write.sent, write.seq),
                     None => {
@@ -246,11 +247,20 @@ impl Holding {
         });
     }
 
-    /// A retry pause that never runs past the end of validity.
+    /// A retry pause that never runs past the moment the lock's user stops relying on the
+    /// hold (`stop_before` ahead of the end of validity), less a retry floor for the answer
+    /// to come back, while that moment is ahead; and never past the end of validity.
     fn retry_at(&mut self, cx: &mut Context, now: Instant) -> Instant {
         let attempt = self.retries.count();
         let at = cx.retry_at(now, attempt, 0);
-        self.valid_until.map_or(at, |v| at.min(v))
+        let Some(valid) = self.valid_until else {
+            return at;
+        };
+        let lead = cx.cfg.stop_before.saturating_add(cx.cfg.retry.floor);
+        match valid.saturating_duration_since(now).checked_sub(lead) {
+            Some(before_stop) if !before_stop.is_zero() => at.min(now + before_stop),
+            _ => at.min(valid),
+        }
     }
 }
 

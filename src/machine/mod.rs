@@ -11,6 +11,7 @@ mod cleanup;
 mod context;
 mod holding;
 mod inspect;
+pub use inspect::MIN_HOLD_REQUEST_WAIT;
 mod pending;
 mod releasing;
 mod resuming;

@@ -13,6 +13,7 @@ mod handoff;
 mod hold_at_least;
 mod limits;
 mod messages;
+mod pacing;
 mod protocol;
 mod recovery;
 mod reply_table;

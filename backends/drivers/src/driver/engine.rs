@@ -255,39 +255,14 @@ impl Engine {
     }
 
     /// Sends `sending`'s request through the store, within the request timeout and ending by
-    /// the acquisition's deadline (but given at least `LAST_REQUEST`); a hold's request
-    /// within [`hold_limit`] too.
+    /// the acquisition's deadline (but given at least `LAST_REQUEST`), and a hold's request
+    /// within the core's [`request_limit`](sets3lock_proto::Lock::request_limit).
     async fn send(&self, sending: &Sending) -> Response {
         let limit = time_limit(self.request_timeout, self.deadline);
-        let lease = self.lock.config().lease;
-        let limit = match self.lock.valid_until() {
-            // (A lease of 0 never ends: its requests wait as long as any.)
-            Some(until) if !lease.is_zero() => hold_limit(
-                limit,
-                self.lock.config().renew_interval(),
-                until.saturating_duration_since(self.now()),
-            ),
-            _ => limit,
-        };
+        let limit = self.lock.request_limit(limit, self.now());
         let (key, intent) = (self.url.key(), &sending.request.intent);
         self.store.send(key, intent, limit).await
     }
-}
-
-/// The shortest wait a hold's request gets, even at the very end of its validity.
-const HOLD_REQUEST_FLOOR: Duration = Duration::from_millis(100);
-
-/// How long a request of a hold (a renewal, its read-back, the release) may wait for its
-/// answer: `limit` (the request timeout), but no longer than a renewal interval (a third of
-/// the lease: a renewal sent into silence is given up in time for two more tries before the
-/// lease runs out), nor past the end of the hold's validity (`left`), after which no answer
-/// could keep the hold. A request given up is an unknown outcome, which the core already
-/// treats as safely as any lost reply; what this bounds is how long the hold, and the command
-/// that reports its end, wait on a store that does not answer.
-fn hold_limit(limit: Duration, renew_interval: Duration, left: Duration) -> Duration {
-    limit
-        .min(renew_interval.max(HOLD_REQUEST_FLOOR))
-        .min(left.max(HOLD_REQUEST_FLOOR))
 }
 
 /// Wall-clock milliseconds, for the record only.
@@ -347,27 +322,4 @@ pub(crate) fn hostname() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .or_else(|| std::env::var("COMPUTERNAME").ok())
         .unwrap_or_else(|| "unknown-host".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_hold_s_request_waits_a_renewal_interval_at_most_and_never_past_its_validity() {
-        let s = Duration::from_secs;
-        // The default: a 60 s lease renews every 20 s, the request timeout is 20 s.
-        assert_eq!(hold_limit(s(20), s(20), s(40)), s(20));
-        // A 6 s lease: a renewal into silence is given up after 2 s, not 20.
-        assert_eq!(hold_limit(s(20), s(2), s(4)), s(2));
-        // Near the end of validity: only what is left.
-        assert_eq!(
-            hold_limit(s(20), s(2), Duration::from_millis(700)),
-            Duration::from_millis(700)
-        );
-        // A shorter request timeout still wins.
-        assert_eq!(hold_limit(s(1), s(20), s(40)), s(1));
-        // Never nothing.
-        assert_eq!(hold_limit(s(20), s(2), Duration::ZERO), HOLD_REQUEST_FLOOR);
-    }
 }

@@ -135,6 +135,15 @@ pub enum Violation {
         /// Which process (an index into the plans).
         process: usize,
     },
+    /// Availability: an unimpeded hold (a lost renewal ridden out included) was renewed only
+    /// after its stop point (`Config::stop_before` ahead of validity's end), when its user
+    /// (the command) had given up on it and stopped its program.
+    RenewedPastStopPoint {
+        /// When, in real time.
+        at: Duration,
+        /// Which process (an index into the plans).
+        process: usize,
+    },
     /// Availability: the release of an unimpeded hold did not end with the object removed (or
     /// freed) within two requests.
     SlowOrFailedRelease {
@@ -233,6 +242,64 @@ pub fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease: Durati
     let quick = request_timeout.min(lease / 4);
     matches!(fault, crate::Fault::Deliver { to_server, to_client }
         if to_server.saturating_add(*to_client) <= quick)
+}
+
+/// Whether `fault` leaves its request unanswered until the driver gives up (after `limit`),
+/// and lands, if ever, before then: a lost renewal, whose read-back finds it or not.
+pub fn lost_and_given_up(fault: &crate::Fault, limit: Duration) -> bool {
+    match fault {
+        crate::Fault::Lose { applied_after } => applied_after.is_none_or(|a| a < limit),
+        crate::Fault::Deliver {
+            to_server,
+            to_client,
+        } => to_server.saturating_add(*to_client) > limit && *to_server < limit,
+        _ => false,
+    }
+}
+
+/// Whether `fault` delivers its request and the reply within `round_trip`.
+pub fn within(fault: &crate::Fault, round_trip: Duration) -> bool {
+    matches!(fault, crate::Fault::Deliver { to_server, to_client }
+        if to_server.saturating_add(*to_client) <= round_trip)
+}
+
+/// The round trip each request after a lost renewal may take for the hold to ride the loss
+/// out (`None`: the hold leaves no room for it): docs/PROTOCOL.md ("How long a hold's request
+/// waits"). The renewal, sent when `left` remained before the stop point (validity's end
+/// without one), is given up after `limit`, the smallest of the request timeout, a renewal
+/// interval and `left / 2`;
+/// then, after a retry pause (the floor), a read-back goes out, and on its answer at once a
+/// second renewal, which must be answered before validity ends:
+///
+/// `limit + floor + 2 × round trip < left`.
+///
+/// The round trips are real time, the rest the holder's clock: the budget is shrunk by the
+/// drift bound (twice, for margin).
+pub fn ride_out_budget(
+    cfg: &sets3lock_proto::Config,
+    left: Duration,
+    request_timeout: Duration,
+) -> Option<Duration> {
+    // What docs/PROTOCOL.md promises a hold's request waits at most (worked out here again,
+    // not asked of the core: a core that waits longer fails the checks).
+    let limit = request_timeout.min(cfg.renew_interval()).min(left / 2);
+    let spare = left.checked_sub(limit + cfg.retry.floor)?;
+    let rho = f64::from(cfg.max_drift_ppm) / 1e6;
+    let each = spare.mul_f64((1.0 - 2.0 * rho) / 2.0);
+    (!each.is_zero()).then_some(each)
+}
+
+/// Availability, when process `p` reports a renewal at `now` (its clock), of a hold whose
+/// stop point was `stop_at`: an unimpeded hold is renewed before it.
+pub fn renewed_past_stop_point(
+    at: Duration,
+    process: usize,
+    checked: bool,
+    now: sets3lock_proto::Instant,
+    stop_at: Option<sets3lock_proto::Instant>,
+) -> Option<Violation> {
+    let late = stop_at.is_some_and(|s| now > s);
+    (checked && late).then_some(Violation::RenewedPastStopPoint { at, process })
 }
 
 /// Availability, when process `p` reports its hold lost or expired: only an impeded hold may

@@ -413,9 +413,19 @@ impl Sim {
             to_server: self.cfg.latency,
             to_client: self.cfg.latency,
         });
-        let (timeout, lease) = (self.cfg.request_timeout, self.cfg.lock.lease);
-        let unimpeding = check::unimpeding(&fault, timeout, lease);
+        let lease = self.cfg.lock.lease;
         let local = self.local(p);
+        // The driver waits as long as the core allows: a hold's request a renewal interval
+        // at most (the request-time bound of docs/PROTOCOL.md).
+        let limit = self.processes[p].locks[slot].request_limit(self.cfg.request_timeout, local);
+        let unimpeding = check::unimpeding(&fault, limit, lease);
+        // (Ridden out when its retry lands before the stop point, if there is one.)
+        let left = self.processes[p].locks[slot].valid_until().map(|v| {
+            v.saturating_duration_since(local)
+                .saturating_sub(self.cfg.lock.stop_before)
+        });
+        let timeout = self.cfg.request_timeout;
+        let ride_out = left.and_then(|left| check::ride_out_budget(&self.cfg.lock, left, timeout));
         let process = &mut self.processes[p];
         if request.intent.body().is_some() {
             process.write_sent.insert((slot, request.id), local);
@@ -430,7 +440,19 @@ impl Sim {
         };
         match stage {
             Stage::Holding | Stage::Releasing => {
-                process.unimpeded &= unimpeding;
+                // One lost renewal in a hold that was otherwise quick is ridden out, where
+                // the lease leaves room for it; the requests after it must be quick.
+                let quick = process
+                    .forgiven
+                    .is_none_or(|budget| check::within(&fault, budget.min(limit)));
+                let forgive = process.stage == Stage::Holding
+                    && process.forgiven.is_none()
+                    && process.round().pause.is_none()
+                    && check::lost_and_given_up(&fault, limit);
+                match ride_out.filter(|_| forgive) {
+                    Some(budget) => process.forgiven = Some(budget),
+                    None => process.unimpeded &= unimpeding && quick,
+                }
                 if process.stage == Stage::Releasing {
                     process.release_requests += 1;
                 }
@@ -441,7 +463,7 @@ impl Sim {
             }
             _ => {}
         }
-        let timing = fault.timing(self.now, self.cfg.request_timeout);
+        let timing = fault.timing(self.now, limit);
         // Answers that do not depend on the server's reply are queued now; the others when
         // the server applies the request.
         match timing {
@@ -686,6 +708,29 @@ impl Sim {
                 return self.slot_event(p, slot, event);
             }
         }
+        let local = self.local(p);
+        let stop_before = self.cfg.lock.stop_before;
+        let process = &mut self.processes[p];
+        if let (Event::Renewed { valid_until, .. }, Stage::Holding) = (&event, process.stage) {
+            let violation = check::renewed_past_stop_point(
+                self.now,
+                p,
+                process.stop_checked && process.unimpeded,
+                local,
+                process.stop_at,
+            );
+            process.stop_at = stop_point(*valid_until, stop_before);
+            self.record(violation);
+        }
+        let process = &mut self.processes[p];
+        if matches!(event, Event::Renewed { .. })
+            && process.stage == Stage::Holding
+            && process.unimpeded
+            && process.forgiven.is_some()
+            && !std::mem::replace(&mut process.rode_out, true)
+        {
+            self.report.ridden_out += 1;
+        }
         let process = &self.processes[p];
         let violation = match (&event, process.stage) {
             (Event::Lost { .. } | Event::Expired, Stage::Holding) => {
@@ -694,7 +739,8 @@ impl Sim {
             (Event::Released { outcome }, Stage::Releasing) => check::slow_or_failed_release(
                 self.now,
                 p,
-                process.unimpeded,
+                // (A renewal lost and ridden out may have landed: its release may need more.)
+                process.unimpeded && process.forgiven.is_none(),
                 Some(*outcome),
                 process.release_requests,
             ),
@@ -702,7 +748,7 @@ impl Sim {
                 check::slow_or_failed_release(
                     self.now,
                     p,
-                    process.unimpeded,
+                    process.unimpeded && process.forgiven.is_none(),
                     None,
                     process.release_requests,
                 )
@@ -911,6 +957,13 @@ impl Sim {
             && !std::mem::take(&mut process.impeded_before_the_event)
             && !superseded;
         process.release_requests = 0;
+        (process.forgiven, process.rode_out) = (None, false);
+        process.stop_at = stop_point(valid_until, self.cfg.lock.stop_before);
+        // Room to renew before the stop point: a renewal interval at least, and no freeze.
+        process.stop_checked = process.unimpeded
+            && pause.is_zero()
+            && left
+                .is_some_and(|l| l >= self.cfg.lock.stop_before + self.cfg.lock.renew_interval());
         process.hold = token.map(|t| (owner, t));
         process.hold_owner = Some(owner);
         let (pause, hold) = (process.round().pause, process.round().hold);
@@ -1105,4 +1158,15 @@ fn lock_url() -> sets3lock_proto::LockUrl {
     format!("s3://{BUCKET}/{KEY}")
         .parse()
         .expect("the simulation's bucket and key make a valid URL")
+}
+
+/// The stop point of a hold valid until `valid_until`: `stop_before` ahead of it (`None`
+/// without a stop point, or without an end).
+fn stop_point(
+    valid_until: Option<sets3lock_proto::Instant>,
+    stop_before: Duration,
+) -> Option<sets3lock_proto::Instant> {
+    let until = valid_until?;
+    let left = until.since_origin().checked_sub(stop_before)?;
+    (!stop_before.is_zero()).then(|| sets3lock_proto::Instant::from_duration(left))
 }

@@ -49,6 +49,7 @@ impl Default for SimConfig {
                 pid: 1,
                 value: None,
                 hold_at_least: Duration::ZERO,
+                stop_before: Duration::ZERO,
             },
             request_timeout: Duration::from_secs(2),
             latency: Duration::from_millis(5),

@@ -58,6 +58,16 @@ pub(super) struct Process {
     /// touched the bucket behind its back. Such a hold must not be lost, and its release
     /// must end quickly with the object removed (or freed).
     pub(super) unimpeded: bool,
+    /// A renewal of the current hold was lost (`Some`), and is to be ridden out: every
+    /// later request of the hold must come back within this round trip.
+    pub(super) forgiven: Option<Duration>,
+    /// The current hold was renewed after its lost renewal (counted in the report).
+    pub(super) rode_out: bool,
+    /// The current hold's stop point (`Config::stop_before` ahead of its validity's end, on
+    /// its clock), when one is set, and whether the hold began with room to renew before it
+    /// (then every unimpeded renewal must land before it).
+    pub(super) stop_at: Option<sets3lock_proto::Instant>,
+    pub(super) stop_checked: bool,
     /// Requests sent since the release was asked for.
     pub(super) release_requests: u32,
     /// A request its core sent already holding, before the simulation saw the `Acquired`
@@ -148,6 +158,10 @@ impl Process {
             unimpeded: false,
             release_requests: 0,
             impeded_before_the_event: false,
+            forgiven: None,
+            rode_out: false,
+            stop_at: None,
+            stop_checked: false,
             write_sent: std::collections::BTreeMap::new(),
             latest_applied_write: vec![None; slots],
             timer_gen: 0,

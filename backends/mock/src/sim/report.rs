@@ -31,6 +31,9 @@ pub struct Report {
     /// How each adoption of a handle ended: real time, process, what it was for, whether the
     /// hold had already ended when it began, and its final event.
     pub adoptions: Vec<(Duration, usize, sets3lock_proto::Resume, bool, Event)>,
+    /// Holds that lost a renewal (no answer until the driver gave up) and were renewed after
+    /// it, every other request of theirs quick: the losses the request-time bound rode out.
+    pub ridden_out: usize,
 }
 
 impl Report {
