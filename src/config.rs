@@ -70,10 +70,12 @@ pub struct Config {
     pub hold_at_least: Duration,
     /// How long before the end of validity the lock's user stops relying on the hold (the
     /// command's `--kill-after`: its program gets SIGTERM then, if no renewal got through).
-    /// After a setback, a renewal's next try is paced to go out at the latest `retry.floor`
-    /// before that moment, so a store that recovers in time renews the hold before its user
-    /// gives up on it; past that moment, pauses end no later than validity. Zero: the end of
-    /// validity is the only limit.
+    /// After a setback, a renewal's next try is paced to go out before that moment, early
+    /// enough to be answered (a tenth of a renewal interval, at least `retry.floor`), so a
+    /// store that recovers in time renews the hold before its user gives up on it; past that
+    /// moment, pauses end no later than validity. A hold's requests also wait at most half of
+    /// the time left before it ([`Lock::request_limit`](crate::Lock::request_limit)). Zero:
+    /// the end of validity.
     pub stop_before: Duration,
 }
 

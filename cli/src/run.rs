@@ -206,18 +206,31 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
             }
             loss = held.lost() => {
                 stopped = Some(Stopped::Lost(loss.clone()));
-                break stop(&url, &describe(&loss), &mut child, pid, args.kill_after()).await;
+                // (Expired: validity has ended, so SIGKILL is due at once.)
+                let left = match loss {
+                    Loss::Expired => Some(Duration::ZERO),
+                    _ => held.remaining_validity(),
+                };
+                let grace = grace(left, args.kill_after());
+                break stop(&url, &describe(&loss), &mut child, pid, grace).await;
             }
             _ = tokio::time::sleep(stop_in.unwrap_or_default().min(Duration::from_secs(1))), if stop_in.is_some() => {
-                if held.remaining_validity().is_none_or(|r| r > args.kill_after()) {
+                let left = held.remaining_validity();
+                if left.is_none_or(|r| r > args.kill_after()) {
                     continue; // renewed meanwhile, or not yet due
                 }
                 stopped = Some(Stopped::Unrenewed);
-                let why = format!(
-                    "no renewal got through and the lease runs out in {}",
-                    crate::cli::human(args.kill_after())
-                );
-                break stop(&url, &why, &mut child, pid, args.kill_after()).await;
+                let grace = grace(left, args.kill_after());
+                let why = if grace.is_zero() {
+                    // Woken past the stop point: this process was frozen, or the machine slept.
+                    "the lease ran out before a renewal got through (was this process frozen, or the machine asleep?)".to_owned()
+                } else {
+                    format!(
+                        "no renewal got through and the lease runs out in {}",
+                        crate::cli::human(grace)
+                    )
+                };
+                break stop(&url, &why, &mut child, pid, grace).await;
             }
         }
     };
@@ -307,7 +320,15 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     }
 }
 
-/// SIGTERM, then SIGKILL after `kill_after`; returns the program's status.
+/// The time a stopped program gets between SIGTERM and SIGKILL: `--kill-after`, but never past
+/// the end of the hold's validity (`left`; `None` with lease 0), which may have come already
+/// (a process frozen, or a machine asleep, past its stop point).
+fn grace(left: Option<Duration>, kill_after: Duration) -> Duration {
+    left.map_or(kill_after, |left| left.min(kill_after))
+}
+
+/// SIGTERM, then SIGKILL after `kill_after` (at once when that is zero); returns the
+/// program's status.
 async fn stop(
     url: &LockUrl,
     why: &str,
@@ -315,6 +336,11 @@ async fn stop(
     pid: Option<Pid>,
     kill_after: Duration,
 ) -> std::io::Result<std::process::ExitStatus> {
+    if kill_after.is_zero() {
+        say!("{url}: {why}: stopping the program (SIGKILL: its lease has run out)");
+        let _ = child.start_kill();
+        return child.wait().await;
+    }
     say!(
         "{url}: {why}: stopping the program (SIGTERM, then SIGKILL after {})",
         crate::cli::human(kill_after)

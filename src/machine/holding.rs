@@ -248,17 +248,23 @@ impl Holding {
     }
 
     /// A retry pause that never runs past the moment the lock's user stops relying on the
-    /// hold (`stop_before` ahead of the end of validity), less a retry floor for the answer
-    /// to come back, while that moment is ahead; and never past the end of validity.
+    /// hold (`stop_before` ahead of the end of validity) less a lead for the try to be
+    /// answered (a tenth of a renewal interval, at least a retry floor); within that lead, no
+    /// longer than a retry floor; past that moment, never past the end of validity.
     fn retry_at(&mut self, cx: &mut Context, now: Instant) -> Instant {
         let attempt = self.retries.count();
         let at = cx.retry_at(now, attempt, 0);
         let Some(valid) = self.valid_until else {
             return at;
         };
-        let lead = cx.cfg.stop_before.saturating_add(cx.cfg.retry.floor);
-        match valid.saturating_duration_since(now).checked_sub(lead) {
-            Some(before_stop) if !before_stop.is_zero() => at.min(now + before_stop),
+        let floor = cx.cfg.retry.floor;
+        let lead = (cx.cfg.renew_interval() / 10).max(floor);
+        let to_stop = valid
+            .saturating_duration_since(now)
+            .saturating_sub(cx.cfg.stop_before);
+        match to_stop.checked_sub(lead) {
+            Some(before_lead) if !before_lead.is_zero() => at.min(now + before_lead),
+            _ if !to_stop.is_zero() => at.min(now + floor),
             _ => at.min(valid),
         }
     }

@@ -55,7 +55,8 @@ fn a_renewal_retried_through_a_burst_of_errors_goes_out_before_the_user_stops() 
     let stop = Instant::ZERO + (cfg.validity() - cfg.stop_before);
     // 503s from the first renewal (at 2 s) until 0.3 s before the stop point: the pauses
     // have grown towards the 2 s cap by then, and uncapped, the next try would often go out
-    // after the stop point. Capped, one goes out a retry floor before it, and lands.
+    // after the stop point. Capped, one goes out a tenth of a renewal interval (200 ms)
+    // before it, and lands.
     let burst_ends = Instant::ZERO + (cfg.validity() - cfg.stop_before - ms(300));
     for seed in 1..=40 {
         let at = renewed_after_a_burst(cfg.clone(), seed, burst_ends);
@@ -152,7 +153,10 @@ fn renewed_after_losses(cfg: Config, seed: u8, lost: usize) -> Option<Instant> {
             c.tick();
         }
     }
-    panic!("neither renewed nor expired after 200 steps: {:?}", c.timeline());
+    panic!(
+        "neither renewed nor expired after 200 steps: {:?}",
+        c.timeline()
+    );
 }
 
 #[test]
@@ -165,7 +169,7 @@ fn lost_requests_in_a_row_are_ridden_out_while_the_halves_last() {
         // The command's default --kill-after (half of validity less a renewal interval).
         (secs(1), ms(323), 1),
         (secs(6), ms(1940), 3),
-        (secs(60), secs(10), 5),
+        (secs(60), secs(10), 7),
     ];
     for (lease, stop_before, rides) in cases {
         let cfg = Config {

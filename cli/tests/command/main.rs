@@ -7,6 +7,7 @@ mod support;
 mod cli;
 mod docs;
 mod election;
+mod faults;
 mod handles;
 mod metrics;
 mod signin;

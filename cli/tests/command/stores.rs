@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 /// One store on its emulator, as the command is pointed at it, with a store-check cache of
 /// its own (so that one test's verdict does not leak into another's).
-struct Store {
+pub(crate) struct Store {
     /// The emulator, for messages.
-    name: &'static str,
-    /// `az` or `gs`.
-    scheme: &'static str,
+    pub(crate) name: &'static str,
+    /// `s3`, `az` or `gs`.
+    pub(crate) scheme: &'static str,
     /// The container or bucket.
     bucket: String,
     /// The child's environment for this store.
@@ -131,9 +131,35 @@ fn stores() -> Vec<Store> {
     azurite().into_iter().chain(fake_gcs()).collect()
 }
 
+/// SeaweedFS, as an `s3://` store of the same shape (for the fault suite, which runs on every
+/// store).
+fn seaweedfs() -> Option<Store> {
+    let s = support::real("seaweedfs")?;
+    let vars = [("ENDPOINT", s.endpoint.clone())].into_iter().collect();
+    Some(Store {
+        name: "seaweedfs",
+        scheme: "s3",
+        bucket: s.bucket,
+        env: vec![
+            ("AWS_ENDPOINT_URL", s.endpoint),
+            ("AWS_ACCESS_KEY_ID", s.access_key),
+            ("AWS_SECRET_ACCESS_KEY", s.secret),
+            ("AWS_REGION", "us-east-1".into()),
+        ],
+        fenced_only: false,
+        cache: scratch_dir("stores-cache"),
+        vars,
+    })
+}
+
+/// SeaweedFS, Azurite and fake-gcs-server: each whose server is running.
+pub(crate) fn every_store() -> Vec<Store> {
+    seaweedfs().into_iter().chain(stores()).collect()
+}
+
 impl Store {
     /// A lock URL on a key no other test uses.
-    fn url(&self, scenario: &str) -> String {
+    pub(crate) fn url(&self, scenario: &str) -> String {
         format!(
             "{}://{}/{}",
             self.scheme,
@@ -143,7 +169,7 @@ impl Store {
     }
 
     /// The flags every lock here is taken with: `--fenced` where only fenced locks are safe.
-    fn lock_flags(&self) -> &'static [&'static str] {
+    pub(crate) fn lock_flags(&self) -> &'static [&'static str] {
         if self.fenced_only {
             &["--fenced"]
         } else {
@@ -152,7 +178,7 @@ impl Store {
     }
 
     /// The binary with this store's environment and nothing else from any store's.
-    fn cmd(&self) -> StoreCommand {
+    pub(crate) fn cmd(&self) -> StoreCommand {
         let mut cmd = StoreCommand::bare(&self.cache);
         for (k, v) in &self.env {
             cmd.cmd.env(k, v);
@@ -160,8 +186,28 @@ impl Store {
         cmd
     }
 
+    /// A proxy in front of this store, and the command that reaches the store through it
+    /// (with the flags that point it there, which go before the lock's URL).
+    pub(crate) fn via_proxy(&self) -> (support::proxy::FaultProxy, StoreCommand) {
+        // Azurite's endpoint carries the account in its path: the proxy fronts the host.
+        let parsed = url::Url::parse(&self.vars["ENDPOINT"]).expect("endpoint");
+        let proxy = support::proxy::FaultProxy::start(&parsed.origin().ascii_serialization());
+        let through = format!("{}{}", proxy.endpoint, parsed.path().trim_end_matches('/'));
+        let cmd = match self.scheme {
+            // The connection string's endpoint is replaced by --endpoint: account and key
+            // from the emulator's variables.
+            "az" => StoreCommand::bare(&self.cache)
+                .env("AZURE_STORAGE_ACCOUNT", &self.vars["ACCOUNT"])
+                .env("AZURE_STORAGE_KEY", &self.vars["KEY"])
+                .args(["--endpoint", &through]),
+            "gs" => StoreCommand::bare(&self.cache).env("STORAGE_EMULATOR_HOST", &proxy.endpoint),
+            _ => self.cmd().args(["--endpoint", &through]),
+        };
+        (proxy, cmd)
+    }
+
     /// Runs `status` until it exits `want` (0 free, 1 held), 20 s at most.
-    fn until_status(&self, url: &str, want: i32) -> Output {
+    pub(crate) fn until_status(&self, url: &str, want: i32) -> Output {
         let started = Instant::now();
         loop {
             let o = self.cmd().args(["status", url]).output();
@@ -182,13 +228,13 @@ impl Store {
 }
 
 /// The binary, with no store's variables from the test's environment.
-struct StoreCommand {
-    cmd: Command,
+pub(crate) struct StoreCommand {
+    pub(crate) cmd: Command,
 }
 
 impl StoreCommand {
     /// No credentials for any store; its own HOME and store-check cache.
-    fn bare(cache: &str) -> StoreCommand {
+    pub(crate) fn bare(cache: &str) -> StoreCommand {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sets3lock"));
         for (k, _) in std::env::vars() {
             if k.starts_with("AWS_")
@@ -201,11 +247,15 @@ impl StoreCommand {
             }
         }
         cmd.env("HOME", std::env::temp_dir())
-            .env("XDG_CACHE_HOME", cache);
+            .env("XDG_CACHE_HOME", cache)
+            // No metadata service off this machine, whatever a test leaves out.
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AZURE_IMDS_DISABLED", "true")
+            .env("NO_GCE_CHECK", "true");
         StoreCommand { cmd }
     }
 
-    fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
+    pub(crate) fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
         mut self,
         args: I,
     ) -> StoreCommand {
@@ -213,19 +263,19 @@ impl StoreCommand {
         self
     }
 
-    fn env(mut self, k: &str, v: &str) -> StoreCommand {
+    pub(crate) fn env(mut self, k: &str, v: &str) -> StoreCommand {
         self.cmd.env(k, v);
         self
     }
 
-    fn output(mut self) -> Output {
+    pub(crate) fn output(mut self) -> Output {
         self.cmd
             .stdin(Stdio::null())
             .output()
             .expect("run sets3lock")
     }
 
-    fn spawn(mut self) -> Child {
+    pub(crate) fn spawn(mut self) -> Child {
         self.cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -853,37 +903,17 @@ fn bad_input_gets_one_clear_line_and_the_right_code() {
 fn the_program_is_stopped_before_its_lease_can_expire_when_renewals_fail_on_every_store() {
     for s in stores() {
         let url = s.url("blackout");
-        // Azurite's endpoint carries the account in its path: the proxy fronts the host.
-        let upstream = s.vars["ENDPOINT"].clone();
-        let parsed = url::Url::parse(&upstream).expect("endpoint");
-        let origin = parsed.origin().ascii_serialization();
-        let proxy = support::blackout::BlackoutProxy::start(&origin);
-        let through = format!("{}{}", proxy.endpoint, parsed.path().trim_end_matches('/'));
+        let (proxy, holder) = s.via_proxy();
         let dir = scratch_dir("stores-blackout");
         let witness = format!("{dir}/witness");
         let script = format!(
             "trap 'echo stopped $(date +%s.%N) >> {witness}; kill $!; exit 0' TERM; sleep 60 & wait"
         );
-        let mut holder_args: Vec<&str> = s.lock_flags().to_vec();
-        holder_args.extend([
-            "--lease",
-            "3s",
-            "--kill-after",
-            "1s",
-            "--endpoint",
-            &through,
-        ]);
-        holder_args.extend([url.as_str(), "sh", "-c", &script]);
-        // The holder reaches the store through the proxy (the connection string's endpoint
-        // is replaced by --endpoint: account and key from the emulator's variables).
-        let holder = match s.scheme {
-            "az" => StoreCommand::bare(&s.cache)
-                .env("AZURE_STORAGE_ACCOUNT", &s.vars["ACCOUNT"])
-                .env("AZURE_STORAGE_KEY", &s.vars["KEY"]),
-            _ => StoreCommand::bare(&s.cache).env("STORAGE_EMULATOR_HOST", &proxy.endpoint),
-        }
-        .args(&holder_args)
-        .spawn();
+        let holder = holder
+            .args(s.lock_flags())
+            .args(["--lease", "3s", "--kill-after", "1s"])
+            .args([url.as_str(), "sh", "-c", &script])
+            .spawn();
         s.until_status(&url, 1);
         proxy.blackout(); // from now on no reply reaches the holder
         let dark = Instant::now();

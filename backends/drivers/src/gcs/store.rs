@@ -21,8 +21,10 @@ use url::Url;
 /// After a 429, the next write of the same object waits this long.
 const AFTER_429: Duration = Duration::from_secs(1);
 
-/// A request is not sent with less time than this left.
-const MIN_LEFT: Duration = Duration::from_millis(100);
+/// A request is not sent with less time than this left (well under the shortest wait the
+/// core gives a hold's request, `MIN_HOLD_REQUEST_WAIT`, 100 ms: a token that is ready at once
+/// must not use that up).
+const MIN_LEFT: Duration = Duration::from_millis(20);
 
 /// One bucket: the endpoint, the tokens, and when each throttled key may be written again.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 //! object for checking and tampering (unconditional requests, as an operator would send).
 #![allow(dead_code, unreachable_pub)] // test-only items
 
-pub mod blackout;
 pub mod command;
+pub mod proxy;
 #[path = "../../../../backends/drivers/tests/support/raw.rs"]
 pub mod raw;
 #[path = "../../../../backends/drivers/tests/support/sas.rs"]
