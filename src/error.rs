@@ -110,7 +110,7 @@ pub enum Error {
         status: u16,
     },
     /// Transient failures went on until the retry budget ran out.
-    #[error("gave up after {attempts} attempts; the last: {last}")]
+    #[error("gave up after {attempts} attempt{}; the last: {last}", if *attempts == 1 { "" } else { "s" })]
     GaveUp {
         /// How many requests were tried.
         attempts: u32,

@@ -199,6 +199,9 @@ pub(crate) enum Command {
         /// Print the record as JSON.
         #[arg(long)]
         json: bool,
+        /// Give up (exit 111) if the store has not answered within this long.
+        #[arg(long, value_parser = duration, default_value = "20s", value_name = "DURATION")]
+        timeout: Duration,
         #[command(flatten)]
         store: StoreFlags,
         /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
@@ -218,6 +221,10 @@ pub(crate) enum Command {
         /// changes): 30 a minute with the default.
         #[arg(long, value_parser = duration, default_value = "2s", value_name = "DURATION")]
         interval: Duration,
+        /// How long each read waits for the store; a read given up is reported (state
+        /// `unreachable`) and retried.
+        #[arg(long, value_parser = duration, default_value = "20s", value_name = "DURATION")]
+        timeout: Duration,
         /// Keep each lock's state in this file in the Prometheus text format (for
         /// node_exporter's textfile collector): held, stale, the holder's age, the token, the
         /// time since the last change; rewritten whole every interval.
@@ -238,6 +245,10 @@ pub(crate) enum Command {
         /// The ETag `sets3lock status` showed.
         #[arg(long, required = true, value_parser = ETag::parse)]
         etag: ETag,
+        /// Give up (exit 111) if the store has not answered within this long; the outcome is
+        /// then unknown (run `sets3lock status`).
+        #[arg(long, value_parser = duration, default_value = "20s", value_name = "DURATION")]
+        timeout: Duration,
         #[command(flatten)]
         store: StoreFlags,
         /// The lock: s3://bucket/key, az://container/key or gs://bucket/key.
@@ -286,6 +297,10 @@ pub(crate) enum Command {
         /// Parallel conditional PUTs in the race check (2 to 200).
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(2..=200))]
         racers: u16,
+        /// Every check within this long: what is not sent by then counts as an error (exit
+        /// 111), and no request waits past it.
+        #[arg(long, value_parser = duration, default_value = "1m", value_name = "DURATION")]
+        timeout: Duration,
         #[command(flatten)]
         store: StoreFlags,
         /// Where to put the probe keys: s3://bucket/prefix/ (or az://, gs://).

@@ -6,8 +6,50 @@
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
 use bytes::Bytes;
-use sets3lock::proto::{ETag, Intent, LockUrl, Response};
+use sets3lock::proto::{Ambiguity, ETag, Intent, LockUrl, Response};
 use sets3lock::{Client, Options};
+use std::time::{Duration, Instant};
+
+/// A request is not sent with less than this left before the deadline.
+const MIN_WAIT: Duration = Duration::from_millis(100);
+
+/// The store, asked within the run's deadline (`--timeout`): no request waits past it, and
+/// none is sent once it has passed.
+#[derive(Clone)]
+struct Probe {
+    client: Client,
+    /// The longest one request waits (the request timeout).
+    limit: Duration,
+    deadline: Instant,
+}
+
+impl Probe {
+    /// What is left before the deadline, if enough to send a request.
+    fn left(&self) -> Option<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        (left >= MIN_WAIT).then_some(left.min(self.limit))
+    }
+
+    fn send(&self, key: &str, intent: &Intent) -> Response {
+        match self.left() {
+            Some(left) => self.client.with_timeout(left).send(key, intent),
+            None => out_of_time(),
+        }
+    }
+
+    fn send_versioned(&self, key: &str, intent: &Intent) -> (Response, Option<String>) {
+        match self.left() {
+            Some(left) => self.client.with_timeout(left).send_versioned(key, intent),
+            None => (out_of_time(), None),
+        }
+    }
+}
+
+fn out_of_time() -> Response {
+    Response::Ambiguous(Ambiguity::NotSent {
+        detail: "not sent: --timeout ran out".into(),
+    })
+}
 
 /// What one check found.
 enum Verdict {
@@ -57,14 +99,20 @@ impl ProbeUrl {
     }
 }
 
-pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16) -> u8 {
+/// Runs the checks, all within `timeout` (`--timeout`).
+pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16, timeout: Duration) -> u8 {
+    let deadline = Instant::now() + timeout;
     let ProbeUrl {
         scheme,
         bucket,
         prefix,
     } = url;
     let client = match Client::in_store(*scheme, bucket, options) {
-        Ok(c) => c,
+        Ok(client) => Probe {
+            client,
+            limit: options.request_timeout,
+            deadline,
+        },
         Err(e) => {
             say!("{e}");
             return CANNOT_LOCK;
@@ -92,7 +140,7 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16) -> u8 {
     ];
     let (mut failed, mut errors) = (0, 0);
     out!("sets3lock doctor: {scheme}://{bucket}/{prefix}");
-    if let Some(signer) = client.sign_in() {
+    if let Some(signer) = client.client.sign_in() {
         out!("  signed  by {signer}");
     }
     for (name, verdict) in &checks {
@@ -126,6 +174,12 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16) -> u8 {
         "versioned",
     ] {
         cleanup(&client, &key(name));
+    }
+    if client.left().is_none() {
+        out!(
+            "  note    --timeout {} ran out: what was not sent by then counts as an error, and probe keys named {prefix}sets3lock-doctor-{run}-* may be left (remove them by hand)",
+            crate::cli::human(timeout)
+        );
     }
     let delete_failed = matches!(checks[2].1, Verdict::Fail(_));
     if failed == 1 && delete_failed && errors == 0 {
@@ -171,7 +225,7 @@ fn body(tag: &str) -> Bytes {
     ))
 }
 
-fn create(client: &Client, key: &str) -> Result<ETag, Verdict> {
+fn create(client: &Probe, key: &str) -> Result<ETag, Verdict> {
     match client.send(
         key,
         &Intent::PutIfNoneMatch {
@@ -186,7 +240,7 @@ fn create(client: &Client, key: &str) -> Result<ETag, Verdict> {
     }
 }
 
-fn current(client: &Client, key: &str) -> Option<ETag> {
+fn current(client: &Probe, key: &str) -> Option<ETag> {
     match client.send(
         key,
         &Intent::Get {
@@ -202,7 +256,7 @@ fn wrong_etag() -> ETag {
     ETag::parse("1000000000000000001").expect("a valid ETag")
 }
 
-fn second_create(client: &Client, key: &str) -> Verdict {
+fn second_create(client: &Probe, key: &str) -> Verdict {
     let first = match create(client, key) {
         Ok(e) => e,
         Err(v) => return v,
@@ -225,7 +279,7 @@ fn second_create(client: &Client, key: &str) -> Verdict {
     }
 }
 
-fn put_if_match(client: &Client, key: &str) -> Verdict {
+fn put_if_match(client: &Probe, key: &str) -> Verdict {
     let first = match create(client, key) {
         Ok(e) => e,
         Err(v) => return v,
@@ -259,7 +313,7 @@ fn put_if_match(client: &Client, key: &str) -> Verdict {
     }
 }
 
-fn delete_if_match(client: &Client, key: &str) -> Verdict {
+fn delete_if_match(client: &Probe, key: &str) -> Verdict {
     let first = match create(client, key) {
         Ok(e) => e,
         Err(v) => return v,
@@ -291,7 +345,7 @@ fn delete_if_match(client: &Client, key: &str) -> Verdict {
     }
 }
 
-fn race(client: &Client, key: &str, racers: usize) -> Verdict {
+fn race(client: &Probe, key: &str, racers: usize) -> Verdict {
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(racers));
     let outcomes: Vec<Response> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..racers)
@@ -334,7 +388,7 @@ fn race(client: &Client, key: &str, racers: usize) -> Verdict {
     }
 }
 
-fn cleanup(client: &Client, key: &str) {
+fn cleanup(client: &Probe, key: &str) {
     if let Some(etag) = current(client, key) {
         let _ = client.send(key, &Intent::DeleteIfMatch { etag });
     }

@@ -143,6 +143,12 @@ pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
     }
 }
 
+/// `options` whose requests wait at most `timeout` (`--timeout` of `status`, `unlock`, `watch`).
+fn within(mut options: sets3lock::Options, timeout: std::time::Duration) -> sets3lock::Options {
+    options.request_timeout = timeout;
+    options
+}
+
 fn command(args: &[OsString]) -> u8 {
     use clap::Parser as _;
     let command = match cli::Command::try_parse_from(args) {
@@ -158,12 +164,14 @@ fn command(args: &[OsString]) -> u8 {
     let result = match command {
         cli::Command::Status {
             json,
+            timeout,
             store: flags,
             url,
-        } => store(&flags, url.scheme()).map(|o| status::status(&url, &o, json)),
+        } => store(&flags, url.scheme()).map(|o| status::status(&url, &within(o, timeout), json)),
         cli::Command::Watch {
             json,
             interval,
+            timeout,
             metrics_textfile,
             metrics_label,
             store: flags,
@@ -177,7 +185,7 @@ fn command(args: &[OsString]) -> u8 {
                 textfile::describe_watch();
             }
             url.into_iter()
-                .map(|u| store(&flags, u.scheme()).map(|o| (u, o)))
+                .map(|u| store(&flags, u.scheme()).map(|o| (u, within(o, timeout))))
                 .collect::<Result<Vec<_>, u8>>()
                 .map(|locks| {
                     let code = watch::watch(locks, json, interval);
@@ -187,9 +195,10 @@ fn command(args: &[OsString]) -> u8 {
         }
         cli::Command::Unlock {
             etag,
+            timeout,
             store: flags,
             url,
-        } => store(&flags, url.scheme()).map(|o| unlock::unlock(&url, &o, &etag)),
+        } => store(&flags, url.scheme()).map(|o| unlock::unlock(&url, &within(o, timeout), &etag)),
         cli::Command::Acquire {
             lock,
             check,
@@ -211,9 +220,10 @@ fn command(args: &[OsString]) -> u8 {
         } => store(&flags, handle.url.scheme()).map(|o| handles::release(&handle, o, log.verbose)),
         cli::Command::Doctor {
             racers,
+            timeout,
             store: flags,
             url,
-        } => store(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers)),
+        } => store(&flags, url.scheme()).map(|o| doctor::doctor(&url, &o, racers, timeout)),
         cli::Command::Completions { shell } => {
             let shell = match shell {
                 cli::Shell::Bash => clap_complete::Shell::Bash,

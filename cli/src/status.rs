@@ -8,6 +8,13 @@ pub(crate) fn status(url: &LockUrl, options: &Options, json: bool) -> u8 {
     let result =
         Client::in_store(url.scheme(), url.bucket(), options).and_then(|c| c.status(url.key()));
     match result {
+        Err(e) if e.kind() == sets3lock::ErrorKind::Unreachable => {
+            say!(
+                "{url}: {e} (each request waits up to --timeout, {})",
+                crate::cli::human(options.request_timeout)
+            );
+            CANNOT_LOCK
+        }
         Err(e) => {
             say!("{url}: {e}");
             CANNOT_LOCK

@@ -23,7 +23,10 @@ pub(crate) fn unlock(url: &LockUrl, options: &Options, etag: &ETag) -> u8 {
             return USAGE;
         }
         Err(e) if e.kind() == ErrorKind::Unreachable => {
-            say!("{url}: not unlocked, or its outcome is unknown ({e}); run sets3lock status");
+            say!(
+                "{url}: not unlocked, or its outcome is unknown ({e}; each request waits up to --timeout, {}); run sets3lock status",
+                crate::cli::human(options.request_timeout)
+            );
             return CANNOT_LOCK;
         }
         Err(e) => {

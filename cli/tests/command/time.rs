@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use crate::support::command::{code, stderr, TestCommand};
+use crate::support::command::{code, stderr, stdout, TestCommand};
 use crate::support::{scratch_dir, RawAccess, Server};
 use std::io::Write as _;
 use std::net::TcpListener;
@@ -167,4 +167,72 @@ fn timeout_holds_against_an_endpoint_that_never_answers() {
     if let Err(e) = a.and(b) {
         std::panic::resume_unwind(e);
     }
+}
+
+/// The operator commands have `--timeout` too: `status`, `unlock` and `doctor` end within it
+/// (and a second to start) against an endpoint that never answers, exit 111 and say so;
+/// `watch` reports the silence after it and keeps watching. Before: `status` and `unlock`
+/// took 20 s, `doctor` more than 100 s, `watch` 20 s per read.
+#[test]
+fn the_operator_commands_end_within_their_timeout_against_an_endpoint_that_never_answers() {
+    let server = Server {
+        endpoint: silent_endpoint(),
+        access_key: "AKIDSILENT".into(),
+        secret: "silent-secret".into(),
+        bucket: "silent-bucket".into(),
+    };
+    let url = server.url("k");
+    let cases: [(Vec<&str>, &str); 3] = [
+        (vec!["status", "--timeout", "2s", &url], "no reply"),
+        (
+            vec!["unlock", "--timeout", "2s", "--etag", "abc", &url],
+            "outcome is unknown",
+        ),
+        (
+            vec!["doctor", "--timeout", "2s", "s3://silent-bucket/p/"],
+            "--timeout 2s ran out",
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(args, mentions)| {
+            let shown = format!("{args:?}");
+            let cmd = TestCommand::new(&server).args(args);
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let o = cmd.output();
+                (shown, mentions, started.elapsed(), o)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (args, mentions, took, o) = run.join().expect("a run");
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 111, "{args}: {all}");
+        assert!(
+            took >= Duration::from_secs(2) && took <= Duration::from_secs(4),
+            "{args}: took {took:?}: {all}"
+        );
+        assert!(
+            all.contains(mentions),
+            "{args}: {all:?} should mention {mentions:?}"
+        );
+    }
+    // watch: the silence is reported after the timeout, and the watch goes on.
+    let mut watch = TestCommand::new(&server)
+        .args(["watch", "--timeout", "1s", &url])
+        .spawn();
+    let started = Instant::now();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    let read = std::io::BufRead::read_line(&mut lines, &mut first);
+    let took = started.elapsed();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(read.is_ok_and(|n| n > 0), "watch printed nothing");
+    assert!(first.contains("cannot read the lock"), "{first}");
+    assert!(
+        took <= Duration::from_secs(3),
+        "watch said so after {took:?}: {first}"
+    );
 }

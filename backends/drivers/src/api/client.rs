@@ -43,6 +43,24 @@ impl Client {
         })
     }
 
+    /// The same client, whose requests wait at most `timeout` for their answers: for a
+    /// deadline over several requests (the store and its connections are shared).
+    ///
+    /// ```no_run
+    /// # fn run(client: &sets3lock::Client) {
+    /// use std::time::{Duration, Instant};
+    /// let deadline = Instant::now() + Duration::from_secs(5);
+    /// let left = deadline.saturating_duration_since(Instant::now());
+    /// let status = client.with_timeout(left).status("locks/deploy");
+    /// # }
+    /// ```
+    pub fn with_timeout(&self, timeout: Duration) -> Client {
+        Client {
+            store: self.store.clone(),
+            timeout,
+        }
+    }
+
     /// Which store, endpoint and bucket.
     pub fn id(&self) -> &StoreId {
         self.store.id()
