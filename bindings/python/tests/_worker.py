@@ -7,6 +7,9 @@ and prints one JSON object (its findings) as its last line of stdout.
     _worker.py asyncexit URL       (watch_async, AsyncLock, status_async; then exits)
     _worker.py sigint URL          (prints "waiting", then blocks on the held lock)
     _worker.py try URL             (one try-once acquisition; prints the outcome or the error)
+    _worker.py holdforever URL LEASE_S WAITER(0|1)
+                                   (holds the lock, with a thread waiting for it too if asked;
+                                   prints "held" and sleeps until killed)
 """
 
 from __future__ import annotations
@@ -202,6 +205,21 @@ def exit_pending(url: str) -> dict[str, Any]:
 _kept: Any = None
 
 
+def hold_forever(url: str, lease: float, waiter: bool) -> None:
+    """Holds `url` until the process is killed, with a second acquisition of it waiting on a
+    thread of its own if `waiter`."""
+    held = sets3lock.Lock(url, lease=lease).acquire()
+    if waiter:
+
+        def wait() -> None:
+            with sets3lock.Lock(url, timeout=None, poll_max="100ms"):
+                print("the waiting thread got the lock", flush=True)
+
+        threading.Thread(target=wait, daemon=True).start()
+    print(json.dumps({"held": held.owner, "pid": os.getpid()}), flush=True)
+    time.sleep(3600)
+
+
 def fork_exit(url: str) -> dict[str, Any]:
     """Holds `url`, forks, and times the child's normal exit (atexit hooks and all)."""
     held = sets3lock.Lock(url).acquire()
@@ -235,6 +253,9 @@ def main() -> None:
         result = exit_pending(args[0])
     elif mode == "forkexit":
         result = fork_exit(args[0])
+    elif mode == "holdforever":
+        hold_forever(args[0], float(args[1]), args[2] == "1")
+        return
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(json.dumps(result), flush=True)
