@@ -20,7 +20,8 @@
 # The command's tests compare the installed `sets3lock` console script with the Rust binary,
 # built here (cargo build --release -p sets3lock-cli) unless SETS3LOCK_RUST_BIN names one.
 # SETS3LOCK_BUILD_LOCK=FILE runs each build under `flock FILE` (to share a machine's cores).
-# SETS3LOCK_PYTEST_ARGS adds arguments to pytest (e.g. "-k fork -x").
+# SETS3LOCK_PYTEST_ARGS adds arguments to pytest (e.g. "-k fork -x"). SETS3LOCK_WHEEL tests a
+# wheel built elsewhere (scripts/release.sh's) instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,13 +56,19 @@ python3 -m venv "$venv"
   "maturin==$maturin_version" "pytest==$pytest_version" \
   "pytest-timeout==$pytest_timeout_version" "mypy==$mypy_version"
 
-# The test wheels are built with the dev profile, on the artifacts the Rust tests built (a
-# release build of every dependency would add minutes and test the same code); set
-# SETS3LOCK_WHEEL_PROFILE=release for the wheel users get.
+# SETS3LOCK_WHEEL names a wheel to test (scripts/test.sh gives the release's, from
+# scripts/release.sh). Without it a wheel is built with the dev profile, on the artifacts the
+# Rust tests built (SETS3LOCK_WHEEL_PROFILE=release for a release build).
 profile=${SETS3LOCK_WHEEL_PROFILE:-dev}
-echo "== the wheel: maturin build --profile $profile"
-build "$venv/bin/maturin" build --profile "$profile" --locked -m bindings/python/Cargo.toml \
-  -i "$venv/bin/python" -o "$wheels"
+if [ -n "${SETS3LOCK_WHEEL:-}" ]; then
+  echo "== the wheel: $SETS3LOCK_WHEEL"
+  mkdir -p "$wheels"
+  cp "$SETS3LOCK_WHEEL" "$wheels/"
+else
+  echo "== the wheel: maturin build --profile $profile"
+  build "$venv/bin/maturin" build --profile "$profile" --locked -m bindings/python/Cargo.toml \
+    -i "$venv/bin/python" -o "$wheels"
+fi
 wheel=$(ls "$wheels"/sets3lock-*.whl)
 [ "$(echo "$wheel" | wc -l)" = 1 ] || { echo "expected one wheel in $wheels, found: $wheel" >&2; exit 1; }
 "$venv/bin/pip" install -q --disable-pip-version-check "$wheel"

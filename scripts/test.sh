@@ -6,8 +6,10 @@
 # SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
 # (installed from Debian if missing); the metrics textfile checked by promtool (Debian's prometheus
 # package, installed if missing); the fuzz corpora replayed on stable; the Python
-# package (its wheel built and installed into a fresh venv, then pytest against the servers). The servers are
-# installed into .local/, started here and stopped at the end.
+# package (its wheel built and installed into a fresh venv, then pytest against the servers); the
+# release artifacts (scripts/release.sh), each installed and used (scripts/test-release.sh), the
+# Python tests then running on the release wheel. The servers are installed into .local/,
+# started here and stopped at the end.
 #   bash scripts/test.sh          (SIM_CASES=N sets the schedules per property; default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,10 @@ cd "$(dirname "$0")/.."
 stage() { echo "== [${SECONDS}s] $*"; }
 
 servers="seaweedfs ministack moto s3rver azurite azurite-oauth fake-gcs"
+release_pid=
 cleanup() {
+  # A release build still running in the background (a stage failed first) is stopped.
+  if [ -n "$release_pid" ]; then kill -- -"$release_pid" 2>/dev/null || kill "$release_pid" 2>/dev/null || true; fi
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
 trap cleanup EXIT
@@ -65,6 +70,14 @@ stage "workspace tests but the drivers' (unit, scenarios, simulation, the comman
 # time: the command's tests (one binary) mostly wait out leases on real servers.
 cargo test --workspace --exclude sets3lock --locked -- --test-threads 4
 
+stage "the release artifacts (scripts/release.sh), built in the background at the lowest priority"
+# The drivers' tests below mostly wait out leases (about 12 s of CPU in 300 s): the release
+# build (about 4.5 min of CPU) uses the idle cores meanwhile, and yields them to the tests
+# (nice 19) whenever they want them. It is waited for before the artifacts are tested.
+release_log=$PWD/.local/release.log
+setsid --wait nice -n 19 bash scripts/release.sh .local/dist > "$release_log" 2>&1 &
+release_pid=$!
+
 stage "the drivers' tests (conformance on the mock and every server, the credential chains, contention, metrics, tracing)"
 # With the features the workspace gives them, and the optional ones, in one build (each set of
 # features is a rebuild of the crate and its test binaries). They mostly wait out leases on
@@ -78,7 +91,18 @@ stage "fuzz corpora replayed on stable"
 # In the workspace's target directory: the core and its dependencies are built already.
 CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
-stage "the Python package: the wheel (maturin build), pip install into a fresh venv, mypy --strict, pytest"
-# The console script is compared with the command the workspace tests built (a release build
-# of it would add a minute and test the same code).
-SETS3LOCK_RUST_BIN=${SETS3LOCK_RUST_BIN:-$PWD/target/debug/sets3lock} bash scripts/test-python.sh
+stage "the release artifacts: each installed where a user would, and used (scripts/test-release.sh)"
+if ! wait "$release_pid"; then
+  cat "$release_log"
+  echo "scripts/release.sh failed (its output is above)" >&2
+  exit 1
+fi
+release_pid=
+grep -E '^(== |the command:|the wheel.s extension:)' "$release_log"
+bash scripts/test-release.sh .local/dist
+
+stage "the Python package: the release wheel, pip install ./bindings/python into a fresh venv, mypy --strict, pytest"
+# The tests run on the wheel a release ships. The console script is compared with the
+# command the workspace tests built (a release build of it would test the same code).
+SETS3LOCK_WHEEL=$(ls "$PWD"/.local/dist/sets3lock-*.whl) \
+  SETS3LOCK_RUST_BIN=${SETS3LOCK_RUST_BIN:-$PWD/target/debug/sets3lock} bash scripts/test-python.sh
