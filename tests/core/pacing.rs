@@ -21,17 +21,21 @@ fn stopping(stop_before: Duration) -> Config {
     }
 }
 
-/// Holds from time zero, answers every request sent before `burst_ends` with a 503 and the
-/// rest from the bucket, and returns when the hold was renewed (or `None` if it expired).
-fn renewed_after_a_burst(cfg: Config, seed: u8, burst_ends: Instant) -> Option<Instant> {
+/// Holds with `cfg` from time zero, and answers each request of the hold with what `fault`
+/// makes of it (`None`: the bucket answers); returns when the hold was renewed, or `None` if
+/// it expired.
+fn renewed_despite(
+    cfg: Config,
+    seed: u8,
+    mut fault: impl FnMut(&mut Process) -> Option<Response>,
+) -> Option<Instant> {
     let mut s3 = bucket();
     let mut c = holding_with(cfg, &mut s3, seed);
     for _ in 0..200 {
         if let Some(req) = c.request() {
-            if c.now < burst_ends {
-                c.answer(&req, slow_down());
-            } else {
-                c.serve(&mut s3, &req);
+            match fault(&mut c) {
+                Some(response) => c.answer(&req, response),
+                None => c.serve(&mut s3, &req),
             }
             if c.events.iter().any(|e| matches!(e, Event::Renewed { .. })) {
                 return Some(c.now);
@@ -46,6 +50,11 @@ fn renewed_after_a_burst(cfg: Config, seed: u8, burst_ends: Instant) -> Option<I
         "neither renewed nor expired after 200 steps: {:?}",
         c.timeline()
     );
+}
+
+/// Every request sent before `burst_ends` gets a 503.
+fn renewed_after_a_burst(cfg: Config, seed: u8, burst_ends: Instant) -> Option<Instant> {
+    renewed_despite(cfg, seed, |c| (c.now < burst_ends).then(slow_down))
 }
 
 #[test]
@@ -128,35 +137,17 @@ fn a_hold_s_request_waits_half_the_time_to_the_stop_point_and_never_past_validit
     assert_eq!(c.lock.request_limit(limit, c.now), limit);
 }
 
-/// Holds with `cfg` from time zero; the first `lost` requests of the hold go unanswered until
-/// the driver gives up (after the core's limit on a 20 s request timeout); the rest are
-/// answered at once. Returns when the hold was renewed, or `None` if it expired.
+/// The first `lost` requests of the hold go unanswered until the driver gives up (after the
+/// core's limit on a 20 s request timeout); the rest are answered at once.
 fn renewed_after_losses(cfg: Config, seed: u8, lost: usize) -> Option<Instant> {
-    let mut s3 = bucket();
-    let mut c = holding_with(cfg, &mut s3, seed);
     let mut lost_so_far = 0;
-    for _ in 0..200 {
-        if let Some(req) = c.request() {
-            if lost_so_far < lost {
-                lost_so_far += 1;
-                c.now = c.now + c.lock.request_limit(secs(20), c.now);
-                c.answer(&req, Response::Ambiguous(Ambiguity::Timeout));
-            } else {
-                c.serve(&mut s3, &req);
-            }
-            if c.events.iter().any(|e| matches!(e, Event::Renewed { .. })) {
-                return Some(c.now);
-            }
-        } else if c.events.contains(&Event::Expired) {
-            return None;
-        } else {
-            c.tick();
-        }
-    }
-    panic!(
-        "neither renewed nor expired after 200 steps: {:?}",
-        c.timeline()
-    );
+    renewed_despite(cfg, seed, |c| {
+        (lost_so_far < lost).then(|| {
+            lost_so_far += 1;
+            c.now = c.now + c.lock.request_limit(secs(20), c.now);
+            Response::Ambiguous(Ambiguity::Timeout)
+        })
+    })
 }
 
 #[test]

@@ -16,6 +16,7 @@
 
 use crate::stores::{every_store, Store};
 use crate::support::command::{code, stderr};
+use crate::support::proxy::FaultProxy;
 use crate::support::scratch_dir;
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant, SystemTime};
@@ -137,12 +138,13 @@ fn waiter(s: &Store, url: &str, witness: &Witness, extra: &[&str]) -> std::proce
         .spawn()
 }
 
-/// A 6 s lease (renewed every 2 s; the program is stopped 1.94 s before validity ends, at
-/// about 3.9 s) whose store fails every request from 1.5 s to 3.4 s after the grant: the last
-/// retry goes out just before the stop point, after the burst, and the hold goes on.
-fn errors_until_just_before_the_stop_point(s: &Store) {
-    let url = s.url("faults-burst");
-    let witness = Witness::new("faults-burst");
+/// A holder with a 6 s lease (renewed every 2 s; its program is stopped 1.94 s before
+/// validity ends, at about 3.9 s) reaching the store through a proxy, and a waiter: `fault`
+/// is done to the proxy from `from` to `to` seconds after the grant, and the hold must ride
+/// it out (its program runs to its end; one program at a time).
+fn ridden_out(s: &Store, name: &str, fault: impl Fn(&FaultProxy), from: f64, to: f64) {
+    let url = s.url(name);
+    let witness = Witness::new(name);
     let (proxy, holder) = s.via_proxy();
     let program = format!(
         "{}; sleep 6.5; {}",
@@ -155,10 +157,9 @@ fn errors_until_just_before_the_stop_point(s: &Store) {
         .spawn();
     let t0 = witness.first("holder", "in", Duration::from_secs(20));
     let waiter = waiter(s, &url, &witness, &[]);
-    until(t0, 1.5);
-    // GCS says 429 rateLimitExceeded where S3 and Azure say 503.
-    proxy.fail(if s.scheme == "gs" { 429 } else { 503 });
-    until(t0, 3.4);
+    until(t0, from);
+    fault(&proxy);
+    until(t0, to);
     proxy.restore();
     let o = holder.wait_with_output().expect("holder");
     assert_eq!(code(&o), 0, "the program was stopped: {}", stderr(&o));
@@ -168,38 +169,24 @@ fn errors_until_just_before_the_stop_point(s: &Store) {
     witness.one_at_a_time();
 }
 
+/// Every request fails from 1.5 s to 3.4 s after the grant: the last retry goes out just
+/// before the stop point, after the burst, and the hold goes on.
+fn errors_until_just_before_the_stop_point(s: &Store) {
+    // GCS says 429 rateLimitExceeded where S3 and Azure say 503.
+    let status = if s.scheme == "gs" { 429 } else { 503 };
+    ridden_out(s, "faults-burst", |p| p.fail(status), 1.5, 3.4);
+}
+
 #[test]
 fn a_burst_of_errors_ending_just_before_the_stop_point_is_ridden_out_on_every_store() {
     on_every_store(errors_until_just_before_the_stop_point);
 }
 
-/// A 6 s lease whose replies are all lost from 1.8 s to 3.3 s after the grant: the renewal
-/// at 2 s and its first read-back go unanswered (each given up after half of the time left
-/// before the stop point), the next read-back finds the renewal landed, and the hold goes on.
+/// Every reply is lost from 1.8 s to 3.3 s after the grant: the renewal at 2 s and its first
+/// read-back go unanswered (each given up after half of the time left before the stop point),
+/// the next read-back finds the renewal landed, and the hold goes on.
 fn a_short_silence(s: &Store) {
-    let url = s.url("faults-silence");
-    let witness = Witness::new("faults-silence");
-    let (proxy, holder) = s.via_proxy();
-    let program = format!(
-        "{}; sleep 6.5; {}",
-        witness.note("holder", "in"),
-        witness.note("holder", "out")
-    );
-    let holder = holder
-        .args(s.lock_flags())
-        .args(["--lease", "6s", &url, "sh", "-c", &program])
-        .spawn();
-    let t0 = witness.first("holder", "in", Duration::from_secs(20));
-    let waiter = waiter(s, &url, &witness, &[]);
-    until(t0, 1.8);
-    proxy.blackout();
-    until(t0, 3.3);
-    proxy.restore();
-    let o = holder.wait_with_output().expect("holder");
-    assert_eq!(code(&o), 0, "the program was stopped: {}", stderr(&o));
-    let w = waiter.wait_with_output().expect("waiter");
-    assert_eq!(code(&w), 0, "{}", stderr(&w));
-    witness.one_at_a_time();
+    ridden_out(s, "faults-silence", FaultProxy::blackout, 1.8, 3.3);
 }
 
 #[test]
