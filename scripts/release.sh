@@ -7,7 +7,8 @@
 #                                                            Rust 1.89 and up
 #   sets3lock-VERSION-x86_64-unknown-linux-gnu.tar.gz        the command alone, with its licences
 #
-# Everything runs on glibc 2.17 and up (RHEL/CentOS 7, Amazon Linux 2, Ubuntu 14.04, Debian 8):
+# Everything runs on glibc 2.17 and up (RHEL/CentOS 7 and later, Amazon Linux 2 and later;
+# README.md, "Install", lists more):
 # it is linked by zig (PyPI's ziglang, through maturin --zig) against glibc 2.17's symbols, and
 # checked: any symbol version above GLIBC_2.17 fails the build. Built with the `dist` profile
 # (Cargo.toml: thin LTO, no symbols; docs/BENCHMARKS.md, "Release builds").

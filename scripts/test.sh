@@ -23,7 +23,11 @@ cleanup() {
   if [ -n "$release_pid" ]; then kill -- -"$release_pid" 2>/dev/null || kill "$release_pid" 2>/dev/null || true; fi
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
+# (EXIT covers a failed stage; INT, TERM and HUP a run that is stopped. A SIGKILL of this
+# script cannot be covered: the background release build would then run on, and end.)
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 
 # No test may reach a cloud's metadata service (169.254.169.254, metadata.google.internal):
 # each is off unless a test points it at a server of its own on loopback. The tests' own guard
@@ -104,5 +108,6 @@ bash scripts/test-release.sh .local/dist
 stage "the Python package: the release wheel, pip install ./bindings/python into a fresh venv, mypy --strict, pytest"
 # The tests run on the wheel a release ships. The console script is compared with the
 # command the workspace tests built (a release build of it would test the same code).
-SETS3LOCK_WHEEL=$(ls "$PWD"/.local/dist/sets3lock-*.whl) \
+release_wheel=$(ls "$PWD"/.local/dist/sets3lock-*.whl)
+SETS3LOCK_WHEEL=$release_wheel \
   SETS3LOCK_RUST_BIN=${SETS3LOCK_RUST_BIN:-$PWD/target/debug/sets3lock} bash scripts/test-python.sh

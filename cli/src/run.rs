@@ -221,7 +221,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
                 }
                 stopped = Some(Stopped::Unrenewed);
                 let grace = grace(left, args.kill_after());
-                let why = if grace.is_zero() {
+                let why = if left.is_some_and(|l| l.is_zero()) {
                     // Woken past the stop point: this process was frozen, or the machine slept.
                     "the lease ran out before a renewal got through (was this process frozen, or the machine asleep?)".to_owned()
                 } else {
@@ -327,8 +327,8 @@ fn grace(left: Option<Duration>, kill_after: Duration) -> Duration {
     left.map_or(kill_after, |left| left.min(kill_after))
 }
 
-/// SIGTERM, then SIGKILL after `kill_after` (at once when that is zero); returns the
-/// program's status.
+/// SIGTERM, then SIGKILL after `kill_after` (SIGKILL at once when that is zero: `--kill-after
+/// 0`, or a lease already run out); returns the program's status.
 async fn stop(
     url: &LockUrl,
     why: &str,
@@ -337,7 +337,7 @@ async fn stop(
     kill_after: Duration,
 ) -> std::io::Result<std::process::ExitStatus> {
     if kill_after.is_zero() {
-        say!("{url}: {why}: stopping the program (SIGKILL: its lease has run out)");
+        say!("{url}: {why}: stopping the program (SIGKILL at once)");
         let _ = child.start_kill();
         return child.wait().await;
     }

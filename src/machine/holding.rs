@@ -34,6 +34,10 @@ pub(super) struct Holding {
     token: Option<u64>,
     next: Schedule<Step>,
     retries: Tries,
+    /// The read in flight (or due) follows a retry pause: if it finds our last write still
+    /// current, the renewal goes at once. A read sent at once (after a 412) does not: its
+    /// renewal waits a retry pause, so that a store that keeps refusing is not hammered.
+    paced_read: bool,
     /// When the lock was granted, on our clock (the reply that confirmed the grant): the start
     /// of `hold_at_least`. `None` for a hold adopted from a handle, whose grant was elsewhere.
     granted: Option<Instant>,
@@ -61,6 +65,7 @@ impl Holding {
             token: write.fence.map(|f| f.token),
             next,
             retries: Tries::default(),
+            paced_read: false,
             granted,
         }
     }
@@ -180,12 +185,14 @@ impl Holding {
                 self.confirm(cx, etag, write.sent, write.seq);
             }
             (InFlight::Replace { .. }, Response::Absent) if self.s.has_unresolved() => {
+                self.paced_read = false;
                 self.next.set(now, Step::Observe);
             }
             (InFlight::Replace { .. }, Response::Mismatch) => {
                 // Read before concluding: a write of ours may have landed late, and some
                 // servers (SeaweedFS) say 412 for a deleted object too. The read tells which,
                 // and who holds it now.
+                self.paced_read = false;
                 self.next.set(now, Step::Observe);
             }
             (InFlight::Replace { .. }, Response::Absent) => return lose(cx, LostReason::Deleted),
@@ -200,6 +207,7 @@ impl Holding {
                 };
                 cx.emit(Event::RenewalDelayed { setback });
                 let at = self.retry_at(cx, now);
+                self.paced_read = true;
                 self.next.set(at, step);
             }
             (InFlight::Read, Response::Object { etag, body, .. }) => {
@@ -207,9 +215,14 @@ impl Holding {
                 match self.s.is_ours(&holder) {
                     Some(_) if etag == self.etag => {
                         // Our last confirmed write is still there: the renewal did not land.
-                        // The store has just answered: renew at once (the pause before this
-                        // read was the retry's).
-                        self.next.set(now, Step::Renew);
+                        // After a retry pause, the store has just answered: renew at once.
+                        // After a 412 read at once, pause first.
+                        let at = if std::mem::take(&mut self.paced_read) {
+                            now
+                        } else {
+                            self.retry_at(cx, now)
+                        };
+                        self.next.set(at, Step::Renew);
                     }
                     Some(write) => self.confirm(cx, etag, write.sent, write.seq),
                     None => {
@@ -225,6 +238,7 @@ impl Holding {
             (InFlight::Read, Response::Absent) => return lose(cx, LostReason::Deleted),
             (_, _) => {
                 let at = self.retry_at(cx, now);
+                self.paced_read = true;
                 self.next.set(at, Step::Observe);
             }
         }
@@ -250,7 +264,8 @@ impl Holding {
     /// A retry pause that never runs past the moment the lock's user stops relying on the
     /// hold (`stop_before` ahead of the end of validity) less a lead for the try to be
     /// answered (a tenth of a renewal interval, at least a retry floor); within that lead, no
-    /// longer than a retry floor; past that moment, never past the end of validity.
+    /// longer than half of what is left before that moment (at least a retry floor); past
+    /// it, never past the end of validity.
     fn retry_at(&mut self, cx: &mut Context, now: Instant) -> Instant {
         let attempt = self.retries.count();
         let at = cx.retry_at(now, attempt, 0);
@@ -264,7 +279,7 @@ impl Holding {
             .saturating_sub(cx.cfg.stop_before);
         match to_stop.checked_sub(lead) {
             Some(before_lead) if !before_lead.is_zero() => at.min(now + before_lead),
-            _ if !to_stop.is_zero() => at.min(now + floor),
+            _ if !to_stop.is_zero() => at.min(now + (to_stop / 2).max(floor)),
             _ => at.min(valid),
         }
     }

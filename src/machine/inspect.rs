@@ -69,7 +69,7 @@ impl Lock {
     /// (a renewal, its read-back) it is shorter: at most a renewal interval, at most half of
     /// what is left before the stop point (validity's end less
     /// [`Config::stop_before`](crate::Config::stop_before)), and past the stop point, what is
-    /// left of validity; never less than [`MIN_HOLD_REQUEST_WAIT`].
+    /// left of validity; never less than [`MIN_HOLD_REQUEST_WAIT`] unless `limit` is.
     ///
     /// Why half: a request given up leaves the other half for its retry (a pause, the
     /// read-back, a second renewal) to land before the hold's user stops relying on it, and
@@ -153,9 +153,9 @@ impl Lock {
     }
 }
 
-/// `limit`, at most a renewal interval and half of what is `left` of validity before the stop
-/// point (`stop_before` ahead of its end), or past that point what is left of validity; at
-/// least [`MIN_HOLD_REQUEST_WAIT`].
+/// `limit`, and at most a renewal interval and half of what is `left` of validity before the
+/// stop point (`stop_before` ahead of its end), or past that point what is left of validity;
+/// those two never below [`MIN_HOLD_REQUEST_WAIT`].
 fn hold_request_limit(
     limit: Duration,
     renew_interval: Duration,
@@ -164,10 +164,8 @@ fn hold_request_limit(
 ) -> Duration {
     let to_stop = left.saturating_sub(stop_before);
     let wait = if to_stop.is_zero() { left } else { to_stop / 2 };
-    limit
-        .min(renew_interval)
-        .min(wait)
-        .max(MIN_HOLD_REQUEST_WAIT)
+    // (A driver's own limit below the floor still wins.)
+    limit.min(renew_interval.min(wait).max(MIN_HOLD_REQUEST_WAIT))
 }
 
 #[cfg(test)]
@@ -194,6 +192,8 @@ mod tests {
         // A shorter request timeout still wins; a renewal interval caps it too.
         assert_eq!(hold_request_limit(s(1), s(20), s(40), zero), s(1));
         assert_eq!(hold_request_limit(s(20), s(2), s(40), zero), s(2));
+        // A driver's own limit below the floor still wins.
+        assert_eq!(hold_request_limit(ms(50), s(2), zero, zero), ms(50));
         // Never nothing.
         assert_eq!(
             hold_request_limit(s(20), s(2), zero, zero),

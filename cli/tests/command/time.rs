@@ -170,7 +170,8 @@ fn timeout_holds_against_an_endpoint_that_never_answers() {
 }
 
 /// The operator commands have `--timeout` too: `status`, `unlock` and `doctor` end within it
-/// (and a second to start) against an endpoint that never answers, exit 111 and say so;
+/// (and up to three seconds to start on a loaded machine) against an endpoint that never
+/// answers, exit 111 and say so;
 /// `watch` reports the silence after it and keeps watching. Before: `status` and `unlock`
 /// took 20 s, `doctor` more than 100 s, `watch` 20 s per read.
 #[test]
@@ -210,7 +211,7 @@ fn the_operator_commands_end_within_their_timeout_against_an_endpoint_that_never
         let all = format!("{}{}", stdout(&o), stderr(&o));
         assert_eq!(code(&o), 111, "{args}: {all}");
         assert!(
-            took >= Duration::from_secs(2) && took <= Duration::from_secs(4),
+            took >= Duration::from_secs(2) && took <= Duration::from_secs(5),
             "{args}: took {took:?}: {all}"
         );
         assert!(

@@ -269,7 +269,8 @@ pub fn within(fault: &crate::Fault, round_trip: Duration) -> bool {
 /// without one), is given up after `limit`, the smallest of the request timeout, a renewal
 /// interval and `left / 2`;
 /// then, after a retry pause (the floor), a read-back goes out, and on its answer at once a
-/// second renewal, which must be answered before validity ends:
+/// second renewal, which must be answered before the stop point (validity's end without
+/// one):
 ///
 /// `limit + floor + 2 × round trip < left`.
 ///
