@@ -125,7 +125,7 @@ fn until(t0: f64, offset: f64) {
 }
 
 /// The lock's waiter, reaching the store directly: notes when its program enters and leaves.
-fn waiter(s: &Store, url: &str, witness: &Witness, extra: &[&str]) -> std::process::Child {
+fn waiter(s: &Store, url: &str, witness: &Witness) -> std::process::Child {
     let program = format!(
         "{}; sleep 0.2; {}",
         witness.note("waiter", "in"),
@@ -133,7 +133,6 @@ fn waiter(s: &Store, url: &str, witness: &Witness, extra: &[&str]) -> std::proce
     );
     s.cmd()
         .args(s.lock_flags())
-        .args(extra)
         .args(["-q", url, "sh", "-c", &program])
         .spawn()
 }
@@ -156,7 +155,7 @@ fn ridden_out(s: &Store, name: &str, fault: impl Fn(&FaultProxy), from: f64, to:
         .args(["-v", "--lease", "6s", &url, "sh", "-c", &program])
         .spawn();
     let t0 = witness.first("holder", "in", Duration::from_secs(20));
-    let waiter = waiter(s, &url, &witness, &[]);
+    let waiter = waiter(s, &url, &witness);
     until(t0, from);
     fault(&proxy);
     until(t0, to);
@@ -305,7 +304,7 @@ fn a_killed_command(s: &Store) {
     let pid_file = format!("{}.pid", witness.path);
     let pid: i32 = read_pid(&pid_file);
     assert!(running(pid), "the program runs under the lock");
-    let waiter = waiter(s, &url, &witness, &[]);
+    let waiter = waiter(s, &url, &witness);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(holder.id() as i32),
         nix::sys::signal::Signal::SIGKILL,

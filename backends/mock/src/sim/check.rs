@@ -239,9 +239,7 @@ pub const RELEASE_REQUESTS: u32 = 2;
 /// delivered, with its reply back within the request timeout and within a quarter of the
 /// lease (a renewal goes out every third of it).
 pub fn unimpeding(fault: &crate::Fault, request_timeout: Duration, lease: Duration) -> bool {
-    let quick = request_timeout.min(lease / 4);
-    matches!(fault, crate::Fault::Deliver { to_server, to_client }
-        if to_server.saturating_add(*to_client) <= quick)
+    within(fault, request_timeout.min(lease / 4))
 }
 
 /// Whether `fault` leaves its request unanswered until the driver gives up (after `limit`),
