@@ -93,6 +93,8 @@ mod options;
 mod s3;
 mod signin;
 mod tokio;
+#[cfg(test)]
+mod wire_agreement;
 
 pub use api::client::Client;
 pub use api::held::Health;

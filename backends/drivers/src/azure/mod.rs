@@ -4,5 +4,4 @@
 //! ([`sets3lock_proto::reply::azure::classify`]).
 
 pub(crate) mod settings;
-pub(crate) mod sign;
 pub(crate) mod store;

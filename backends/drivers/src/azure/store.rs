@@ -1,16 +1,56 @@
-//! Azure Blob Storage as a [`Store`]: one container of one account.
+//! Azure Blob Storage as a [`Store`]: one container of one account, its requests built by
+//! the wire layer ([`sets3lock_wire::azure`]) at the server's time.
 
-use crate::azure::sign::{blob_url, plain, request, Auth};
-use crate::driver::http::{Reply, Settings, Transport};
+use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::{Error, Observer, Options};
 use base64::Engine as _;
 use core::time::Duration;
-use http::{HeaderMap, Method};
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
+use sets3lock_wire::azure::Container;
+use sets3lock_wire::WireError;
+use std::sync::Arc;
+use std::time::SystemTime;
 use url::Url;
+
+/// Who signs: fixed material (Shared Key, a SAS), or a source asked for a bearer token before
+/// each request.
+#[derive(Clone)]
+enum Auth {
+    /// Shared Key or a SAS, as the wire layer takes them.
+    Fixed(sets3lock_wire::azure::Auth),
+    /// `Authorization: Bearer <token>`, the token asked of the source for each request.
+    Bearer(Arc<dyn crate::TokenSource>),
+}
+
+impl core::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Auth::Fixed(auth) => auth.fmt(f),
+            Auth::Bearer(_) => f.write_str("Bearer(..)"),
+        }
+    }
+}
+
+impl Auth {
+    /// What the wire layer signs with now; or, when there is no token to sign with, the
+    /// response that stands for a request not sent.
+    fn current(&self) -> Result<sets3lock_wire::azure::Auth, Response> {
+        match self {
+            Auth::Fixed(auth) => Ok(auth.clone()),
+            Auth::Bearer(source) => source
+                .token()
+                .map(sets3lock_wire::azure::Auth::Bearer)
+                .map_err(|why| {
+                    Response::Ambiguous(Ambiguity::NotSent {
+                        detail: format!("no Azure token to sign with: {why}"),
+                    })
+                }),
+        }
+    }
+}
 
 /// One container: the blob endpoint, who signs, the server's clock (`x-ms-date` must be
 /// within 15 minutes of it).
@@ -18,7 +58,7 @@ use url::Url;
 pub(crate) struct AzureStore {
     id: StoreId,
     endpoint: Url,
-    container: String,
+    container: Container,
     auth: Auth,
     time: ServerTime,
     transport: Transport,
@@ -39,13 +79,17 @@ impl AzureStore {
         // A key wins, then a SAS, then bearer tokens (your own source, or the chain
         // `AzureSettings::from_vars` found).
         let auth = match (&azure.key, &azure.sas, &azure.account, &azure.token_source) {
-            (Some(key), _, Some(account), _) => Auth::SharedKey {
-                account: account.clone(),
-                key: base64::engine::general_purpose::STANDARD
-                    .decode(key.trim())
-                    .map_err(|_| Error::AzureKey)?,
-            },
-            (_, Some(sas), _, _) => Auth::Sas(sas.trim_start_matches('?').to_owned()),
+            (Some(key), _, Some(account), _) => {
+                Auth::Fixed(sets3lock_wire::azure::Auth::SharedKey {
+                    account: account.clone(),
+                    key: base64::engine::general_purpose::STANDARD
+                        .decode(key.trim())
+                        .map_err(|_| Error::AzureKey)?,
+                })
+            }
+            (_, Some(sas), _, _) => Auth::Fixed(sets3lock_wire::azure::Auth::Sas(
+                sas.trim_start_matches('?').to_owned(),
+            )),
             (_, _, _, Some(source)) => {
                 if endpoint.scheme() != "https" {
                     return Err(Error::BearerOverHttp {
@@ -67,12 +111,17 @@ impl AzureStore {
             request_timeout: options.request_timeout,
             direct: false,
         };
+        let container =
+            Container::new(endpoint.as_str(), name).map_err(|e| Error::InvalidEndpoint {
+                endpoint: endpoint.to_string(),
+                reason: crate::error::EndpointError::Bucket(e.to_string()),
+            })?;
         let origin = endpoint.origin().ascii_serialization();
         let shown = format!("{origin}{}", endpoint.path().trim_end_matches('/'));
         Ok(AzureStore {
             id: StoreId::new(Scheme::Azure, &shown, name),
             endpoint,
-            container: name.to_owned(),
+            container,
             auth,
             time: ServerTime::default(),
             transport: Transport::new(blocking, &settings)?,
@@ -86,8 +135,12 @@ impl AzureStore {
         &self,
         kind: IntentKind,
         limit: Duration,
-        sign: impl Fn(&jiff::Timestamp) -> Result<crate::driver::http::HttpRequest, Response>,
+        build: impl Fn(
+            &sets3lock_wire::azure::Auth,
+            SystemTime,
+        ) -> Result<sets3lock_wire::HttpRequest, WireError>,
     ) -> Response {
+        let sign = |time: SystemTime| HttpRequest::from_wire(build(&self.auth.current()?, time));
         let read = |r: &Reply| {
             sets3lock_proto::reply::azure::classify(kind, r.status, &r.headers, &r.body)
         };
@@ -122,26 +175,18 @@ impl Store for AzureStore {
         limit: Duration,
     ) -> BoxFuture<'a, Response> {
         Box::pin(async move {
-            let url = blob_url(&self.endpoint, &self.container, key);
-            let sign = |time: &jiff::Timestamp| request(&url, &self.auth, intent, time);
-            self.exchange(intent.kind(), limit, sign).await
+            let build = |auth: &_, time| {
+                sets3lock_wire::azure::request(&self.container, auth, key, intent, time)
+            };
+            self.exchange(intent.kind(), limit, build).await
         })
     }
 
     fn discard<'a>(&'a self, key: &'a str, limit: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let url = blob_url(&self.endpoint, &self.container, key);
-            let sign = |time: &jiff::Timestamp| {
-                plain(
-                    Method::DELETE,
-                    &url,
-                    &self.auth,
-                    HeaderMap::new(),
-                    bytes::Bytes::new(),
-                    time,
-                )
-            };
-            let _ = self.exchange(IntentKind::DeleteIfMatch, limit, sign).await;
+            let build =
+                |auth: &_, time| sets3lock_wire::azure::delete(&self.container, auth, key, time);
+            let _ = self.exchange(IntentKind::DeleteIfMatch, limit, build).await;
         })
     }
 
@@ -151,10 +196,11 @@ impl Store for AzureStore {
 
     fn sign_in(&self) -> Option<crate::SignIn> {
         Some(match &self.auth {
-            Auth::SharedKey { account, .. } => {
+            Auth::Fixed(sets3lock_wire::azure::Auth::SharedKey { account, .. }) => {
                 crate::SignIn::new(format!("Shared Key (account {account})"))
             }
-            Auth::Sas(_) => crate::SignIn::new("a SAS token"),
+            Auth::Fixed(sets3lock_wire::azure::Auth::Sas(_)) => crate::SignIn::new("a SAS token"),
+            Auth::Fixed(_) => crate::SignIn::new("a bearer token"),
             Auth::Bearer(source) => source.sign_in(),
         })
     }
@@ -163,7 +209,7 @@ impl Store for AzureStore {
         match &self.auth {
             // Two SAS tokens may grant different permissions: each is its own identity, named
             // by a fingerprint (never the token).
-            Auth::Sas(query) => {
+            Auth::Fixed(sets3lock_wire::azure::Auth::Sas(query)) => {
                 use sha2::Digest as _;
                 let digest = sha2::Sha256::digest(query.as_bytes());
                 let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();

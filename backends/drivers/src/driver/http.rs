@@ -28,14 +28,23 @@ pub(crate) struct HttpRequest {
     pub(crate) body: Bytes,
 }
 
-/// The `Content-MD5` of a body (base64 of its MD5), for S3 and Azure. Signed with the
-/// request, it binds the body to the signature: the URL of a PUT, captured from a log or a proxy, cannot be replayed
-/// with another body (S3 and compatible stores answer `400 BadDigest` when the body does not
-/// match, and `403 SignatureDoesNotMatch` when the header is changed or left out).
-pub(crate) fn content_md5(body: &[u8]) -> String {
-    use base64::Engine as _;
-    use md5::Digest as _;
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+impl HttpRequest {
+    /// The request the wire layer built, as the transport sends it; or, when it could build
+    /// none, the response that stands for a request never sent.
+    pub(crate) fn from_wire(
+        built: Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError>,
+    ) -> Result<HttpRequest, Response> {
+        let not_sent = |detail: String| Response::Ambiguous(Ambiguity::NotSent { detail });
+        let (parts, body) = built.map_err(|e| not_sent(e.to_string()))?.into_parts();
+        let url = Url::parse(&parts.uri.to_string())
+            .map_err(|e| not_sent(format!("the request's URI is not a URL: {e}")))?;
+        Ok(HttpRequest {
+            method: parts.method,
+            url,
+            headers: parts.headers,
+            body,
+        })
+    }
 }
 
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone
@@ -263,12 +272,20 @@ pub(crate) fn exchange_blocking(
     timeout: Duration,
 ) -> Result<Reply, Response> {
     use std::io::Read;
-    let sent = http
+    // A body only where the request has one or says its length: reqwest's blocking client
+    // would add `content-length: 0` to a GET given an empty body, a header the request that
+    // was built (and signed) does not have.
+    let framed =
+        !request.body.is_empty() || request.headers.contains_key(http::header::CONTENT_LENGTH);
+    let builder = http
         .request(request.method, request.url)
         .headers(request.headers)
-        .body(request.body)
-        .timeout(timeout)
-        .send();
+        .timeout(timeout);
+    let builder = match framed {
+        true => builder.body(request.body),
+        false => builder,
+    };
+    let sent = builder.send();
     let reply = sent.map_err(no_reply)?;
     let status = reply.status();
     let headers = reply.headers().clone();

@@ -46,10 +46,15 @@ pub(crate) struct ServerTime {
 
 impl ServerTime {
     /// The server's time now, as far as we know it.
-    pub(crate) fn now(&self) -> jiff::Timestamp {
-        let local = jiff::Timestamp::now();
-        let offset = jiff::SignedDuration::from_millis(self.offset_ms());
-        local.checked_add(offset).unwrap_or(local)
+    pub(crate) fn now(&self) -> SystemTime {
+        let local = SystemTime::now();
+        let offset = self.offset_ms();
+        let by = Duration::from_millis(offset.unsigned_abs());
+        let server = match offset >= 0 {
+            true => local.checked_add(by),
+            false => local.checked_sub(by),
+        };
+        server.unwrap_or(local)
     }
 
     /// The offset in use, in milliseconds (positive: the server is ahead of this machine).
@@ -96,12 +101,12 @@ pub(crate) async fn exchange_signed(
     observer: Option<&Observer>,
     limit: Duration,
     read: impl Fn(&Reply) -> Response,
-    sign: impl Fn(&jiff::Timestamp) -> Result<HttpRequest, Response>,
+    sign: impl Fn(SystemTime) -> Result<HttpRequest, Response>,
 ) -> Result<(Reply, Response), Response> {
     let started = Stamp::now();
     let mut resent = false;
     loop {
-        let request = sign(&time.now())?;
+        let request = sign(time.now())?;
         let sent = SystemTime::now();
         let left = limit.saturating_sub(Stamp::now().since(started));
         let reply = transport.exchange(request, left).await?;
@@ -171,7 +176,13 @@ mod tests {
         let offset = got.expect("learned");
         assert!((75_000..=75_600).contains(&offset), "{offset}");
         assert_eq!(st.offset_ms(), offset);
-        let now = st.now().as_millisecond() - jiff::Timestamp::now().as_millisecond();
+        let ms = |t: SystemTime| {
+            let since = t
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .expect("after 1970");
+            i64::try_from(since.as_millis()).expect("in range")
+        };
+        let now = ms(st.now()) - ms(SystemTime::now());
         assert!(
             (offset - 50..=offset + 50).contains(&now),
             "{now} vs {offset}"

@@ -5,7 +5,6 @@
 //! `TokenSource`; none for an emulator. Replies are read by the core's GCS reply table
 //! ([`sets3lock_proto::reply::gcs::classify`]).
 
-pub(crate) mod request;
 pub(crate) mod settings;
 pub(crate) mod store;
 pub(crate) mod token;

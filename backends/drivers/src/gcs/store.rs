@@ -6,17 +6,17 @@
 //! again. Reads are not limited.
 
 use crate::driver::clock::Stamp;
-use crate::driver::http::{Settings, Transport};
+use crate::driver::http::{HttpRequest, Settings, Transport};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
-use crate::gcs::request::{plain_delete, request};
 use crate::gcs::token::{Fixed, Tokens};
 use crate::{Error, Options};
 use core::time::Duration;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
+use sets3lock_wire::gcs::Bucket;
+use sets3lock_wire::WireError;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use url::Url;
 
 /// After a 429, the next write of the same object waits this long.
 const AFTER_429: Duration = Duration::from_secs(1);
@@ -30,8 +30,7 @@ const MIN_LEFT: Duration = Duration::from_millis(20);
 #[derive(Debug)]
 pub(crate) struct GcsStore {
     id: StoreId,
-    base: Url,
-    bucket: String,
+    bucket: Bucket,
     tokens: Tokens,
     transport: Transport,
     throttled: Mutex<HashMap<String, Stamp>>,
@@ -86,10 +85,13 @@ impl GcsStore {
             direct: false,
         };
         let origin = base.origin().ascii_serialization();
+        let bucket = Bucket::new(base.as_str(), name).map_err(|e| Error::InvalidEndpoint {
+            endpoint: base.to_string(),
+            reason: crate::error::EndpointError::Bucket(e.to_string()),
+        })?;
         Ok(GcsStore {
             id: StoreId::new(Scheme::Gcs, &origin, name),
-            base,
-            bucket: name.to_owned(),
+            bucket,
             tokens,
             transport: Transport::new(blocking, &settings)?,
             throttled: Mutex::new(HashMap::new()),
@@ -123,7 +125,7 @@ impl GcsStore {
         key: &str,
         kind: IntentKind,
         limit: Duration,
-        build: impl Fn(Option<&str>) -> crate::driver::http::HttpRequest,
+        build: impl Fn(Option<&str>) -> Result<sets3lock_wire::HttpRequest, WireError>,
     ) -> Response {
         let writes = kind != IntentKind::Get;
         let started = Stamp::now();
@@ -149,7 +151,11 @@ impl GcsStore {
                 detail: "getting a token took the request's whole time limit".into(),
             });
         }
-        let reply = match self.transport.exchange(build(token.as_deref()), left).await {
+        let request = match HttpRequest::from_wire(build(token.as_deref())) {
+            Ok(r) => r,
+            Err(not_sent) => return not_sent,
+        };
+        let reply = match self.transport.exchange(request, left).await {
             Ok(r) => r,
             Err(no_reply) => return no_reply,
         };
@@ -169,14 +175,16 @@ impl Store for GcsStore {
         limit: Duration,
     ) -> BoxFuture<'a, Response> {
         Box::pin(async move {
-            let build = |token: Option<&str>| request(&self.base, &self.bucket, key, intent, token);
+            let build = |token: Option<&str>| {
+                sets3lock_wire::gcs::request(&self.bucket, token, key, intent)
+            };
             self.exchange(key, intent.kind(), limit, build).await
         })
     }
 
     fn discard<'a>(&'a self, key: &'a str, limit: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let build = |token: Option<&str>| plain_delete(&self.base, &self.bucket, key, token);
+            let build = |token: Option<&str>| sets3lock_wire::gcs::delete(&self.bucket, token, key);
             let _ = self
                 .exchange(key, IntentKind::DeleteIfMatch, limit, build)
                 .await;

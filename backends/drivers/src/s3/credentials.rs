@@ -59,11 +59,12 @@ impl AwsCredentials {
         self.token.as_deref()
     }
 
-    /// The same credentials, as the signer takes them.
-    pub(crate) fn to_signer(&self) -> rusty_s3::Credentials {
+    /// The same credentials, as the wire layer signs with them.
+    pub(crate) fn to_signer(&self) -> sets3lock_wire::s3::Keys {
+        let keys = sets3lock_wire::s3::Keys::new(&self.key, &self.secret);
         match &self.token {
-            Some(t) => rusty_s3::Credentials::new_with_token(&self.key, &self.secret, t),
-            None => rusty_s3::Credentials::new(&self.key, &self.secret),
+            Some(t) => keys.with_token(t),
+            None => keys,
         }
     }
 }
@@ -131,7 +132,7 @@ impl AwsCredentialSource for Fixed {
 /// stands for the request: not sent, so a setback the core retries.
 pub(crate) fn to_sign_with(
     source: &dyn AwsCredentialSource,
-) -> Result<rusty_s3::Credentials, sets3lock_proto::Response> {
+) -> Result<sets3lock_wire::s3::Keys, sets3lock_proto::Response> {
     source.current().map(|c| c.to_signer()).map_err(|why| {
         sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::NotSent {
             detail: format!("no credentials to sign with: {why}"),

@@ -1,5 +1,5 @@
-//! S3 as a [`Store`]: each intent presigned with SigV4 at the server's time, sent, and read
-//! by the core's S3 reply table; a refusal of the request's time that taught a new clock
+//! S3 as a [`Store`]: each intent presigned by the wire layer ([`sets3lock_wire::s3`]) at the
+//! server's time, sent, and read by the core's S3 reply table; a refusal of the request's time that taught a new clock
 //! offset is signed again and sent once more (a refused request was not applied).
 
 use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
@@ -8,12 +8,12 @@ use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
 use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
-use crate::s3::sign::{presign_key, presign_plain_delete};
 use crate::{Error, Observer, Options};
 use core::time::Duration;
-use rusty_s3::{Bucket, UrlStyle};
 use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
+use sets3lock_wire::s3::{Bucket, Keys};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The GCS host whose S3-style API accepts condition headers and ignores them.
 const GCS_HOST: &str = "storage.googleapis.com";
@@ -57,25 +57,20 @@ impl S3Store {
             reason,
         })?;
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
-        let style = if path_style {
-            UrlStyle::Path
-        } else {
-            UrlStyle::VirtualHost
-        };
-        let bucket = Bucket::new(endpoint.clone(), style, name.to_owned(), s3.region.clone())
-            .map_err(|e| Error::InvalidEndpoint {
+        let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
+            Error::InvalidEndpoint {
                 endpoint: endpoint.to_string(),
                 reason: EndpointError::Bucket(e.to_string()),
-            })?;
+            }
+        })?;
         let settings = Settings {
             endpoint: s3.endpoint.clone(),
             ca_bundle: options.ca_bundle.clone(),
             request_timeout: options.request_timeout,
             direct: false,
         };
-        let origin = bucket.base_url().origin().ascii_serialization();
         Ok(S3Store {
-            id: StoreId::new(Scheme::S3, &origin, name),
+            id: StoreId::new(Scheme::S3, &bucket.origin(), name),
             bucket,
             credentials,
             expiry: s3.presign_expiry.max(Duration::from_secs(1)),
@@ -90,13 +85,16 @@ impl S3Store {
         &self,
         kind: IntentKind,
         limit: Duration,
-        sign: impl Fn(&rusty_s3::Credentials, &jiff::Timestamp) -> HttpRequest,
+        sign: impl Fn(
+            &Keys,
+            SystemTime,
+        ) -> Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError>,
     ) -> Result<(Reply, Response), Response> {
         let read =
             |r: &Reply| sets3lock_proto::reply::s3::classify(kind, r.status, &r.headers, &r.body);
-        let sign = |time: &jiff::Timestamp| {
-            let credentials = to_sign_with(self.credentials.as_ref())?;
-            Ok(sign(&credentials, time))
+        let sign = |time: SystemTime| {
+            let keys = to_sign_with(self.credentials.as_ref())?;
+            HttpRequest::from_wire(sign(&keys, time))
         };
         let observer = self.observer.as_ref();
         exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await
@@ -106,9 +104,10 @@ impl S3Store {
         &'a self,
         key: &'a str,
         intent: &'a Intent,
-    ) -> impl Fn(&rusty_s3::Credentials, &jiff::Timestamp) -> HttpRequest + 'a {
-        move |credentials, time| {
-            presign_key(&self.bucket, credentials, self.expiry, key, intent, time)
+    ) -> impl Fn(&Keys, SystemTime) -> Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError> + 'a
+    {
+        move |keys, time| {
+            sets3lock_wire::s3::request(&self.bucket, keys, key, intent, time, self.expiry)
         }
     }
 }
@@ -133,8 +132,8 @@ impl Store for S3Store {
 
     fn discard<'a>(&'a self, key: &'a str, limit: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let sign = |credentials: &rusty_s3::Credentials, time: &jiff::Timestamp| {
-                presign_plain_delete(&self.bucket, credentials, self.expiry, key, time)
+            let sign = |keys: &Keys, time: SystemTime| {
+                sets3lock_wire::s3::delete(&self.bucket, keys, key, time, self.expiry)
             };
             let _ = self.exchange(IntentKind::DeleteIfMatch, limit, sign).await;
         })
@@ -160,12 +159,7 @@ impl Store for S3Store {
                 .await
             {
                 Ok((reply, response)) => {
-                    let version = reply
-                        .headers
-                        .get("x-amz-version-id")
-                        .and_then(|v| v.to_str().ok())
-                        .filter(|v| !v.is_empty() && *v != "null")
-                        .map(str::to_owned);
+                    let version = sets3lock_wire::s3::version_id(&reply.headers).map(str::to_owned);
                     (response, version)
                 }
                 Err(no_reply) => (no_reply, None),
