@@ -13,6 +13,9 @@ use sets3lock_proto::{
 };
 use std::collections::BTreeSet;
 
+mod wire;
+pub use wire::{wire_azure, wire_gcs, wire_s3};
+
 /// Reply classification never panics, a success always carries a valid ETag, and every reply
 /// fits its request (the reply table's cells: the core never has to treat a classified reply
 /// as unexpected).

@@ -91,3 +91,17 @@ fn random_inputs_on_stable() {
         }
     }
 }
+
+/// The wire layer's builders also get every input found for the reply tables.
+#[test]
+fn wire() {
+    for (target, run) in [
+        ("wire_s3", sets3lock_fuzz::wire_s3 as fn(&[u8])),
+        ("wire_azure", sets3lock_fuzz::wire_azure),
+        ("wire_gcs", sets3lock_fuzz::wire_gcs),
+    ] {
+        replay(target, run);
+        replay("classify", run);
+        replay("url", run);
+    }
+}
