@@ -69,7 +69,7 @@ done
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
-stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
+stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, the event-loop example, doc tests)"
 # (The exhaustive exploration is ignored unoptimized; it runs later, optimized.) Four at a
 # time: the command's tests (one binary) mostly wait out leases on real servers.
 cargo test --workspace --exclude sets3lock --locked -- --test-threads 4

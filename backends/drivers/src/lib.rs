@@ -115,16 +115,16 @@ pub use s3::settings::S3Settings;
 /// The sans-IO protocol core these drivers run (the `sets3lock-proto` crate), for naming
 /// any of its types without a second dependency.
 pub use sets3lock_proto as proto;
-/// The requests on the wire (the `sets3lock-wire` crate): each store's HTTP request for one of
-/// the core's intents, and the reading of its reply, as pure functions. The drivers here send
-/// exactly what it builds; use it to drive the core on a runtime of your own.
-pub use sets3lock_wire as wire;
 /// The core's types that this crate's API names, so that one dependency is enough.
 pub use sets3lock_proto::{
     Backoff, ConditionalDelete, Config, ConfigError, ETag, Event, Handle, HandleError, HoldEnded,
     Holder, Intent, IntentKind, LockUrl, LostReason, OwnerId, ReleaseOutcome, Response, Scheme,
     Sighting, UrlError, Wait, WatchConfig, WatchEvent,
 };
+/// The requests on the wire (the `sets3lock-wire` crate): each store's HTTP request for one of
+/// the core's intents, and the reading of its reply, as pure functions. The drivers here send
+/// exactly what it builds; use it to drive the core on a runtime of your own.
+pub use sets3lock_wire as wire;
 pub use signin::{SignIn, TokenSource};
 pub use tokio::{Election, Held, Locker, Locks, LossWatch, Semaphore, Watcher};
 
