@@ -239,5 +239,10 @@ mod tests {
             parse(b"SSH-2.0-OpenSSH\r\n", End::Closed),
             Some(Err(_))
         ));
+        // Someone else's big object: the body is cut at the cap, and the reply is done.
+        let big = b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\nxyz";
+        assert!(parse(big, End::Open).is_none());
+        let r = parse(big, End::Capped).expect("complete").expect("valid");
+        assert_eq!(r.body().as_ref(), b"xyz");
     }
 }
