@@ -22,5 +22,6 @@ mod reply_table_gcs;
 mod slots;
 mod stores;
 mod urls;
+mod vectors;
 mod waiting;
 mod watch;

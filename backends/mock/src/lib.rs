@@ -26,4 +26,6 @@ pub use bucket::{etag_of, Dialect, MissingKeyIfMatch, MockS3, Object, Reply, Sem
 pub use clock::DriftClock;
 pub use fault::Fault;
 pub use sim::check;
-pub use sim::{Exit, ProcessPlan, Report, Round, Sim, SimConfig, Start, Tamper, Violation};
+pub use sim::{
+    Exit, Input, ProcessPlan, Report, Round, Sim, SimConfig, Start, Step, Tamper, Tape, Violation,
+};

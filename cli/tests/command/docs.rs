@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Every page: its path from the repository's root, and its text.
-const PAGES: [(&str, &str); 12] = [
+const PAGES: [(&str, &str); 15] = [
     ("README.md", include_str!("../../../README.md")),
     ("docs/GUIDE.md", include_str!("../../../docs/GUIDE.md")),
     ("docs/LIBRARY.md", include_str!("../../../docs/LIBRARY.md")),
@@ -42,6 +42,18 @@ const PAGES: [(&str, &str); 12] = [
         include_str!("../../../backends/mock/README.md"),
     ),
     ("cli/README.md", include_str!("../../README.md")),
+    (
+        "backends/wire/README.md",
+        include_str!("../../../backends/wire/README.md"),
+    ),
+    (
+        "docs/vectors/README.md",
+        include_str!("../../../docs/vectors/README.md"),
+    ),
+    (
+        "examples/event-loop/README.md",
+        include_str!("../../../examples/event-loop/README.md"),
+    ),
 ];
 
 /// The repository's root.

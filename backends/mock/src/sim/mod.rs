@@ -9,11 +9,13 @@ pub mod check;
 mod plan;
 mod process;
 mod report;
+mod tape;
 mod timeline;
 
 pub use check::Violation;
 pub use plan::{Exit, ProcessPlan, Round, SimConfig, Start, Tamper};
 pub use report::Report;
+pub use tape::{Input, Step, Tape};
 
 use crate::fault::Timing;
 use crate::{Fault, MockS3};
@@ -115,7 +117,7 @@ impl Sim {
         let processes = plans
             .into_iter()
             .enumerate()
-            .map(|(i, plan)| Process::new(&cfg.lock, plan, seed, i, keys.len()))
+            .map(|(i, plan)| Process::new(&cfg.lock, plan, seed, i, keys.len(), cfg.record))
             .collect::<Result<_, _>>()?;
         let mut sim = Sim {
             cfg,
@@ -262,6 +264,11 @@ impl Sim {
             .resource
             .iter()
             .fold((0, 0), |(a, r), x| (a + x.accepted, r + x.refused));
+        for process in self.processes {
+            self.report
+                .tapes
+                .extend(process.locks.into_iter().filter_map(tape::Taped::into_tape));
+        }
         self.report
     }
 
@@ -664,7 +671,7 @@ impl Sim {
         let earliest = process
             .locks
             .iter()
-            .filter_map(sets3lock_proto::Lock::poll_timeout)
+            .filter_map(|lock| lock.poll_timeout())
             .min();
         if let Some(t) = earliest {
             let at = process.clock.real_at(t).max(self.now);

@@ -28,6 +28,9 @@ pub struct SimConfig {
     /// of a resting record and adopters of a handle judge a record's age by. `None`: no store
     /// clock, no age.
     pub store_clock: Option<u64>,
+    /// Keep every core's tape (its inputs and outputs, [`Report::tapes`](super::Report::tapes)):
+    /// the recorded scenarios of `docs/vectors/`.
+    pub record: bool,
 }
 
 impl Default for SimConfig {
@@ -57,6 +60,7 @@ impl Default for SimConfig {
             horizon: Duration::from_secs(3600),
             slots: None,
             store_clock: None,
+            record: false,
         }
     }
 }

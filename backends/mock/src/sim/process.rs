@@ -1,5 +1,6 @@
 //! One simulated process: a core, the clock it reads, and how far through its plan it is.
 
+use super::tape::{Tape, Taped};
 use super::{ProcessPlan, Round};
 use crate::DriftClock;
 use core::time::Duration;
@@ -25,7 +26,7 @@ pub(super) enum Stage {
 
 pub(super) struct Process {
     /// One core per slot: one for a lock, N for a semaphore of N slots.
-    pub(super) locks: Vec<Lock>,
+    pub(super) locks: Vec<Taped>,
     /// The slot of the round's hold (0 for a lock).
     pub(super) slot: usize,
     /// A semaphore's acquisition: which slots to try, wait on, keep and give back.
@@ -123,6 +124,7 @@ impl Process {
         seed: u64,
         index: usize,
         slots: usize,
+        record: bool,
     ) -> Result<Process, ConfigError> {
         let config = Config {
             fenced: plan.fenced.unwrap_or(config.fenced),
@@ -135,7 +137,14 @@ impl Process {
                 core_seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
                 // Slot 0's seed is a lock's: a simulation of locks runs as it always has.
                 core_seed[16..24].copy_from_slice(&(slot as u64).to_le_bytes());
-                Lock::new(config.clone(), core_seed)
+                let tape = record.then(|| Tape {
+                    process: index,
+                    slot,
+                    config: config.clone(),
+                    seed: core_seed,
+                    steps: Vec::new(),
+                });
+                Lock::new(config.clone(), core_seed).map(|lock| Taped::new(lock, tape))
             })
             .collect::<Result<_, _>>()?;
         Ok(Process {
@@ -204,7 +213,7 @@ impl Process {
 
     /// Whether every core is idle.
     pub(super) fn is_idle(&self) -> bool {
-        self.locks.iter().all(sets3lock_proto::Lock::is_idle)
+        self.locks.iter().all(|lock| lock.is_idle())
     }
 
     /// Supersedes any scheduled step; returns the generation of the next one.

@@ -34,6 +34,8 @@ pub struct Report {
     /// Holds that lost a renewal (no answer until the driver gave up) and were renewed after
     /// it, every other request of theirs quick: the losses the request-time bound rode out.
     pub ridden_out: usize,
+    /// Each core's tape, when [`SimConfig::record`](super::SimConfig::record) asked for them.
+    pub tapes: Vec<super::Tape>,
 }
 
 impl Report {
