@@ -9,6 +9,7 @@
 // them to completion without a runtime.
 
 use crate::driver::clock::{nap_until, Stamp};
+use crate::driver::http::{Io, ReqwestBlocking};
 use crate::driver::mode::{sealed::Waiting, Mode};
 use crate::driver::state::{Shared, Snapshot, Standing};
 use crate::{Error, Loss};
@@ -26,7 +27,8 @@ pub struct Blocking;
 impl Mode for Blocking {}
 
 impl Waiting for Blocking {
-    const BLOCKING: bool = true;
+    // Many locks of one `Locks` share a thread: a tokio runtime of its own runs their drivers.
+    type Hub = crate::generic::Tokio;
 
     async fn wait(
         shared: &Shared,
@@ -96,6 +98,18 @@ impl Waiting for Blocking {
         // The release (or the cancellation) is done before the drop returns.
         let ended = |s: &Snapshot| matches!(s.standing, Standing::Ended { .. });
         block_on(Blocking::wait(shared, ended, None));
+    }
+
+    fn io() -> Io {
+        io()
+    }
+}
+
+/// How the blocking mode's stores send: a blocking HTTP client, and the thread's sleep.
+pub(crate) fn io() -> Io {
+    Io {
+        http: |settings| Ok(std::sync::Arc::new(ReqwestBlocking::new(settings)?)),
+        pause: |d| Box::pin(async move { std::thread::sleep(d) }),
     }
 }
 

@@ -28,6 +28,11 @@
 //! share, for code generic over both. `with_lock` acquires, runs the critical section,
 //! releases and returns once nothing of ours is left in flight.
 //!
+//! Another async runtime (smol, async-std, an executor of your own) plugs in through [`rt`]:
+//! implement [`rt::Runtime`] (sleep, spawn, an HTTP client) and `generic::Locker<YourRuntime>`
+//! has the async methods of the tokio face. To drive the sans-IO core yourself instead, the
+//! [`wire`] layer builds each store's requests and reads its replies.
+//!
 //! The async driver's task runs on the runtime that called `acquire` and ends by itself once
 //! nothing of ours is left in flight. It ends early only if that runtime shuts down first:
 //! then a hold it was still renewing or releasing is left to expire after its lease, like a
@@ -90,6 +95,7 @@ pub mod generic;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod options;
+pub mod rt;
 mod s3;
 mod signin;
 mod tokio;

@@ -1,74 +1,33 @@
 //! The async face, re-exported at the crate's root: each lock is driven by a tokio task; the
 //! handle's methods are async. (The crate's docs say when the task ends.)
 
-use crate::driver::clock::{nap_until, Stamp};
-use crate::driver::mode::{sealed::Waiting, Mode};
-use crate::driver::state::{Shared, Snapshot};
+use crate::driver::http::ReqwestAsync;
+use crate::rt::{HttpClient, HttpSettings, Runtime};
 use crate::{Error, Loss};
 use core::future::Future;
 use core::time::Duration;
 use sets3lock_proto::{ReleaseOutcome, Wait};
+use std::sync::Arc;
 
-/// The async mode: a tokio task drives the lock.
+/// The async runtime of the crate's root types: a tokio task drives each lock, and reqwest's
+/// async client sends its requests.
 #[derive(Clone, Copy, Debug)]
 pub struct Tokio;
 
-impl Mode for Tokio {}
-
-impl Waiting for Tokio {
-    const BLOCKING: bool = false;
-
-    async fn wait(
-        shared: &Shared,
-        done: impl Fn(&Snapshot) -> bool + Send,
-        deadline: Option<Stamp>,
-    ) -> Snapshot {
-        loop {
-            // Registered before reading, so that a change in between still wakes us.
-            let notified = shared.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let seen = shared.get();
-            if done(&seen) || seen.finished {
-                return seen;
-            }
-            match deadline {
-                None => notified.await,
-                Some(d) => {
-                    if Stamp::now() >= d {
-                        return seen;
-                    }
-                    // At most a second at a time (see `clock`).
-                    let _ = tokio::time::timeout(nap_until(d), notified).await;
-                }
-            }
-        }
+impl Runtime for Tokio {
+    fn sleep(duration: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(duration)
     }
 
-    async fn sleep_until(deadline: Stamp) {
-        loop {
-            // At most a second at a time (see `clock`).
-            let nap = nap_until(deadline);
-            if nap.is_zero() {
-                return;
-            }
-            tokio::time::sleep(nap).await;
-        }
-    }
-
-    fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // Not joined: the task ends by itself (see the module docs).
-        drop(runtime.spawn(driver));
+        drop(runtime.spawn(task));
         Ok(())
     }
 
-    fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
-        Tokio::spawn(hub)
-    }
-
-    fn dropped(_: &Shared) {
-        // The release goes on in the task: a drop cannot wait in async code.
+    fn http(settings: &HttpSettings) -> Result<Arc<dyn HttpClient>, Error> {
+        Ok(Arc::new(ReqwestAsync::new(settings)?))
     }
 }
 
@@ -99,11 +58,11 @@ pub type Locker = crate::generic::Locker<Tokio>;
 /// the runtime runs (see the [crate docs](crate)).
 pub type Held = crate::generic::Held<Tokio>;
 
-impl crate::generic::Locker<Tokio> {
+impl<R: Runtime> crate::generic::Locker<R> {
     /// Acquires the lock. The returned handle renews the lease in the background until it is
     /// released or dropped. Dropping this future while it waits cancels the acquisition (and
     /// the task removes any write of ours that lands).
-    pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+    pub async fn acquire(&self, wait: Wait) -> Result<crate::generic::Held<R>, Error> {
         self.acquire_as(wait).await
     }
 
@@ -131,7 +90,10 @@ impl crate::generic::Locker<Tokio> {
     /// held.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn adopt(&self, handle: &sets3lock_proto::Handle) -> Result<Held, Error> {
+    pub async fn adopt(
+        &self,
+        handle: &sets3lock_proto::Handle,
+    ) -> Result<crate::generic::Held<R>, Error> {
         self.adopt_as(handle).await
     }
 
@@ -164,7 +126,7 @@ impl crate::generic::Locker<Tokio> {
     pub async fn with_lock<T>(
         &self,
         wait: Wait,
-        work: impl AsyncFnOnce(&Held) -> T,
+        work: impl AsyncFnOnce(&crate::generic::Held<R>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
         self.scoped(wait, work).await
     }
@@ -178,7 +140,7 @@ impl crate::generic::Locker<Tokio> {
     }
 }
 
-impl crate::generic::Held<Tokio> {
+impl<R: Runtime> crate::generic::Held<R> {
     /// Resolves when the lock is lost or expires: stop relying on it then. Never resolves
     /// while the hold is healthy.
     pub async fn lost(&self) -> Loss {
@@ -206,7 +168,7 @@ impl crate::generic::Held<Tokio> {
 /// A watch on a hold's loss, from [`Held::loss_watch`](crate::generic::Held::loss_watch).
 pub type LossWatch = crate::generic::LossWatch<Tokio>;
 
-impl crate::generic::LossWatch<Tokio> {
+impl<R: Runtime> crate::generic::LossWatch<R> {
     /// Resolves when the hold is lost, expires or ends (a release shows as
     /// [`Loss::DriverStopped`]).
     pub async fn lost(&self) -> Loss {
@@ -234,7 +196,7 @@ impl crate::generic::LossWatch<Tokio> {
 /// ```
 pub type Watcher = crate::generic::Watcher<Tokio>;
 
-impl crate::generic::Watcher<Tokio> {
+impl<R: Runtime> crate::generic::Watcher<R> {
     /// The next change (the first call: the holder now), or trouble reaching the store;
     /// `None` once the watch has stopped on a refusal that retrying cannot fix (it was the
     /// last event). Cancel-safe: a call dropped while a poll was on its way (a `select!` with
@@ -257,10 +219,10 @@ impl crate::generic::Watcher<Tokio> {
 /// ```
 pub type Semaphore = crate::generic::Semaphore<Tokio>;
 
-impl crate::generic::Semaphore<Tokio> {
+impl<R: Runtime> crate::generic::Semaphore<R> {
     /// Takes a slot: the handle renews it in the background until released or dropped, like a
     /// lock's. Dropping this future while it waits cancels every slot's acquisition.
-    pub async fn acquire(&self, wait: Wait) -> Result<Held, Error> {
+    pub async fn acquire(&self, wait: Wait) -> Result<crate::generic::Held<R>, Error> {
         self.acquire_as(wait).await
     }
 
@@ -285,10 +247,10 @@ impl crate::generic::Semaphore<Tokio> {
 /// ```
 pub type Locks = crate::generic::Locks<Tokio>;
 
-impl crate::generic::Locks<Tokio> {
+impl<R: Runtime> crate::generic::Locks<R> {
     /// Acquires the lock at `key` of the bucket; the handle renews it until released or
     /// dropped (then the hub releases it in the background, as long as the runtime runs).
-    pub async fn acquire(&self, key: &str, wait: Wait) -> Result<Held, Error> {
+    pub async fn acquire(&self, key: &str, wait: Wait) -> Result<crate::generic::Held<R>, Error> {
         self.acquire_as(key, wait).await
     }
 
@@ -314,10 +276,10 @@ impl crate::generic::Locks<Tokio> {
 /// ```
 pub type Election = crate::generic::Election<Tokio>;
 
-impl crate::generic::Election<Tokio> {
+impl<R: Runtime> crate::generic::Election<R> {
     /// Campaigns until elected (waits as long as it takes): the leadership, renewed in the
     /// background until it is released (resigned) or lost.
-    pub async fn campaign(&self) -> Result<Held, Error> {
+    pub async fn campaign(&self) -> Result<crate::generic::Held<R>, Error> {
         self.locker().acquire(Wait::Forever).await
     }
 

@@ -90,6 +90,15 @@ fn capture_server() -> (String, mpsc::Receiver<Captured>) {
     (format!("http://127.0.0.1:{port}"), rx)
 }
 
+/// The blocking mode's client, or tokio's.
+fn io(blocking: bool) -> crate::driver::http::Io {
+    use crate::driver::mode::sealed::Waiting as _;
+    match blocking {
+        true => crate::blocking::io(),
+        false => crate::generic::Tokio::io(),
+    }
+}
+
 fn intents() -> Vec<Intent> {
     let etag = ETag::parse("0x8DC1").expect("etag");
     let body = Bytes::from_static(b"{\"v\":1,\"owner\":\"a\"}");
@@ -195,7 +204,7 @@ fn s3_sends_what_the_wire_layer_builds() {
         .expect("bucket");
     let keys = sets3lock_wire::s3::Keys::new("AKIDEXAMPLE", "secret").with_token("session");
     for blocking in [false, true] {
-        let store = open_store(Scheme::S3, "locks", &options, blocking).expect("store");
+        let store = open_store(Scheme::S3, "locks", &options, io(blocking)).expect("store");
         check(store.as_ref(), blocking, &captured, |intent, got| {
             let at = signed_at(&query_value(&got.target, "X-Amz-Date"), "%Y%m%dT%H%M%SZ");
             let key = "jobs/nightly build";
@@ -227,7 +236,7 @@ fn azure_sends_what_the_wire_layer_builds() {
             .expect("key"),
     };
     for blocking in [false, true] {
-        let store = open_store(Scheme::Azure, "locks", &options, blocking).expect("store");
+        let store = open_store(Scheme::Azure, "locks", &options, io(blocking)).expect("store");
         check(store.as_ref(), blocking, &captured, |intent, got| {
             let date = got.header("x-ms-date").expect("dated");
             let at = signed_at(date, "%a, %d %b %Y %H:%M:%S GMT");
@@ -250,7 +259,7 @@ fn gcs_sends_what_the_wire_layer_builds() {
     options.gcs.token = Some("ya29.token".into());
     let bucket = sets3lock_wire::gcs::Bucket::new(&endpoint, "locks").expect("bucket");
     for blocking in [false, true] {
-        let store = open_store(Scheme::Gcs, "locks", &options, blocking).expect("store");
+        let store = open_store(Scheme::Gcs, "locks", &options, io(blocking)).expect("store");
         check(store.as_ref(), blocking, &captured, |intent, _| {
             let key = "jobs/nightly build";
             match intent {

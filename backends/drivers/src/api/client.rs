@@ -38,7 +38,7 @@ impl Client {
     /// A client for the bucket (or container) `bucket` of the store `scheme`.
     pub fn in_store(scheme: Scheme, bucket: &str, options: &Options) -> Result<Client, Error> {
         Ok(Client {
-            store: open_store(scheme, bucket, options, true)?,
+            store: open_store(scheme, bucket, options, crate::blocking::io())?,
             timeout: options.request_timeout,
         })
     }

@@ -42,7 +42,7 @@ impl<M: Mode> Locker<M> {
     pub fn new(url: &str, options: Options) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
         options.lock.validate()?;
-        let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
+        let store = open_store(url.scheme(), url.bucket(), &options, M::io())?;
         Ok(Locker::on(store, url, options))
     }
 

@@ -6,10 +6,10 @@ use crate::api::locker::check_store;
 use crate::api::open::{bucket_url, open_store};
 use crate::driver::engine::{driver, Engine};
 use crate::driver::hub::Hub;
+use crate::driver::mode::sealed::Waiting as _;
 use crate::driver::mode::Mode;
 use crate::driver::state::{Drivers, Shared};
 use crate::driver::store::Store;
-use crate::generic::Tokio;
 use crate::{Error, Options};
 use sets3lock_proto::{LockUrl, Scheme, Wait};
 use std::collections::HashMap;
@@ -56,8 +56,8 @@ impl<M: Mode> Locks<M> {
         options.lock.validate()?;
         let (scheme, bucket) = (url.scheme(), url.bucket());
         Ok(Locks {
-            check: open_store(scheme, bucket, &options, M::BLOCKING)?,
-            store: open_store(scheme, bucket, &options, false)?,
+            check: open_store(scheme, bucket, &options, M::io())?,
+            store: open_store(scheme, bucket, &options, <M::Hub>::io())?,
             scheme,
             bucket: bucket.to_owned(),
             options,
@@ -119,7 +119,7 @@ impl<M: Mode> Locks<M> {
             engine.remember_tokens(tokens.entry(key.to_owned()).or_default().clone());
         }
         let shared = engine.shared().clone();
-        self.hub.run::<M>(Box::pin(driver::<Tokio>(engine)))?;
+        self.hub.run::<M>(Box::pin(driver::<M::Hub>(engine)))?;
         self.drivers.track(shared.clone());
         Ok((Claim::<M>::new(shared), url))
     }

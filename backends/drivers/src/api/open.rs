@@ -1,6 +1,7 @@
 //! The store a URL names, picked by its scheme: `s3://`, `az://` (feature `azure`) or `gs://`
 //! (feature `gcs`).
 
+use crate::driver::http::Io;
 use crate::driver::store::Store;
 use crate::s3::store::S3Store;
 use crate::{Error, Options};
@@ -17,22 +18,22 @@ pub(crate) fn bucket_url(url: &str) -> String {
 }
 
 /// The bucket (or container) `bucket` of the store `scheme`, reached as `options` say, through
-/// a blocking or an async HTTP client.
+/// the HTTP client of `io`'s mode.
 pub(crate) fn open_store(
     scheme: Scheme,
     bucket: &str,
     options: &Options,
-    blocking: bool,
+    io: Io,
 ) -> Result<Arc<dyn Store>, Error> {
     match scheme {
-        Scheme::S3 => Ok(Arc::new(S3Store::open(bucket, options, blocking)?)),
+        Scheme::S3 => Ok(Arc::new(S3Store::open(bucket, options, io)?)),
         #[cfg(feature = "azure")]
         Scheme::Azure => Ok(Arc::new(crate::azure::store::AzureStore::open(
-            bucket, options, blocking,
+            bucket, options, io,
         )?)),
         #[cfg(feature = "gcs")]
         Scheme::Gcs => Ok(Arc::new(crate::gcs::store::GcsStore::open(
-            bucket, options, blocking,
+            bucket, options, io,
         )?)),
         #[allow(unreachable_patterns)] // with every store's feature on
         other => Err(Error::StoreNotBuilt { scheme: other }),

@@ -40,7 +40,7 @@ impl<M: Mode> Watcher<M> {
     /// and this cadence.
     pub fn new(url: &str, options: Options, cfg: WatchConfig) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
-        let store = open_store(url.scheme(), url.bucket(), &options, M::BLOCKING)?;
+        let store = open_store(url.scheme(), url.bucket(), &options, M::io())?;
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(Error::no_randomness)?;
         let watch = Watch::new(cfg, seed)?;

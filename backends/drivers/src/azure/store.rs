@@ -1,7 +1,7 @@
 //! Azure Blob Storage as a [`Store`]: one container of one account, its requests built by
 //! the wire layer ([`sets3lock_wire::azure`]) at the server's time.
 
-use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
+use crate::driver::http::{built, Io, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
@@ -67,7 +67,7 @@ pub(crate) struct AzureStore {
 
 impl AzureStore {
     /// The container `name`, reached as `options.azure` says.
-    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<AzureStore, Error> {
+    pub(crate) fn open(name: &str, options: &Options, io: Io) -> Result<AzureStore, Error> {
         let azure = &options.azure;
         let endpoint = match (&azure.endpoint, &azure.account) {
             (Some(e), _) => e.clone(),
@@ -124,7 +124,7 @@ impl AzureStore {
             container,
             auth,
             time: ServerTime::default(),
-            transport: Transport::new(blocking, &settings)?,
+            transport: Transport::new(io, &settings)?,
             observer: options.observer.clone(),
         })
     }
@@ -140,7 +140,7 @@ impl AzureStore {
             SystemTime,
         ) -> Result<sets3lock_wire::HttpRequest, WireError>,
     ) -> Response {
-        let sign = |time: SystemTime| HttpRequest::from_wire(build(&self.auth.current()?, time));
+        let sign = |time: SystemTime| built(build(&self.auth.current()?, time));
         let read = |r: &Reply| {
             sets3lock_proto::reply::azure::classify(kind, r.status, &r.headers, &r.body)
         };

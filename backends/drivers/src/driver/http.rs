@@ -1,5 +1,6 @@
-//! The HTTP transport every store sends through: one pooled reqwest client (async, or blocking
-//! for the blocking mode), no redirects, no retries, each request within its own time limit.
+//! The HTTP transport every store sends through: the client its mode's runtime makes (reqwest's
+//! async client for tokio, its blocking one for the blocking mode, yours for a runtime of
+//! yours), no redirects, no retries, each request within its own time limit.
 //!
 //! Whatever happens becomes a [`Reply`] or the core's `Response` for no reply: a timeout or a
 //! broken connection is `Response::Ambiguous` (never a success, never retried here), a
@@ -7,11 +8,14 @@
 //! business (its reply table), not this module's.
 
 use crate::driver::clock::Stamp;
+use crate::driver::store::BoxFuture;
+use crate::rt::{HttpClient, HttpFailure};
 use crate::Error;
 use bytes::Bytes;
 use core::time::Duration;
 use http::{HeaderMap, Method};
 use sets3lock_proto::{Ambiguity, Response};
+use std::sync::Arc;
 use url::Url;
 
 /// One HTTP request, ready to send. Its `Debug` shows neither the URL's query (a presigned
@@ -28,23 +32,16 @@ pub(crate) struct HttpRequest {
     pub(crate) body: Bytes,
 }
 
-impl HttpRequest {
-    /// The request the wire layer built, as the transport sends it; or, when it could build
-    /// none, the response that stands for a request never sent.
-    pub(crate) fn from_wire(
-        built: Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError>,
-    ) -> Result<HttpRequest, Response> {
-        let not_sent = |detail: String| Response::Ambiguous(Ambiguity::NotSent { detail });
-        let (parts, body) = built.map_err(|e| not_sent(e.to_string()))?.into_parts();
-        let url = Url::parse(&parts.uri.to_string())
-            .map_err(|e| not_sent(format!("the request's URI is not a URL: {e}")))?;
-        Ok(HttpRequest {
-            method: parts.method,
-            url,
-            headers: parts.headers,
-            body,
+/// The request the wire layer built; or, when it could build none, the response that stands
+/// for a request never sent.
+pub(crate) fn built(
+    built: Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError>,
+) -> Result<sets3lock_wire::HttpRequest, Response> {
+    built.map_err(|e| {
+        Response::Ambiguous(Ambiguity::NotSent {
+            detail: e.to_string(),
         })
-    }
+    })
 }
 
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone
@@ -100,94 +97,216 @@ impl core::fmt::Debug for HttpRequest {
     }
 }
 
-/// How the requests of one store go out: an async client (tokio mode, and the hub of a
-/// [`Locks`](crate::Locks)) or a blocking one (the blocking mode, whose "futures" do their
-/// waiting inside `poll`).
-#[derive(Clone, Debug)]
-pub(crate) enum Transport {
-    /// reqwest's async client.
-    Async(reqwest::Client),
-    /// reqwest's blocking client.
-    Blocking(reqwest::blocking::Client),
+/// How a mode's stores send: the HTTP client its runtime makes for a store's settings, and how
+/// it pauses (a store's own pacing, such as GCS's after a 429). (`pub` as the sealed `Waiting`
+/// names it; unnameable outside the crate.)
+#[derive(Clone, Copy)]
+pub struct Io {
+    /// Makes a store's client.
+    pub(crate) http: fn(&Settings) -> Result<Arc<dyn HttpClient>, Error>,
+    /// Pauses for a while, the way this mode's requests wait.
+    pub(crate) pause: fn(Duration) -> BoxFuture<'static, ()>,
 }
 
-/// What a transport's client is built from.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Settings {
-    /// The store's endpoint, when it is not the store's public one: a plain-`http` one reads
-    /// no certificates.
-    pub(crate) endpoint: Option<Url>,
-    /// A PEM file of the only CA certificates to trust (`AWS_CA_BUNDLE`).
-    pub(crate) ca_bundle: Option<std::path::PathBuf>,
-    /// How long one request may take (a connection gets at most 10 s of it).
-    pub(crate) request_timeout: Duration,
-    /// Never through a proxy (`HTTPS_PROXY` and the like): for the metadata and container
-    /// endpoints on this machine or its link, whose tokens must not go anywhere else.
-    pub(crate) direct: bool,
+/// How the requests of one store go out: its client (no redirects, no retries, each request
+/// within its own time limit), and the pause of its mode.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    http: Arc<dyn HttpClient>,
+    pause: fn(Duration) -> BoxFuture<'static, ()>,
 }
+
+impl core::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Transport")
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings a store's client is made for (the runtime seam's name for them).
+pub(crate) type Settings = crate::rt::HttpSettings;
 
 impl Transport {
-    /// A client for these settings that never retries or redirects: blocking or async.
-    pub(crate) fn new(blocking: bool, settings: &Settings) -> Result<Transport, Error> {
-        let connect = settings.request_timeout.min(Duration::from_secs(10));
-        let roots = roots(settings)?;
-        if blocking {
-            let builder = reqwest::blocking::Client::builder()
-                .timeout(None) // each request sets its own
-                .connect_timeout(connect)
-                .redirect(reqwest::redirect::Policy::none())
-                .retry(reqwest::retry::never());
-            let builder = match settings.direct {
-                true => builder.no_proxy(),
-                false => builder,
-            };
-            let builder = match roots {
-                Roots::NotNeeded => builder.tls_certs_only([]),
-                Roots::Bundle(certs) => builder.tls_certs_only(certs),
-                Roots::System => builder,
-            };
-            builder
-                .build()
-                .map(Transport::Blocking)
-                .map_err(Error::http_client)
-        } else {
-            let builder = reqwest::Client::builder()
-                .connect_timeout(connect)
-                .redirect(reqwest::redirect::Policy::none())
-                .retry(reqwest::retry::never());
-            let builder = match roots {
-                Roots::NotNeeded => builder.tls_certs_only([]),
-                Roots::Bundle(certs) => builder.tls_certs_only(certs),
-                Roots::System => builder,
-            };
-            builder
-                .build()
-                .map(Transport::Async)
-                .map_err(Error::http_client)
-        }
+    /// The transport of a store with these settings, in the mode `io` stands for.
+    pub(crate) fn new(io: Io, settings: &Settings) -> Result<Transport, Error> {
+        Ok(Transport {
+            http: (io.http)(settings)?,
+            pause: io.pause,
+        })
     }
 
     /// Pauses for `d` (a store's own pacing, such as GCS's after a 429), the way this
     /// transport's requests wait.
     #[cfg_attr(not(feature = "gcs"), allow(dead_code))]
     pub(crate) async fn pause(&self, d: Duration) {
-        match self {
-            Transport::Async(_) => tokio::time::sleep(d).await,
-            Transport::Blocking(_) => std::thread::sleep(d),
-        }
+        (self.pause)(d).await
     }
 
     /// Sends one request, within `timeout`: the reply, or the response that stands for no
     /// reply.
     pub(crate) async fn exchange(
         &self,
-        request: HttpRequest,
+        request: sets3lock_wire::HttpRequest,
         timeout: Duration,
     ) -> Result<Reply, Response> {
-        match self {
-            Transport::Async(http) => exchange_async(http, request, timeout).await,
-            Transport::Blocking(http) => exchange_blocking(http, request, timeout),
+        match self.http.send(request, timeout).await {
+            Ok(reply) => {
+                let (parts, body) = reply.into_parts();
+                let mut body = body.to_vec();
+                body.truncate(MAX_BODY);
+                Ok(Reply {
+                    status: parts.status,
+                    headers: parts.headers,
+                    body,
+                })
+            }
+            Err(HttpFailure::NotSent(detail)) => {
+                Err(Response::Ambiguous(Ambiguity::NotSent { detail }))
+            }
+            Err(HttpFailure::Broken(detail)) => {
+                Err(Response::Ambiguous(Ambiguity::Connection { detail }))
+            }
+            Err(_) => Err(Response::Ambiguous(Ambiguity::Timeout)),
         }
+    }
+}
+
+/// reqwest's async client (tokio's runtime): never retries or redirects.
+#[derive(Debug)]
+pub(crate) struct ReqwestAsync(reqwest::Client);
+
+impl ReqwestAsync {
+    /// A client for these settings.
+    pub(crate) fn new(settings: &Settings) -> Result<ReqwestAsync, Error> {
+        let connect = settings.request_timeout.min(Duration::from_secs(10));
+        let builder = reqwest::Client::builder()
+            .connect_timeout(connect)
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never());
+        let builder = match roots(settings)? {
+            Roots::NotNeeded => builder.tls_certs_only([]),
+            Roots::Bundle(certs) => builder.tls_certs_only(certs),
+            Roots::System => builder,
+        };
+        builder
+            .build()
+            .map(ReqwestAsync)
+            .map_err(Error::http_client)
+    }
+}
+
+impl HttpClient for ReqwestAsync {
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<http::Response<Bytes>, HttpFailure>> {
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let url = Url::parse(&parts.uri.to_string())
+                .map_err(|e| HttpFailure::NotSent(format!("not a URL: {e}")))?;
+            let mut builder = self
+                .0
+                .request(parts.method, url)
+                .headers(parts.headers)
+                .timeout(timeout);
+            if !body.is_empty() {
+                builder = builder.body(body);
+            }
+            let mut reply = builder.send().await.map_err(failure)?;
+            let mut out = http::Response::builder().status(reply.status());
+            if let Some(h) = out.headers_mut() {
+                *h = reply.headers().clone();
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = reply.chunk().await.map_err(failure)? {
+                let room = MAX_BODY.saturating_sub(body.len());
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() >= MAX_BODY {
+                    break;
+                }
+            }
+            out.body(Bytes::from(body))
+                .map_err(|e| HttpFailure::Broken(e.to_string()))
+        })
+    }
+}
+
+/// reqwest's blocking client (the blocking mode): the future does its waiting inside `poll`.
+#[derive(Debug)]
+pub(crate) struct ReqwestBlocking(reqwest::blocking::Client);
+
+impl ReqwestBlocking {
+    /// A client for these settings.
+    pub(crate) fn new(settings: &Settings) -> Result<ReqwestBlocking, Error> {
+        blocking_client(settings).map(ReqwestBlocking)
+    }
+}
+
+impl HttpClient for ReqwestBlocking {
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<http::Response<Bytes>, HttpFailure>> {
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let url = Url::parse(&parts.uri.to_string())
+                .map_err(|e| HttpFailure::NotSent(format!("not a URL: {e}")))?;
+            let request = HttpRequest {
+                method: parts.method,
+                url,
+                headers: parts.headers,
+                body,
+            };
+            match exchange_blocking(&self.0, request, timeout) {
+                Ok(reply) => {
+                    let mut out = http::Response::builder().status(reply.status);
+                    if let Some(h) = out.headers_mut() {
+                        *h = reply.headers;
+                    }
+                    out.body(Bytes::from(reply.body))
+                        .map_err(|e| HttpFailure::Broken(e.to_string()))
+                }
+                Err(Response::Ambiguous(Ambiguity::NotSent { detail })) => {
+                    Err(HttpFailure::NotSent(detail))
+                }
+                Err(Response::Ambiguous(Ambiguity::Connection { detail })) => {
+                    Err(HttpFailure::Broken(detail))
+                }
+                Err(_) => Err(HttpFailure::Timeout),
+            }
+        })
+    }
+}
+
+/// reqwest's blocking client for these settings, never retrying or redirecting.
+pub(crate) fn blocking_client(settings: &Settings) -> Result<reqwest::blocking::Client, Error> {
+    let connect = settings.request_timeout.min(Duration::from_secs(10));
+    let builder = reqwest::blocking::Client::builder()
+        .timeout(None) // each request sets its own
+        .connect_timeout(connect)
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never());
+    let builder = match settings.direct {
+        true => builder.no_proxy(),
+        false => builder,
+    };
+    let builder = match roots(settings)? {
+        Roots::NotNeeded => builder.tls_certs_only([]),
+        Roots::Bundle(certs) => builder.tls_certs_only(certs),
+        Roots::System => builder,
+    };
+    builder.build().map_err(Error::http_client)
+}
+
+/// What a reqwest error means for the request: not sent, timed out, or broken.
+fn failure(e: reqwest::Error) -> HttpFailure {
+    match no_reply(e) {
+        Response::Ambiguous(Ambiguity::NotSent { detail }) => HttpFailure::NotSent(detail),
+        Response::Ambiguous(Ambiguity::Connection { detail }) => HttpFailure::Broken(detail),
+        _ => HttpFailure::Timeout,
     }
 }
 
@@ -231,38 +350,6 @@ pub(crate) struct Reply {
     pub(crate) status: http::StatusCode,
     pub(crate) headers: http::HeaderMap,
     pub(crate) body: Vec<u8>,
-}
-
-/// Async: sends one request, within `timeout`; the reply, or the response that stands for
-/// no reply.
-async fn exchange_async(
-    http: &reqwest::Client,
-    request: HttpRequest,
-    timeout: Duration,
-) -> Result<Reply, Response> {
-    let sent = http
-        .request(request.method, request.url)
-        .headers(request.headers)
-        .body(request.body)
-        .timeout(timeout)
-        .send()
-        .await;
-    let mut reply = sent.map_err(no_reply)?;
-    let status = reply.status();
-    let headers = reply.headers().clone();
-    let mut body = Vec::new();
-    while let Some(chunk) = reply.chunk().await.map_err(no_reply)? {
-        let room = MAX_BODY.saturating_sub(body.len());
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= MAX_BODY {
-            break;
-        }
-    }
-    Ok(Reply {
-        status,
-        headers,
-        body,
-    })
 }
 
 /// Blocking: the same.

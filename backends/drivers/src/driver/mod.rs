@@ -10,6 +10,7 @@ pub(crate) mod meter;
 pub(crate) mod mode;
 pub(crate) mod observe;
 pub(crate) mod server_time;
+pub(crate) mod signal;
 pub(crate) mod state;
 pub(crate) mod store;
 pub(crate) mod store_check;

@@ -18,7 +18,7 @@
 //! (`clock.rs`). Only the signature's timestamp does.
 
 use crate::driver::clock::Stamp;
-use crate::driver::http::{HttpRequest, Reply, Transport};
+use crate::driver::http::{Reply, Transport};
 use crate::{Observation, Observer};
 use core::time::Duration;
 use http::HeaderMap;
@@ -101,7 +101,7 @@ pub(crate) async fn exchange_signed(
     observer: Option<&Observer>,
     limit: Duration,
     read: impl Fn(&Reply) -> Response,
-    sign: impl Fn(SystemTime) -> Result<HttpRequest, Response>,
+    sign: impl Fn(SystemTime) -> Result<sets3lock_wire::HttpRequest, Response>,
 ) -> Result<(Reply, Response), Response> {
     let started = Stamp::now();
     let mut resent = false;

@@ -312,8 +312,8 @@ pub struct Shared {
     snapshot: Mutex<Snapshot>,
     /// Woken on every change, for threads.
     pub(crate) changed: Condvar,
-    /// Woken on every change, for tasks.
-    pub(crate) notify: tokio::sync::Notify,
+    /// Woken on every change, for tasks (on any runtime).
+    pub(crate) signal: crate::driver::signal::Signal,
     /// Rung on every change too: a semaphore waits on one bell for all its slots.
     bell: Option<std::sync::Arc<Shared>>,
 }
@@ -334,7 +334,7 @@ impl Shared {
                 finished: false,
             }),
             changed: Condvar::new(),
-            notify: tokio::sync::Notify::new(),
+            signal: crate::driver::signal::Signal::default(),
         }
     }
 
@@ -402,7 +402,7 @@ impl Shared {
 
     fn wake(&self) {
         self.changed.notify_all();
-        self.notify.notify_waiters();
+        self.signal.notify_all();
         if let Some(bell) = &self.bell {
             // Through the bell's lock: a thread between reading the slots and waiting on the
             // bell holds it, so this ring cannot fall in between and be lost.

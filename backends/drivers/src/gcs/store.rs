@@ -6,7 +6,7 @@
 //! again. Reads are not limited.
 
 use crate::driver::clock::Stamp;
-use crate::driver::http::{HttpRequest, Settings, Transport};
+use crate::driver::http::{built, Io, Settings, Transport};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::token::{Fixed, Tokens};
@@ -38,7 +38,7 @@ pub(crate) struct GcsStore {
 
 impl GcsStore {
     /// The bucket `name`, reached as `options.gcs` says.
-    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<GcsStore, Error> {
+    pub(crate) fn open(name: &str, options: &Options, io: Io) -> Result<GcsStore, Error> {
         let gcs = &options.gcs;
         let base = match &gcs.endpoint {
             Some(e) => e.clone(),
@@ -93,7 +93,7 @@ impl GcsStore {
             id: StoreId::new(Scheme::Gcs, &origin, name),
             bucket,
             tokens,
-            transport: Transport::new(blocking, &settings)?,
+            transport: Transport::new(io, &settings)?,
             throttled: Mutex::new(HashMap::new()),
         })
     }
@@ -151,7 +151,7 @@ impl GcsStore {
                 detail: "getting a token took the request's whole time limit".into(),
             });
         }
-        let request = match HttpRequest::from_wire(build(token.as_deref())) {
+        let request = match built(build(token.as_deref())) {
             Ok(r) => r,
             Err(not_sent) => return not_sent,
         };

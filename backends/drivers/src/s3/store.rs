@@ -2,7 +2,7 @@
 //! server's time, sent, and read by the core's S3 reply table; a refusal of the request's time that taught a new clock
 //! offset is signed again and sent once more (a refused request was not applied).
 
-use crate::driver::http::{HttpRequest, Reply, Settings, Transport};
+use crate::driver::http::{built, Io, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
@@ -32,8 +32,8 @@ pub(crate) struct S3Store {
 }
 
 impl S3Store {
-    /// The bucket `name` as `options` say to reach it, through a blocking or an async client.
-    pub(crate) fn open(name: &str, options: &Options, blocking: bool) -> Result<S3Store, Error> {
+    /// The bucket `name` as `options` say to reach it, through the client of `io`'s mode.
+    pub(crate) fn open(name: &str, options: &Options, io: Io) -> Result<S3Store, Error> {
         let s3 = &options.s3;
         let (endpoint, custom) = match &s3.endpoint {
             Some(e) => (e.clone(), true),
@@ -75,7 +75,7 @@ impl S3Store {
             credentials,
             expiry: s3.presign_expiry.max(Duration::from_secs(1)),
             time: Arc::default(),
-            transport: Transport::new(blocking, &settings)?,
+            transport: Transport::new(io, &settings)?,
             observer: options.observer.clone(),
         })
     }
@@ -94,7 +94,7 @@ impl S3Store {
             |r: &Reply| sets3lock_proto::reply::s3::classify(kind, r.status, &r.headers, &r.body);
         let sign = |time: SystemTime| {
             let keys = to_sign_with(self.credentials.as_ref())?;
-            HttpRequest::from_wire(sign(&keys, time))
+            built(sign(&keys, time))
         };
         let observer = self.observer.as_ref();
         exchange_signed(&self.transport, &self.time, observer, limit, read, sign).await

@@ -3,7 +3,7 @@
 //! reading of token files and of commands' output. Every error is one line that names the
 //! service, never a secret.
 
-use crate::driver::http::{exchange_blocking, HttpRequest, Settings, Transport};
+use crate::driver::http::{blocking_client, exchange_blocking, HttpRequest, Settings};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::collections::HashMap;
@@ -77,9 +77,8 @@ impl Http {
             request_timeout: connect,
             direct: on_this_link(url),
         };
-        match Transport::new(true, &settings) {
-            Ok(Transport::Blocking(client)) => Ok(Http { client, limit }),
-            Ok(Transport::Async(_)) => Err("no blocking HTTP client".into()),
+        match blocking_client(&settings) {
+            Ok(client) => Ok(Http { client, limit }),
             Err(e) => Err(e.to_string()),
         }
     }

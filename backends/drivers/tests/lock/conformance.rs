@@ -13,7 +13,7 @@ use sets3lock::proto::{Fence, Holder, LockState, OwnerId, Record, ReleaseOutcome
 use sets3lock::{Error, Loss, Wait};
 use std::time::{Duration, Instant};
 
-fn scenarios<D: Driver>(server: &Server) {
+pub(crate) fn scenarios<D: Driver>(server: &Server) {
     eprintln!(
         "== {} via the {} driver",
         server.name,
@@ -36,7 +36,7 @@ fn scenarios<D: Driver>(server: &Server) {
 
 /// Fenced mode, the same everywhere: the object persists, tokens grow with every grant, and
 /// no DELETE is sent, so it also works where `DELETE If-Match` is ignored or refused.
-fn fenced_scenarios<D: Driver>(server: &Server) {
+pub(crate) fn fenced_scenarios<D: Driver>(server: &Server) {
     eprintln!(
         "== fenced mode on {} via the {} driver",
         server.name,

@@ -14,3 +14,4 @@ mod signin_aws;
 #[cfg(all(feature = "azure", feature = "gcs"))]
 mod signin_clouds;
 mod signing;
+mod smol;
