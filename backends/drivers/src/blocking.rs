@@ -9,9 +9,10 @@
 // them to completion without a runtime.
 
 use crate::driver::clock::{nap_until, Stamp};
-use crate::driver::http::{Io, ReqwestBlocking};
+use crate::driver::http::Io;
 use crate::driver::mode::{sealed::Waiting, Mode};
 use crate::driver::state::{Shared, Snapshot, Standing};
+use crate::driver::ureq_http::Ureq;
 use crate::{Error, Loss};
 use core::future::Future;
 use core::pin::pin;
@@ -108,7 +109,7 @@ impl Waiting for Blocking {
 /// How the blocking mode's stores send: a blocking HTTP client, and the thread's sleep.
 pub(crate) fn io() -> Io {
     Io {
-        http: |settings| Ok(std::sync::Arc::new(ReqwestBlocking::new(settings)?)),
+        http: |settings| Ok(std::sync::Arc::new(Ureq::new(settings)?)),
         pause: |d| Box::pin(async move { std::thread::sleep(d) }),
     }
 }

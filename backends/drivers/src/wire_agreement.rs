@@ -160,7 +160,11 @@ fn check(
                 "{what}: header {name}"
             );
         }
-        for (name, _) in &got.headers {
+        for (i, (name, _)) in got.headers.iter().enumerate() {
+            assert!(
+                !got.headers[..i].iter().any(|(n, _)| n == name),
+                "{what}: {name} sent twice"
+            );
             assert!(
                 want.headers().contains_key(name.as_str()) || ["host", "accept"].contains(&&**name),
                 "{what}: the transport added {name}"

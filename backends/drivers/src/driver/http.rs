@@ -13,24 +13,10 @@ use crate::rt::{HttpClient, HttpFailure};
 use crate::Error;
 use bytes::Bytes;
 use core::time::Duration;
-use http::{HeaderMap, Method};
+
 use sets3lock_proto::{Ambiguity, Response};
 use std::sync::Arc;
 use url::Url;
-
-/// One HTTP request, ready to send. Its `Debug` shows neither the URL's query (a presigned
-/// signature, a SAS) nor the `Authorization` header: both are credentials.
-#[derive(Clone)]
-pub(crate) struct HttpRequest {
-    /// The method.
-    pub(crate) method: Method,
-    /// The URL (for S3, presigned: the signature is in the query).
-    pub(crate) url: Url,
-    /// The headers: every signed one, with the value that was signed, and Content-Length.
-    pub(crate) headers: HeaderMap,
-    /// The body (empty but for writes).
-    pub(crate) body: Bytes,
-}
 
 /// The request the wire layer built; or, when it could build none, the response that stands
 /// for a request never sent.
@@ -46,7 +32,7 @@ pub(crate) fn built(
 
 /// The most body we read: a lock record is a few hundred bytes; anything larger is someone
 /// else's object and is described, not parsed.
-const MAX_BODY: usize = 64 * 1024;
+pub(crate) const MAX_BODY: usize = 64 * 1024;
 
 fn no_reply(e: reqwest::Error) -> Response {
     // A connection that could not be made (refused, unreachable, timed out, a failed TLS
@@ -70,31 +56,6 @@ fn no_reply(e: reqwest::Error) -> Response {
     } else {
         Ambiguity::NotSent { detail }
     })
-}
-
-impl core::fmt::Debug for HttpRequest {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut url = self.url.clone();
-        if url.query().is_some() {
-            url.set_query(Some("…"));
-        }
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(
-                |(n, v)| match n == http::header::AUTHORIZATION || v.is_sensitive() {
-                    true => (n.as_str(), "…"),
-                    false => (n.as_str(), v.to_str().unwrap_or("?")),
-                },
-            )
-            .collect();
-        f.debug_struct("HttpRequest")
-            .field("method", &self.method)
-            .field("url", &url.as_str())
-            .field("headers", &headers)
-            .field("body_len", &self.body.len())
-            .finish()
-    }
 }
 
 /// How a mode's stores send: the HTTP client its runtime makes for a store's settings, and how
@@ -186,7 +147,11 @@ impl ReqwestAsync {
             .retry(reqwest::retry::never());
         let builder = match roots(settings)? {
             Roots::NotNeeded => builder.tls_certs_only([]),
-            Roots::Bundle(certs) => builder.tls_certs_only(certs),
+            Roots::Bundle(certs) => {
+                let certs = certs.iter().map(|der| reqwest::Certificate::from_der(der));
+                let certs: Result<Vec<_>, _> = certs.collect();
+                builder.tls_certs_only(certs.map_err(Error::http_client)?)
+            }
             Roots::System => builder,
         };
         builder
@@ -233,74 +198,6 @@ impl HttpClient for ReqwestAsync {
     }
 }
 
-/// reqwest's blocking client (the blocking mode): the future does its waiting inside `poll`.
-#[derive(Debug)]
-pub(crate) struct ReqwestBlocking(reqwest::blocking::Client);
-
-impl ReqwestBlocking {
-    /// A client for these settings.
-    pub(crate) fn new(settings: &Settings) -> Result<ReqwestBlocking, Error> {
-        blocking_client(settings).map(ReqwestBlocking)
-    }
-}
-
-impl HttpClient for ReqwestBlocking {
-    fn send(
-        &self,
-        request: http::Request<Bytes>,
-        timeout: Duration,
-    ) -> BoxFuture<'_, Result<http::Response<Bytes>, HttpFailure>> {
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let url = Url::parse(&parts.uri.to_string())
-                .map_err(|e| HttpFailure::NotSent(format!("not a URL: {e}")))?;
-            let request = HttpRequest {
-                method: parts.method,
-                url,
-                headers: parts.headers,
-                body,
-            };
-            match exchange_blocking(&self.0, request, timeout) {
-                Ok(reply) => {
-                    let mut out = http::Response::builder().status(reply.status);
-                    if let Some(h) = out.headers_mut() {
-                        *h = reply.headers;
-                    }
-                    out.body(Bytes::from(reply.body))
-                        .map_err(|e| HttpFailure::Broken(e.to_string()))
-                }
-                Err(Response::Ambiguous(Ambiguity::NotSent { detail })) => {
-                    Err(HttpFailure::NotSent(detail))
-                }
-                Err(Response::Ambiguous(Ambiguity::Connection { detail })) => {
-                    Err(HttpFailure::Broken(detail))
-                }
-                Err(_) => Err(HttpFailure::Timeout),
-            }
-        })
-    }
-}
-
-/// reqwest's blocking client for these settings, never retrying or redirecting.
-pub(crate) fn blocking_client(settings: &Settings) -> Result<reqwest::blocking::Client, Error> {
-    let connect = settings.request_timeout.min(Duration::from_secs(10));
-    let builder = reqwest::blocking::Client::builder()
-        .timeout(None) // each request sets its own
-        .connect_timeout(connect)
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never());
-    let builder = match settings.direct {
-        true => builder.no_proxy(),
-        false => builder,
-    };
-    let builder = match roots(settings)? {
-        Roots::NotNeeded => builder.tls_certs_only([]),
-        Roots::Bundle(certs) => builder.tls_certs_only(certs),
-        Roots::System => builder,
-    };
-    builder.build().map_err(Error::http_client)
-}
-
 /// What a reqwest error means for the request: not sent, timed out, or broken.
 fn failure(e: reqwest::Error) -> HttpFailure {
     match no_reply(e) {
@@ -311,17 +208,17 @@ fn failure(e: reqwest::Error) -> HttpFailure {
 }
 
 /// The certificates a client trusts.
-enum Roots {
+pub(crate) enum Roots {
     /// A plain-HTTP endpoint: no certificate is read or parsed (that costs more than the
     /// two requests of a lock on loopback).
     NotNeeded,
-    /// Only these: `AWS_CA_BUNDLE`, the AWS convention for a private CA.
-    Bundle(Vec<reqwest::Certificate>),
+    /// Only these (DER): `AWS_CA_BUNDLE`, the AWS convention for a private CA.
+    Bundle(Vec<Vec<u8>>),
     /// The system's store (which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`).
     System,
 }
 
-fn roots(options: &Settings) -> Result<Roots, Error> {
+pub(crate) fn roots(options: &Settings) -> Result<Roots, Error> {
     if options
         .endpoint
         .as_ref()
@@ -337,7 +234,12 @@ fn roots(options: &Settings) -> Result<Roots, Error> {
         reason,
     };
     let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        if let ureq::tls::PemItem::Certificate(c) = item.map_err(|e| bad(e.to_string()))? {
+            certs.push(c.der().to_vec());
+        }
+    }
     if certs.is_empty() {
         return Err(bad("no PEM certificate in it".into()));
     }
@@ -350,46 +252,6 @@ pub(crate) struct Reply {
     pub(crate) status: http::StatusCode,
     pub(crate) headers: http::HeaderMap,
     pub(crate) body: Vec<u8>,
-}
-
-/// Blocking: the same.
-pub(crate) fn exchange_blocking(
-    http: &reqwest::blocking::Client,
-    request: HttpRequest,
-    timeout: Duration,
-) -> Result<Reply, Response> {
-    use std::io::Read;
-    // A body only where the request has one or says its length: reqwest's blocking client
-    // would add `content-length: 0` to a GET given an empty body, a header the request that
-    // was built (and signed) does not have.
-    let framed =
-        !request.body.is_empty() || request.headers.contains_key(http::header::CONTENT_LENGTH);
-    let builder = http
-        .request(request.method, request.url)
-        .headers(request.headers)
-        .timeout(timeout);
-    let builder = match framed {
-        true => builder.body(request.body),
-        false => builder,
-    };
-    let sent = builder.send();
-    let reply = sent.map_err(no_reply)?;
-    let status = reply.status();
-    let headers = reply.headers().clone();
-    let mut body = Vec::new();
-    reply
-        .take(MAX_BODY as u64)
-        .read_to_end(&mut body)
-        .map_err(|e| {
-            Response::Ambiguous(Ambiguity::Connection {
-                detail: e.to_string(),
-            })
-        })?;
-    Ok(Reply {
-        status,
-        headers,
-        body,
-    })
 }
 
 /// The least time a request is given, even at the deadline: a write sent then may land, and
@@ -426,32 +288,6 @@ mod tests {
         let short = Duration::from_millis(300);
         assert_eq!(time_limit(short, Some(Stamp::now())), short);
         assert_eq!(time_limit(short, Some(soon)), short);
-    }
-
-    #[test]
-    fn a_connection_that_cannot_be_made_sent_nothing() {
-        // A port with nobody listening: connection refused, before a byte is written.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let http = reqwest::blocking::Client::builder()
-            .tls_certs_only([])
-            .build()
-            .expect("client");
-        let request = HttpRequest {
-            method: http::Method::PUT,
-            url: url::Url::parse(&format!("http://127.0.0.1:{port}/b/k")).expect("url"),
-            headers: http::HeaderMap::new(),
-            body: bytes::Bytes::from_static(b"{}"),
-        };
-        let got = exchange_blocking(&http, request, Duration::from_secs(5));
-        assert!(
-            matches!(&got, Err(Response::Ambiguous(a)) if !a.may_have_landed()),
-            "{got:?}"
-        );
-        let text = format!("{got:?}");
-        assert!(!text.contains("127.0.0.1"), "no URL in the detail: {text}");
     }
 
     #[test]

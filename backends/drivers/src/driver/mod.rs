@@ -14,3 +14,4 @@ pub(crate) mod signal;
 pub(crate) mod state;
 pub(crate) mod store;
 pub(crate) mod store_check;
+pub(crate) mod ureq_http;

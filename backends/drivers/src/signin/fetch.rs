@@ -3,7 +3,9 @@
 //! reading of token files and of commands' output. Every error is one line that names the
 //! service, never a secret.
 
-use crate::driver::http::{blocking_client, exchange_blocking, HttpRequest, Settings};
+use crate::driver::http::Settings;
+use crate::driver::ureq_http::Ureq;
+use crate::rt::HttpFailure;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::collections::HashMap;
@@ -16,7 +18,7 @@ const PROBE_ANSWER: Duration = Duration::from_secs(5);
 
 /// A client for one token service.
 pub(crate) struct Http {
-    client: reqwest::blocking::Client,
+    client: Ureq,
     limit: Duration,
 }
 
@@ -77,7 +79,7 @@ impl Http {
             request_timeout: connect,
             direct: on_this_link(url),
         };
-        match blocking_client(&settings) {
+        match Ureq::new(&settings) {
             Ok(client) => Ok(Http { client, limit }),
             Err(e) => Err(e.to_string()),
         }
@@ -111,25 +113,23 @@ impl Http {
             }
             None => Bytes::new(),
         };
-        let request = HttpRequest {
-            method,
-            url: url.clone(),
-            headers: map,
-            body,
-        };
+        let mut request = http::Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = url
+            .as_str()
+            .parse()
+            .map_err(|e| format!("not an HTTP URI: {e}"))?;
+        *request.headers_mut() = map;
         let where_ = format!("{}{}", url.origin().ascii_serialization(), url.path());
-        match exchange_blocking(&self.client, request, self.limit) {
+        match self.client.exchange(request, self.limit) {
             Ok(reply) => Ok(Answer {
-                status: reply.status.as_u16(),
-                body: reply.body,
+                status: reply.status().as_u16(),
+                body: reply.into_body().to_vec(),
             }),
-            Err(sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::Timeout)) => {
+            Err(HttpFailure::Timeout) => {
                 Err(format!("{where_} gave no answer in {} s", secs(self.limit)))
             }
-            Err(sets3lock_proto::Response::Ambiguous(a)) => {
-                Err(format!("{where_} could not be reached ({a})"))
-            }
-            Err(other) => Err(format!("{where_}: {other:?}")),
+            Err(failure) => Err(format!("{where_} could not be reached ({failure})")),
         }
     }
 }
