@@ -88,6 +88,9 @@ stage "the drivers' tests (conformance on the mock and every server, the credent
 # real servers (a run uses about 12 s of CPU in 300 s), so they run eight at a time.
 cargo test -p sets3lock --features azure,gcs,metrics,tracing --locked -- --test-threads 8
 
+stage "the blocking face without tokio (--no-default-features): locks held, renewed and released on threads"
+cargo test -p sets3lock --no-default-features --locked --test blocking_only
+
 stage "every interleaving of small configurations (tests/exhaustive.rs, release build)"
 cargo test --release --locked -p sets3lock-proto --test exhaustive
 

@@ -29,7 +29,13 @@ impl Mode for Blocking {}
 
 impl Waiting for Blocking {
     // Many locks of one `Locks` share a thread: a tokio runtime of its own runs their drivers.
+    #[cfg(feature = "tokio")]
     type Hub = crate::generic::Tokio;
+    // Without tokio, each lock of a `Locks` is driven on a thread of its own.
+    #[cfg(not(feature = "tokio"))]
+    type Hub = Blocking;
+    #[cfg(not(feature = "tokio"))]
+    const HUB: bool = false;
 
     async fn wait(
         shared: &Shared,
@@ -79,6 +85,7 @@ impl Waiting for Blocking {
             })
     }
 
+    #[cfg(feature = "tokio")]
     fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
         let thread = |source| Error::Thread {
             name: "lock hub",
@@ -93,6 +100,12 @@ impl Waiting for Blocking {
             .spawn(move || runtime.block_on(hub))
             .map(drop)
             .map_err(thread)
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    fn spawn_hub(hub: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+        // Not used: without tokio, `HUB` is false and each lock gets a thread (`spawn`).
+        Blocking::spawn(hub)
     }
 
     fn dropped(shared: &Shared) {

@@ -322,7 +322,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn http_client(e: reqwest::Error) -> Error {
+    #[cfg(feature = "tokio")]
+    pub(crate) fn http_client(e: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::HttpClient(Box::new(e))
     }
 }

@@ -14,4 +14,5 @@ pub use crate::api::semaphore::Semaphore;
 pub use crate::api::watcher::Watcher;
 pub use crate::blocking::Blocking;
 pub use crate::driver::mode::Mode;
+#[cfg(feature = "tokio")]
 pub use crate::tokio::Tokio;

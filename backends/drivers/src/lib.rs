@@ -84,6 +84,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod async_face;
 #[cfg(feature = "azure")]
 mod azure;
 pub mod blocking;
@@ -98,8 +99,9 @@ mod options;
 pub mod rt;
 mod s3;
 mod signin;
+#[cfg(feature = "tokio")]
 mod tokio;
-#[cfg(test)]
+#[cfg(all(test, feature = "tokio"))]
 mod wire_agreement;
 
 pub use api::client::Client;
@@ -132,11 +134,12 @@ pub use sets3lock_proto::{
 /// exactly what it builds; use it to drive the core on a runtime of your own.
 pub use sets3lock_wire as wire;
 pub use signin::{SignIn, TokenSource};
+#[cfg(feature = "tokio")]
 pub use tokio::{Election, Held, Locker, Locks, LossWatch, Semaphore, Watcher};
 
 /// The Rust examples of every page of the documentation are compiled as doc tests, and run
 /// unless marked `no_run` (those need a store): `cargo test -p sets3lock --doc`.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "tokio"))]
 mod documentation {
     #[doc = include_str!("../../../README.md")]
     struct Readme;

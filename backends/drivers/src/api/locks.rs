@@ -119,7 +119,10 @@ impl<M: Mode> Locks<M> {
             engine.remember_tokens(tokens.entry(key.to_owned()).or_default().clone());
         }
         let shared = engine.shared().clone();
-        self.hub.run::<M>(Box::pin(driver::<M::Hub>(engine)))?;
+        match M::HUB {
+            true => self.hub.run::<M>(Box::pin(driver::<M::Hub>(engine)))?,
+            false => M::spawn(driver::<M::Hub>(engine))?,
+        }
         self.drivers.track(shared.clone());
         Ok((Claim::<M>::new(shared), url))
     }

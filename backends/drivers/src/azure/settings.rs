@@ -13,7 +13,7 @@ const DEV_ACCOUNT: &str = "devstoreaccount1";
 const DEV_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 /// The key, for tests of the signer.
-#[cfg(test)]
+#[cfg(all(test, feature = "tokio"))]
 pub(crate) const DEV_KEY_FOR_TESTS: &str = DEV_KEY;
 /// Its blob endpoint.
 const DEV_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";

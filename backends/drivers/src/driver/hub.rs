@@ -1,64 +1,108 @@
 //! One task (or, for the blocking mode, one thread) that drives every lock of a
 //! [`Locks`](crate::Locks): each lock's driver loop is a future, and the hub polls them all.
 //! A lock waiting on its timer costs a future and a timer entry, not a task or a thread.
+//! Written on the crate's own change signal, so it runs on any runtime.
 
 use crate::driver::mode::Mode;
+use crate::driver::signal::Signal;
 use crate::Error;
 use core::future::Future;
 use core::pin::Pin;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt as _;
-use std::sync::Mutex;
-use tokio::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One lock's driver loop.
 pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The way in to the hub: drivers sent here are polled by it until they finish. Started with
-/// the first driver; it ends once the [`Locks`](crate::Locks) is gone and every driver has
-/// finished (after that, a new driver starts a new hub).
+/// The way in to the hub: drivers handed here are polled by it until they finish. Started
+/// with the first driver; it ends once every driver it has is finished and the
+/// [`Locks`](crate::Locks) is gone (after that, a new driver starts a new hub).
 #[derive(Debug, Default)]
 pub(crate) struct Hub {
-    inbox: Mutex<Option<mpsc::UnboundedSender<Driver>>>,
+    inbox: Mutex<Option<Arc<Inbox>>>,
+}
+
+/// Drivers on their way to a running hub.
+#[derive(Default)]
+struct Inbox {
+    /// The drivers handed in and not yet taken; `None` once the hub has ended.
+    queue: Mutex<Option<Vec<Driver>>>,
+    /// Rung when a driver is handed in, or the `Locks` is gone.
+    rung: Signal,
+    /// The `Locks` is gone: end once every driver has finished.
+    closed: Mutex<bool>,
+}
+
+impl core::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Inbox")
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoned only by a panic while pushing or taking: the data is still whole.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Hub {
     /// Hands `driver` to the hub, starting it (the mode's way) if it is not running.
     pub(crate) fn run<M: Mode>(&self, driver: Driver) -> Result<(), Error> {
-        // Poisoned only by a panic while sending: the sender is still a sender.
-        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        let driver = match inbox.as_ref() {
-            Some(tx) => match tx.send(driver) {
-                Ok(()) => return Ok(()),
-                // The hub has ended (every driver finished, the runtime gone): a new one.
-                Err(mpsc::error::SendError(driver)) => driver,
-            },
-            None => driver,
-        };
-        let (tx, rx) = mpsc::unbounded_channel();
-        // Cannot fail: the receiver is right here.
-        let _ = tx.send(driver);
-        M::spawn_hub(hub(rx))?;
-        *inbox = Some(tx);
+        let mut inbox = locked(&self.inbox);
+        if let Some(running) = inbox.as_ref() {
+            if let Some(queue) = locked(&running.queue).as_mut() {
+                queue.push(driver);
+                running.rung.notify_all();
+                return Ok(());
+            }
+        }
+        // No hub, or it has ended: a new one.
+        let fresh = Arc::new(Inbox {
+            queue: Mutex::new(Some(vec![driver])),
+            ..Inbox::default()
+        });
+        M::spawn_hub(hub(fresh.clone()))?;
+        *inbox = Some(fresh);
         Ok(())
     }
 }
 
-/// Polls every driver received until the inbox closes and they have all finished.
-async fn hub(mut inbox: mpsc::UnboundedReceiver<Driver>) {
-    let mut running: FuturesUnordered<Driver> = FuturesUnordered::new();
-    loop {
-        tokio::select! {
-            received = inbox.recv() => match received {
-                // A driver that panics ends alone (its handle sees it stopped), not the hub
-                // and every other lock with it.
-                Some(driver) => running.push(Box::pin(
-                    core::panic::AssertUnwindSafe(driver).catch_unwind().map(drop),
-                )),
-                None => break,
-            },
-            Some(()) = running.next(), if !running.is_empty() => {}
+impl Drop for Hub {
+    fn drop(&mut self) {
+        if let Some(inbox) = locked(&self.inbox).take() {
+            *locked(&inbox.closed) = true;
+            inbox.rung.notify_all();
         }
     }
-    while running.next().await.is_some() {}
+}
+
+/// Polls every driver handed in until the `Locks` is gone and they have all finished.
+async fn hub(inbox: Arc<Inbox>) {
+    let mut running: FuturesUnordered<Driver> = FuturesUnordered::new();
+    loop {
+        // Listening before looking, so that a driver handed in between still wakes us.
+        let rung = inbox.rung.listen();
+        let arrived = locked(&inbox.queue).as_mut().map(core::mem::take);
+        for driver in arrived.unwrap_or_default() {
+            // A driver that panics ends alone (its handle sees it stopped), not the hub and
+            // every other lock with it.
+            running.push(Box::pin(
+                core::panic::AssertUnwindSafe(driver)
+                    .catch_unwind()
+                    .map(drop),
+            ));
+        }
+        if running.is_empty() && *locked(&inbox.closed) {
+            break;
+        }
+        if running.is_empty() {
+            rung.await;
+            continue;
+        }
+        let next = running.next();
+        // Whichever comes first: a driver finishing, or a new one (or the end) rung in.
+        let _ = futures_util::future::select(next, rung).await;
+    }
+    // Ended: a driver handed in from now on starts a new hub.
+    *locked(&inbox.queue) = None;
 }

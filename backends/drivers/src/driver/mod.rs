@@ -9,6 +9,8 @@ pub(crate) mod hub;
 pub(crate) mod meter;
 pub(crate) mod mode;
 pub(crate) mod observe;
+#[cfg(feature = "tokio")]
+pub(crate) mod reqwest_http;
 pub(crate) mod server_time;
 pub(crate) mod signal;
 pub(crate) mod state;

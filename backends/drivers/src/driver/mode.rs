@@ -26,9 +26,13 @@ pub(crate) mod sealed {
     /// What a mode does its own way. Public in a private module so that nobody else can
     /// implement it; the types it names are likewise unnameable outside the crate.
     pub trait Waiting: Send + Sync + Sized + 'static {
-        /// The mode a [`Locks`](crate::Locks) hub runs its drivers in: this one, or for the
-        /// blocking mode, tokio on a thread of its own.
+        /// The mode a [`Locks`](crate::Locks) runs its drivers in: this one, or for the
+        /// blocking mode, tokio on a thread of its own (with the `tokio` feature).
         type Hub: Mode;
+
+        /// Whether a `Locks` drives its locks in one hub (a future polling them all), or each
+        /// on its own thread (the blocking mode without tokio: its futures block in `poll`).
+        const HUB: bool = true;
 
         /// Waits until `done` holds for the shared state, the driver has finished, or
         /// `deadline` (by the suspend-aware clock) has passed; returns the state as it is then.
