@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 before=${1:?usage: bash scripts/bench-blocking.sh BEFORE-REVISION [N] [ROUNDS]}
 n=${2:-200} rounds=${3:-6}
-root=$PWD out=$PWD/.local/bench-blocking tree=$PWD/.local/bench-blocking/before
+root=$PWD out=$PWD/.local/bench-blocking tree=$PWD/.local/bench-blocking/tree
 mkdir -p "$out"
 git worktree remove --force "$tree" 2>/dev/null || true
 git worktree add -q --detach "$tree" "$before"
@@ -18,9 +18,9 @@ cp backends/drivers/examples/blocking_cycles.rs "$tree/backends/drivers/examples
 # One target directory: the dependencies both share are built once. Each binary is copied
 # out before the other build overwrites it.
 cargo build -q --release --locked -p sets3lock --example blocking_cycles
-cp target/release/examples/blocking_cycles "$out/new"
+cp target/release/examples/blocking_cycles "$out/new.bin"
 (cd "$tree" && cargo build -q --release --locked -p sets3lock --example blocking_cycles --target-dir "$root/target")
-cp target/release/examples/blocking_cycles "$out/before"
+cp target/release/examples/blocking_cycles "$out/before.bin"
 bash scripts/s3-server.sh start seaweedfs
 # shellcheck disable=SC1091
 . .local/seaweedfs/env
@@ -33,18 +33,18 @@ bucket = os.environ["SETS3LOCK_SEAWEEDFS_BUCKET"]
 runs = {"new": [], "before": []}
 for k in runs:
     stripped = f"{out}/{k}.stripped"
-    shutil.copy(f"{out}/{k}", stripped)
+    shutil.copy(f"{out}/{k}.bin", stripped)
     subprocess.run(["strip", stripped], check=True)
 for r in range(rounds):
     order = ["new", "before"] if r % 2 == 0 else ["before", "new"]
     for k in order:
-        line = subprocess.run([f"{out}/{k}", f"s3://{bucket}/bench/blocking-{k}", n],
+        line = subprocess.run([f"{out}/{k}.bin", f"s3://{bucket}/bench/blocking-{k}", n],
                               check=True, capture_output=True, text=True).stdout.split()
         runs[k].append(dict(zip(line[0::2], line[1::2])))
 for k, rs in runs.items():
     med = statistics.median(float(x["median_ms"]) for x in rs)
     p99 = statistics.median(float(x["p99_ms"]) for x in rs)
-    size = os.path.getsize(f"{out}/{k}") / 1e6
+    size = os.path.getsize(f"{out}/{k}.bin") / 1e6
     small = os.path.getsize(f"{out}/{k}.stripped") / 1e6
     print(f"{k:7} {size:5.1f} MB ({small:.1f} MB stripped)  threads while held {rs[0]['threads_held']}  "
           f"cycle median {med:.3f} ms, p99 {p99:.3f} ms")

@@ -75,8 +75,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The async driver was used outside a tokio runtime.
-    #[error("the async driver needs a tokio runtime (with its time driver): call it from within one, or use the blocking driver")]
+    /// The async driver was used outside its runtime (tokio's, for the root types).
+    #[error("the async driver needs its runtime running (for the root types, tokio with its time driver): call it from within one, or use the blocking driver")]
     NoRuntime,
     /// The store (S3, Azure or GCS) refused a request for good, or kept failing until the
     /// retries ran out.

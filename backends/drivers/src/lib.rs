@@ -70,16 +70,18 @@
 //! ## Features
 //!
 //! `azure` and `gcs` (default) add those stores; without them (`default-features = false`) no
-//! Azure or GCS code is compiled. `tracing` reports through `tracing`
+//! Azure or GCS code is compiled. `tokio` (default) is the async face at the root; without it
+//! no async runtime or async HTTP client is built (the blocking face runs on threads and ureq). `tracing` reports through `tracing`
 //! (`Observer::tracing`); `metrics` instruments every lock through the `metrics` facade.
 //!
 //! ## Where things are (`src/`)
 //!
 //! `api/` (what a user holds), `driver/` (keeping cores running on any store: the [`Store`]
-//! seam, the driver loop, the HTTP transport, signing at the server's time, the store check),
-//! `s3/` (SigV4 presigning, credentials, AWS profiles), `signin/` (credential chains and
-//! the cache that refreshes them), `azure/` (Shared Key and SAS,
-//! connection strings), `gcs/` (the JSON API, tokens, the pause after a 429).
+//! seam, the driver loop, the HTTP transports, signing at the server's time, the store check),
+//! `s3/` (the wire layer's requests at the server's time, credentials, AWS profiles),
+//! `signin/` (credential chains and the cache that refreshes them), `azure/` (credentials,
+//! connection strings), `gcs/` (tokens, the pause after a 429); the faces: `tokio.rs`,
+//! `async_face.rs`, `blocking.rs`, and `rt.rs` (the runtime seam).
 
 #![forbid(unsafe_code)]
 
