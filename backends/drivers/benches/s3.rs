@@ -148,7 +148,27 @@ fn main() {
         options(&s),
     )
     .expect("locker");
-    let (mut floor, mut lock) = (Vec::new(), Vec::new());
+    // The async face too, on a current-thread tokio runtime driven from this thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let async_locker = runtime
+        .block_on(async {
+            sets3lock::Locker::new(
+                &format!("s3://{}/bench/{run}/uncontended-async", s.bucket),
+                options(&s),
+            )
+        })
+        .expect("async locker");
+    let async_cycle = || {
+        runtime.block_on(async {
+            let held = async_locker.acquire(Wait::No).await.expect("acquire");
+            held.release().await.expect("release");
+        })
+    };
+    async_cycle(); // warm: the connection and the store check
+    let (mut floor, mut lock, mut alock) = (Vec::new(), Vec::new(), Vec::new());
     floor_cycle(&client, &bucket, &creds, &floor_key, 0); // warm the connection
     let before = locker.requests();
     for batch in 0..10 {
@@ -169,9 +189,14 @@ fn main() {
             held.release().expect("release");
             lock.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        for _ in 0..cycles / 10 {
+            let t = Instant::now();
+            async_cycle();
+            alock.push(t.elapsed().as_secs_f64() * 1e3);
+        }
     }
     let requests_per_cycle = (locker.requests() - before) as f64 / lock.len() as f64;
-    let (floor, lock) = (sorted(floor), sorted(lock));
+    let (floor, lock, alock) = (sorted(floor), sorted(lock), sorted(alock));
     println!(
         "server: {} ({}), {} cycles each, run side by side in 10 alternating batches",
         s.name,
@@ -194,6 +219,15 @@ fn main() {
     println!(
         "| ratio (sets3lock / floor, median) | {:.2}x | | |",
         percentile(&lock, 0.5) / percentile(&floor, 0.5)
+    );
+    println!(
+        "| sets3lock async driver (tokio, current thread) | {:.2} | {:.2} | 2 |",
+        percentile(&alock, 0.5),
+        percentile(&alock, 0.99)
+    );
+    println!(
+        "| ratio (async / floor, median) | {:.2}x | | |",
+        percentile(&alock, 0.5) / percentile(&floor, 0.5)
     );
     println!();
 

@@ -5,8 +5,8 @@
 //! within a time limit. Implement it on a type of yours, and every async type of this crate
 //! works on your runtime: `generic::Locker<YourRuntime>`, `generic::Held<YourRuntime>`,
 //! `Locks`, `Semaphore`, `Election`, `Watcher`, with the same async methods as the tokio face
-//! at the crate's root (which is `generic::Locker<Tokio>`: [`Tokio`](crate::generic::Tokio)
-//! is this trait's implementation for tokio and reqwest). The blocking face
+//! at the crate's root (which is `generic::Locker<Tokio>`: `generic::Tokio` is this trait's
+//! implementation for tokio and reqwest, with the `tokio` feature). The blocking face
 //! ([`blocking`](crate::blocking)) is not a runtime: it drives each lock on a thread.
 //!
 //! What stays the crate's, whatever the runtime:
@@ -66,8 +66,8 @@ pub use crate::driver::store::BoxFuture;
 /// and an HTTP client.
 ///
 /// The methods are associated functions, not methods of a value: a runtime is a type (tokio's
-/// is [`Tokio`](crate::generic::Tokio)), and reaches its executor the way `smol::spawn` or
-/// `tokio::spawn` do.
+/// is `generic::Tokio`, with the `tokio` feature), and reaches its executor the way
+/// `smol::spawn` or `tokio::spawn` do.
 pub trait Runtime: Send + Sync + Sized + 'static {
     /// A future that completes after about `duration` (never much sooner).
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send;

@@ -428,3 +428,36 @@ fn a_next_dropped_mid_request_does_not_lose_the_watch() {
     );
     s.raw_delete(&key);
 }
+
+/// A `Locks` kept beyond the runtime its hub first ran on (one in a static, across
+/// `#[tokio::test]` runtimes) starts a new hub on the next runtime: the old hub went with its
+/// runtime, and no driver is left waiting for it.
+#[test]
+fn a_locks_outlives_the_runtime_its_hub_ran_on() {
+    let _serial = serial();
+    let s = support::mock(404);
+    let prefix = support::fresh_key("outlived");
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    };
+    let first = runtime();
+    let locks = first.block_on(async {
+        let locks = sets3lock::Locks::new(&s.url(""), s.options()).expect("locks");
+        let held = locks.acquire(&format!("{prefix}/a"), Wait::No).await;
+        held.expect("acquired").release().await.expect("released");
+        locks
+    });
+    drop(first); // its hub with it
+    runtime().block_on(async {
+        let key = format!("{prefix}/b");
+        let acquired = locks.acquire(&key, Wait::No);
+        let held = tokio::time::timeout(Duration::from_secs(10), acquired).await;
+        let held =
+            held.expect("acquired through a new hub within 10 s, not queued for the old one");
+        let held = held.expect("acquired");
+        held.release().await.expect("released");
+    });
+}

@@ -76,8 +76,21 @@ impl Drop for Hub {
     }
 }
 
+/// Marks the hub as ended however its future ends (finished, or dropped by a runtime that shut
+/// down): drivers handed in later start a new hub instead of waiting in a queue nobody reads,
+/// and those still queued are dropped, so their handles learn the driver is gone.
+struct Ending(Arc<Inbox>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let queued = locked(&self.0.queue).take();
+        drop(queued);
+    }
+}
+
 /// Polls every driver handed in until the `Locks` is gone and they have all finished.
 async fn hub(inbox: Arc<Inbox>) {
+    let _ending = Ending(inbox.clone());
     let mut running: FuturesUnordered<Driver> = FuturesUnordered::new();
     loop {
         // Listening before looking, so that a driver handed in between still wakes us.
@@ -103,6 +116,4 @@ async fn hub(inbox: Arc<Inbox>) {
         // Whichever comes first: a driver finishing, or a new one (or the end) rung in.
         let _ = futures_util::future::select(next, rung).await;
     }
-    // Ended: a driver handed in from now on starts a new hub.
-    *locked(&inbox.queue) = None;
 }

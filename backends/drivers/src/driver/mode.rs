@@ -14,7 +14,7 @@ use crate::Error;
 use core::future::Future;
 
 /// How a [`Locker`](crate::Locker) and its [`Held`](crate::Held) handles wait: any async
-/// [`Runtime`] (tokio's is [`Tokio`](crate::generic::Tokio); the handles' methods are async)
+/// [`Runtime`] (tokio's is `generic::Tokio`; the handles' methods are async)
 /// or [`Blocking`](crate::blocking::Blocking) (a thread drives each lock; they block).
 pub trait Mode: sealed::Waiting {}
 

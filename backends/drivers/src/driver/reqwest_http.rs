@@ -22,6 +22,10 @@ impl ReqwestAsync {
             .connect_timeout(connect)
             .redirect(reqwest::redirect::Policy::none())
             .retry(reqwest::retry::never());
+        let builder = match settings.direct {
+            true => builder.no_proxy(),
+            false => builder,
+        };
         let builder = match roots(settings)? {
             Roots::NotNeeded => builder.tls_certs_only([]),
             Roots::Bundle(certs) => {

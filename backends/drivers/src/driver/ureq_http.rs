@@ -38,7 +38,7 @@ impl Ureq {
             .build();
         let proxy = match settings.direct {
             true => None,
-            false => ureq::Proxy::try_from_env(),
+            false => proxy_from_env(settings, |name| std::env::var(name).ok())?,
         };
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -79,9 +79,10 @@ impl Ureq {
         body.into_reader()
             .take(MAX_BODY as u64)
             .read_to_end(&mut kept)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::TimedOut => HttpFailure::Timeout,
-                _ => HttpFailure::Broken(e.to_string()),
+            // ureq wraps its own errors (its timeouts) in the reader's: unwrapped here.
+            .map_err(|e| match failure(ureq::Error::from(e)) {
+                HttpFailure::NotSent(why) => HttpFailure::Broken(why),
+                other => other,
             })?;
         Ok(http::Response::from_parts(parts, Bytes::from(kept)))
     }
@@ -112,11 +113,72 @@ fn failure(e: ureq::Error) -> HttpFailure {
             HttpFailure::NotSent(io.to_string())
         }
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => HttpFailure::Timeout,
-        ureq::Error::BadUri(_) | ureq::Error::Http(_) | ureq::Error::InvalidProxyUrl => {
-            HttpFailure::NotSent(e.to_string())
-        }
+        // Refused before anything was written; the URI is not quoted (a presigned one carries
+        // its signature).
+        ureq::Error::BadUri(_) => HttpFailure::NotSent("the request's URI was refused".into()),
+        ureq::Error::Http(_) | ureq::Error::InvalidProxyUrl => HttpFailure::NotSent(e.to_string()),
+        // The TLS handshake comes before a byte of the request.
+        ureq::Error::Rustls(_) => HttpFailure::NotSent(e.to_string()),
         other => HttpFailure::Broken(other.to_string()),
     }
+}
+
+/// The proxy the environment names for the endpoint's scheme, as curl and reqwest read it:
+/// `HTTPS_PROXY` for https, `HTTP_PROXY` for plain http, `ALL_PROXY` for either (upper or
+/// lower case), with `NO_PROXY`'s exceptions. (ureq's own reading takes the first of any of
+/// them for every scheme.)
+fn proxy_from_env(
+    settings: &Settings,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Option<ureq::Proxy>, Error> {
+    let https = settings
+        .endpoint
+        .as_ref()
+        .is_none_or(|e| e.scheme() == "https");
+    let names: [&str; 4] = match https {
+        true => ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"],
+        false => ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"],
+    };
+    let Some((name, value)) = names
+        .iter()
+        .find_map(|n| var(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v)))
+    else {
+        return Ok(None);
+    };
+    let bad =
+        |why: &str| Error::HttpClient(format!("{name}={value:?} is not a proxy URL: {why}").into());
+    let value = match value.contains("://") {
+        true => value.clone(),
+        false => format!("http://{value}"),
+    };
+    let url = url::Url::parse(&value).map_err(|e| bad(&e.to_string()))?;
+    let protocol = match url.scheme() {
+        "http" => ureq::ProxyProtocol::Http,
+        "https" => ureq::ProxyProtocol::Https,
+        "socks4" => ureq::ProxyProtocol::Socks4,
+        "socks4a" => ureq::ProxyProtocol::Socks4A,
+        "socks5" => ureq::ProxyProtocol::Socks5,
+        "socks5h" => ureq::ProxyProtocol::Socks5h,
+        other => return Err(bad(&format!("no proxy protocol {other}"))),
+    };
+    let mut proxy = ureq::Proxy::builder(protocol).host(url.host_str().unwrap_or("localhost"));
+    if let Some(port) = url.port() {
+        proxy = proxy.port(port);
+    }
+    if !url.username().is_empty() {
+        proxy = proxy.username(url.username());
+    }
+    if let Some(password) = url.password() {
+        proxy = proxy.password(password);
+    }
+    for entry in var("NO_PROXY")
+        .or_else(|| var("no_proxy"))
+        .unwrap_or_default()
+        .split(',')
+    {
+        proxy = proxy.no_proxy(entry.trim());
+    }
+    proxy.build().map(Some).map_err(|e| bad(&e.to_string()))
 }
 
 #[cfg(test)]
@@ -125,6 +187,35 @@ mod tests {
 
     fn get(url: &str) -> http::Request<Bytes> {
         http::Request::get(url).body(Bytes::new()).expect("request")
+    }
+
+    #[test]
+    fn the_proxy_is_the_one_named_for_the_endpoints_scheme() {
+        let settings = |endpoint: &str| Settings {
+            endpoint: Some(url::Url::parse(endpoint).expect("url")),
+            ..Settings::default()
+        };
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let only_https = env(&[("HTTPS_PROXY", "http://proxy.example:3128")]);
+        let plain = settings("http://127.0.0.1:8333");
+        let tls = settings("https://s3.eu-west-1.amazonaws.com");
+        assert!(proxy_from_env(&plain, only_https).expect("read").is_none());
+        assert!(proxy_from_env(&tls, only_https).expect("read").is_some());
+        let both = env(&[("ALL_PROXY", "socks5://127.0.0.1:1080")]);
+        assert!(proxy_from_env(&plain, both).expect("read").is_some());
+        assert!(proxy_from_env(&tls, env(&[])).expect("read").is_none());
+        let garbled = env(&[("HTTPS_PROXY", "ftp://nowhere")]);
+        let e = proxy_from_env(&tls, garbled)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("HTTPS_PROXY"), "{e}");
     }
 
     #[test]

@@ -65,7 +65,11 @@ impl HttpClient for SmolHttp {
 
 async fn exchange(request: http::Request<Bytes>) -> Result<http::Response<Bytes>, HttpFailure> {
     let uri = request.uri().clone();
-    let host = uri.host().unwrap_or("127.0.0.1").to_owned();
+    let host = uri.host().unwrap_or("127.0.0.1");
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
     let port = uri.port_u16().unwrap_or(80);
     let mut stream = smol::net::TcpStream::connect((host.as_str(), port))
         .await
