@@ -117,8 +117,10 @@ fn failure(e: ureq::Error) -> HttpFailure {
         // its signature).
         ureq::Error::BadUri(_) => HttpFailure::NotSent("the request's URI was refused".into()),
         ureq::Error::Http(_) | ureq::Error::InvalidProxyUrl => HttpFailure::NotSent(e.to_string()),
-        // The TLS handshake comes before a byte of the request.
-        ureq::Error::Rustls(_) => HttpFailure::NotSent(e.to_string()),
+        // TLS set up for the connection (its configuration, the server's name) comes before a
+        // byte of the request. (A failed handshake comes back as an I/O error: Broken, which
+        // is safe, if less precise.)
+        ureq::Error::Rustls(_) | ureq::Error::Tls(_) => HttpFailure::NotSent(e.to_string()),
         other => HttpFailure::Broken(other.to_string()),
     }
 }
