@@ -69,10 +69,14 @@ done
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
 export SETS3LOCK_REQUIRE_S3=1
 
-stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, the event-loop example, doc tests)"
+stage "workspace tests but the drivers' (unit, scenarios, simulation, the command, doc tests)"
 # (The exhaustive exploration is ignored unoptimized; it runs later, optimized.) Four at a
 # time: the command's tests (one binary) mostly wait out leases on real servers.
 cargo test --workspace --exclude sets3lock --locked -- --test-threads 4
+
+stage "the event-loop example (a workspace of its own), against SeaweedFS and a silent server"
+# In the workspace's target directory: the core and its dependencies are built already.
+CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path examples/event-loop/Cargo.toml --locked
 
 stage "the release artifacts (scripts/release.sh), built in the background at the lowest priority"
 # The drivers' tests below mostly wait out leases (about 12 s of CPU in 300 s): the release

@@ -19,7 +19,7 @@
 //! the third (20 s by default; the core shortens it while a hold's time runs short).
 //!
 //! ```text
-//! cargo run -p sets3lock-example-event-loop -- my-bucket 10
+//! cargo run --manifest-path examples/event-loop/Cargo.toml -- my-bucket 10
 //! ```
 //!
 //! docs/LIBRARY.md ("An event loop") walks through it.
