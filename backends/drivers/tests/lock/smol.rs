@@ -240,12 +240,13 @@ impl Driver for Smol {
     }
 }
 
+/// The mock as AWS answers (404 for `If-Match` on a missing key); SeaweedFS below answers
+/// 412, and the tokio and blocking drivers run both dialects.
 #[test]
 fn the_mock_through_a_smol_driver_in_both_modes() {
-    for server in [support::mock(404), support::mock(412)] {
-        crate::conformance::scenarios::<Smol>(&server);
-        crate::conformance::fenced_scenarios::<Smol>(&server);
-    }
+    let server = support::mock(404);
+    crate::conformance::scenarios::<Smol>(&server);
+    crate::conformance::fenced_scenarios::<Smol>(&server);
 }
 
 #[test]
