@@ -46,12 +46,7 @@ impl Container {
     /// windows.net`, or an emulator's `http://127.0.0.1:10000/<account>`).
     pub fn new(endpoint: &str, name: &str) -> Result<Container, WireError> {
         let endpoint = crate::endpoint(endpoint)?;
-        if name.is_empty() || name.contains('/') {
-            return Err(WireError::Bucket {
-                name: name.to_owned(),
-                reason: "a container is one non-empty path segment".into(),
-            });
-        }
+        crate::one_segment(name, "a container")?;
         Ok(Container {
             endpoint,
             name: name.to_owned(),

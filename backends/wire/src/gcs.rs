@@ -43,12 +43,7 @@ impl Bucket {
     /// The bucket `name` at `endpoint`.
     pub fn new(endpoint: &str, name: &str) -> Result<Bucket, WireError> {
         let base = crate::endpoint(endpoint)?;
-        if name.is_empty() || name.contains('/') {
-            return Err(WireError::Bucket {
-                name: name.to_owned(),
-                reason: "a bucket is one non-empty path segment".into(),
-            });
-        }
+        crate::one_segment(name, "a bucket")?;
         Ok(Bucket {
             base,
             name: name.to_owned(),

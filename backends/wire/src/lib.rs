@@ -118,6 +118,18 @@ fn endpoint(endpoint: &str) -> Result<url::Url, WireError> {
     Ok(url)
 }
 
+/// `name` (of `what`, a container or a bucket) as one non-empty path segment of a URL.
+#[cfg(any(feature = "azure", feature = "gcs"))]
+fn one_segment(name: &str, what: &str) -> Result<(), WireError> {
+    match name.is_empty() || name.contains('/') {
+        true => Err(WireError::Bucket {
+            name: name.to_owned(),
+            reason: format!("{what} is one non-empty path segment"),
+        }),
+        false => Ok(()),
+    }
+}
+
 /// `value` as a header value (our own values always are; a token or SAS given to us may not
 /// be).
 #[cfg(any(feature = "azure", feature = "gcs"))]
