@@ -17,3 +17,4 @@ pub(crate) mod state;
 pub(crate) mod store;
 pub(crate) mod store_check;
 pub(crate) mod ureq_http;
+pub(crate) mod ureq_resolve;

@@ -5,6 +5,7 @@
 
 use crate::driver::http::{Roots, Settings, MAX_BODY};
 use crate::driver::store::BoxFuture;
+use crate::driver::ureq_resolve::Resolve;
 use crate::rt::{HttpClient, HttpFailure};
 use crate::Error;
 use bytes::Bytes;
@@ -50,7 +51,9 @@ impl Ureq {
             .tls_config(tls)
             .proxy(proxy)
             .build();
-        Ok(Ureq(config.new_agent()))
+        let connect = ureq::unversioned::transport::DefaultConnector::default();
+        let agent = ureq::Agent::with_parts(config, connect, Resolve::default());
+        Ok(Ureq(agent))
     }
 
     /// Sends `request` on this thread, ending within `timeout`.

@@ -1,0 +1,100 @@
+//! How the blocking client finds a host's address: an address written in the URI is used as
+//! it is; a name is resolved as ureq's default resolver does.
+//!
+//! ureq resolves the URI before every request, pooled connection or not, and its default
+//! resolver runs the lookup on a thread of its own whenever the request has a time limit
+//! (ours always do), so that a hung DNS server cannot hold the request past it. For an
+//! address such as `127.0.0.1:8333` there is nothing to look up, and that thread (about
+//! 0.1 ms a request here, a third of the driver's whole cost on a fast store) is skipped.
+//!
+//! ureq's resolver trait is in its `unversioned` module, which may change in a minor release:
+//! the crate's `Cargo.toml` pins ureq's minor version for it.
+
+use std::net::{IpAddr, SocketAddr};
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::NextTimeout;
+
+/// ureq's default resolver, but for addresses written in the URI.
+#[derive(Debug, Default)]
+pub(crate) struct Resolve(DefaultResolver);
+
+impl Resolver for Resolve {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        match written_address(uri) {
+            Some(address) => {
+                let mut addresses = self.empty();
+                addresses.push(address);
+                Ok(addresses)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
+/// The socket address `uri` names without a lookup: its host an IP address (IPv6 in
+/// brackets), its port given or the scheme's default.
+fn written_address(uri: &Uri) -> Option<SocketAddr> {
+    let host = uri.host()?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let ip: IpAddr = host.parse().ok()?;
+    let port = match (uri.port_u16(), uri.scheme_str()) {
+        (Some(port), _) => port,
+        (None, Some("http")) => 80,
+        (None, Some("https")) => 443,
+        // Another scheme (a proxy's): left to the default resolver, which knows its ports.
+        (None, _) => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(uri: &str) -> Option<SocketAddr> {
+        written_address(&uri.parse().expect("uri"))
+    }
+
+    #[test]
+    fn an_address_in_the_uri_is_used_as_written() {
+        let v4 = "127.0.0.1:8333".parse().ok();
+        assert_eq!(address("http://127.0.0.1:8333/b/k?x=1"), v4);
+        assert_eq!(address("http://[::1]:10000/a"), "[::1]:10000".parse().ok());
+        assert_eq!(address("https://10.0.0.7/b"), "10.0.0.7:443".parse().ok());
+        assert_eq!(address("http://10.0.0.7/b"), "10.0.0.7:80".parse().ok());
+    }
+
+    #[test]
+    fn a_name_is_left_to_the_lookup() {
+        assert_eq!(address("https://s3.eu-west-1.amazonaws.com/b/k"), None);
+        assert_eq!(address("http://localhost:8333/b/k"), None);
+        assert_eq!(address("socks5://127.0.0.1"), None);
+    }
+
+    #[test]
+    fn both_kinds_resolve() {
+        let config = Config::default();
+        let resolve = |uri: &str| {
+            let uri: Uri = uri.parse().expect("uri");
+            let found = Resolve::default().resolve(&uri, &config, NextTimeout::default());
+            found.map(|a| a.iter().map(|s| s.port()).collect::<Vec<_>>())
+        };
+        assert_eq!(resolve("http://127.0.0.1:8333/b/k").ok(), Some(vec![8333]));
+        // `localhost` through the system's lookup (no packet leaves the machine).
+        let local = resolve("http://localhost:8333/b/k").expect("localhost resolves");
+        assert!(
+            !local.is_empty() && local.iter().all(|p| *p == 8333),
+            "{local:?}"
+        );
+    }
+}
