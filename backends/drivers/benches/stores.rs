@@ -27,17 +27,47 @@ fn median(mut v: Vec<f64>) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
-/// One row pair: the floor and sets3lock, in alternating batches.
+/// The async face of a locker: its own lock beside the blocking one's, cycled on a
+/// current-thread tokio runtime driven from this thread.
+struct AsyncFace {
+    runtime: tokio::runtime::Runtime,
+    locker: sets3lock::Locker,
+}
+
+impl AsyncFace {
+    fn new(url: &str, options: Options) -> AsyncFace {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let locker = runtime
+            .block_on(async { sets3lock::Locker::new(&format!("{url}-async"), options) })
+            .expect("async locker");
+        AsyncFace { runtime, locker }
+    }
+
+    fn cycle(&self) {
+        self.runtime.block_on(async {
+            let held = self.locker.acquire(Wait::No).await.expect("acquire");
+            held.release().await.expect("release");
+        })
+    }
+}
+
+/// One row group: the floor, sets3lock's blocking face and its async face, in alternating
+/// batches.
 fn side_by_side(
     name: &str,
     cycles: usize,
     mut floor: impl FnMut(u64),
     locker: &Locker,
+    face: &AsyncFace,
     floor_requests: u64,
 ) {
     floor(0); // warm the connection
-    let (mut f, mut l) = (Vec::new(), Vec::new());
-    let _ = locker.acquire(Wait::No).and_then(|h| h.release()); // and the locker's
+    let (mut f, mut l, mut a) = (Vec::new(), Vec::new(), Vec::new());
+    let _ = locker.acquire(Wait::No).and_then(|h| h.release()); // and the lockers'
+    face.cycle();
     let before = locker.requests();
     for batch in 0..10u64 {
         for i in 0..cycles / 10 {
@@ -51,12 +81,25 @@ fn side_by_side(
             held.release().expect("release");
             l.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        for _ in 0..cycles / 10 {
+            let t = Instant::now();
+            face.cycle();
+            a.push(t.elapsed().as_secs_f64() * 1e3);
+        }
     }
     let per_cycle = (locker.requests() - before) as f64 / l.len() as f64;
-    let ((fm, fp), (lm, lp)) = (median(f), median(l));
+    let ((fm, fp), (lm, lp), (am, ap)) = (median(f), median(l), median(a));
     println!("| {name}: floor by hand | {fm:.2} | {fp:.2} | {floor_requests} |");
     println!("| {name}: sets3lock blocking driver | {lm:.2} | {lp:.2} | {per_cycle:.2} |");
-    println!("| {name}: ratio (median) | {:.2}x | | |", lm / fm);
+    println!(
+        "| {name}: ratio (blocking / floor, median) | {:.2}x | | |",
+        lm / fm
+    );
+    println!("| {name}: sets3lock async driver (tokio, current thread) | {am:.2} | {ap:.2} | {floor_requests} |");
+    println!(
+        "| {name}: ratio (async / floor, median) | {:.2}x | | |",
+        am / fm
+    );
 }
 
 fn azure_floor<'a>(
@@ -181,6 +224,7 @@ fn main() {
         options.lock.fenced = fenced;
         let mode = if fenced { "fenced" } else { "presence" };
         let url = format!("az://{container}/bench/{run}/{mode}");
+        let face = AsyncFace::new(&url, options.clone());
         let locker = Locker::new(&url, options).expect("locker");
         let floor_requests = if fenced { 3 } else { 2 };
         side_by_side(
@@ -188,6 +232,7 @@ fn main() {
             cycles,
             azure_floor(&client, &base, &sas, fenced, &run),
             &locker,
+            &face,
             floor_requests,
         );
     }
@@ -248,13 +293,15 @@ fn main() {
     println!(
         "| fake-gcs-server, fenced: the store alone (Client::send x3) | {m:.2} | {p:.2} | 3 |"
     );
-    let locker =
-        Locker::new(&format!("gs://{bucket}/bench/{run}/fenced"), options).expect("locker");
+    let url = format!("gs://{bucket}/bench/{run}/fenced");
+    let face = AsyncFace::new(&url, options.clone());
+    let locker = Locker::new(&url, options).expect("locker");
     side_by_side(
         "fake-gcs-server, fenced",
         cycles,
         gcs_floor(&client, &endpoint, &bucket, &run),
         &locker,
+        &face,
         3,
     );
 }

@@ -12,6 +12,7 @@ use crate::driver::clock::{nap_until, Stamp};
 use crate::driver::http::Io;
 use crate::driver::mode::{sealed::Waiting, Mode};
 use crate::driver::state::{Shared, Snapshot, Standing};
+use crate::driver::threads;
 use crate::driver::ureq_http::Ureq;
 use crate::{Error, Loss};
 use core::future::Future;
@@ -36,6 +37,8 @@ impl Waiting for Blocking {
     type Hub = Blocking;
     #[cfg(not(feature = "tokio"))]
     const HUB: bool = false;
+    // The caller's thread is blocked until the acquisition ends: it drives it.
+    const DRIVE_HERE: bool = true;
 
     async fn wait(
         shared: &Shared,
@@ -75,14 +78,11 @@ impl Waiting for Blocking {
     }
 
     fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
-        std::thread::Builder::new()
-            .name("sets3lock".into())
-            .spawn(move || block_on(driver))
-            .map(drop)
-            .map_err(|source| Error::Thread {
-                name: "lock driver",
-                source,
-            })
+        // On a thread of its own: a waiting one if a driver has just finished, else a new one.
+        threads::start(Box::pin(driver), block_on).map_err(|source| Error::Thread {
+            name: "lock driver",
+            source,
+        })
     }
 
     #[cfg(feature = "tokio")]

@@ -3,7 +3,7 @@
 use crate::api::held::{Claim, Held};
 use crate::api::open::open_store;
 use crate::driver::clock::Stamp;
-use crate::driver::engine::{driver, Engine, Start};
+use crate::driver::engine::{launch, Engine, Start};
 use crate::driver::mode::Mode;
 use crate::driver::state::Drivers;
 use crate::driver::store::{Sender, Store};
@@ -100,7 +100,7 @@ impl<M: Mode> Locker<M> {
     /// removes any write of ours that lands).
     pub(crate) async fn acquire_as(&self, wait: Wait) -> Result<Held<M>, Error> {
         let wait = self.check_store(wait).await?;
-        let claim = self.start(wait)?;
+        let claim = self.start(wait).await?;
         self.acquired(claim).await
     }
 
@@ -112,7 +112,7 @@ impl<M: Mode> Locker<M> {
         work: impl AsyncFnOnce(&Held<M>) -> T,
     ) -> Result<(T, ReleaseOutcome), Error> {
         let wait = self.check_store(wait).await?;
-        let claim = self.start(wait)?;
+        let claim = self.start(wait).await?;
         let shared = claim.shared().clone();
         let result = match self.acquired(claim).await {
             Ok(held) => {
@@ -143,7 +143,9 @@ impl<M: Mode> Locker<M> {
         let mut options = self.options.clone();
         options.lock.fenced = handle.token.is_some();
         check_store(self.store.as_ref(), self.url.key(), &options, Wait::Forever).await?;
-        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Hold))?;
+        let claim = self
+            .begin(Start::Adopt(handle.clone(), Resume::Hold))
+            .await?;
         let lock = sets3lock_proto::Config {
             lease: handle.lease,
             ..self.options.lock.clone()
@@ -166,7 +168,9 @@ impl<M: Mode> Locker<M> {
     /// Releases the hold `handle` names.
     pub(crate) async fn release_handle_as(&self, handle: &Handle) -> Result<ReleaseOutcome, Error> {
         self.check_handle(handle)?;
-        let claim = self.begin(Start::Adopt(handle.clone(), Resume::Release))?;
+        let claim = self
+            .begin(Start::Adopt(handle.clone(), Resume::Release))
+            .await?;
         let shared = claim.shared().clone();
         let ended = |s: &crate::driver::state::Snapshot| {
             matches!(s.standing, crate::driver::state::Standing::Ended { .. })
@@ -187,12 +191,14 @@ impl<M: Mode> Locker<M> {
     }
 
     /// Starts a driver acquiring the lock; dropping the claim cancels it.
-    fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
-        self.begin(Start::Acquire(wait))
+    async fn start(&self, wait: Wait) -> Result<Claim<M>, Error> {
+        self.begin(Start::Acquire(wait)).await
     }
 
     /// Starts a driver doing what `start` says; dropping the claim cancels it (or releases).
-    fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
+    /// In the blocking mode the acquisition (or adoption) is driven on this thread, and is
+    /// decided when this returns (see `engine::launch`).
+    async fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
         let mut engine = Engine::starting(
             self.store.clone(),
             self.url.clone(),
@@ -203,9 +209,12 @@ impl<M: Mode> Locker<M> {
         )?;
         engine.remember_tokens(self.tokens.clone());
         let shared = engine.shared().clone();
-        M::spawn(driver::<M>(engine))?;
         self.drivers.track(shared.clone());
-        Ok(Claim::new(shared))
+        // Made first: a panic while the acquisition is driven here drops it, which asks for
+        // the release and waits out the driver as any abandoned acquisition does.
+        let claim = Claim::new(shared);
+        launch::<M>(engine).await?;
+        Ok(claim)
     }
 
     /// The acquisition's outcome: a handle, or why not.

@@ -4,7 +4,7 @@ use crate::driver::clock::Stamp;
 use crate::driver::http::time_limit;
 use crate::driver::meter::Meter;
 use crate::driver::mode::Mode;
-use crate::driver::state::{FinishOnDrop, Shared};
+use crate::driver::state::{FinishOnDrop, Shared, Snapshot};
 use crate::driver::store::Store;
 use crate::{Error, Observation, Options};
 use core::time::Duration;
@@ -280,37 +280,84 @@ pub(crate) fn driver<M: Mode>(
     engine: Engine,
 ) -> impl core::future::Future<Output = ()> + Send + 'static {
     let finish = FinishOnDrop::new(engine.shared.clone());
+    finish_driving::<M>(engine, finish)
+}
+
+/// Starts `engine`'s driver. A mode that may drive here (the blocking mode) runs the loop on
+/// this thread while the lock is being acquired (or adopted), since the caller waits for that
+/// anyway, and hands what is left, if anything, to a thread of its own; any other mode spawns
+/// the whole loop at once. Returns once the driver is started, or has finished.
+pub(crate) async fn launch<M: Mode>(mut engine: Engine) -> Result<(), Error> {
+    let finish = FinishOnDrop::new(engine.shared.clone());
+    if M::DRIVE_HERE {
+        #[cfg(feature = "tracing")]
+        let span = span(&engine);
+        let here = drive_until_decided::<M>(&mut engine);
+        #[cfg(feature = "tracing")]
+        let here = tracing::Instrument::instrument(here, span);
+        if !here.await {
+            // Finished here: nothing is left in flight.
+            return Ok(());
+        }
+    }
+    M::spawn(finish_driving::<M>(engine, finish))
+}
+
+/// The rest of `engine`'s loop, to its end; `finish` marks it finished however it ends.
+fn finish_driving<M: Mode>(
+    engine: Engine,
+    finish: FinishOnDrop,
+) -> impl core::future::Future<Output = ()> + Send + 'static {
     #[cfg(feature = "tracing")]
-    let span = tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.url);
+    let span = span(&engine);
     let run = async move {
         let _finish = finish;
-        drive::<M>(engine).await;
+        let mut engine = engine;
+        while step::<M>(&mut engine).await {}
     };
     #[cfg(feature = "tracing")]
     let run = tracing::Instrument::instrument(run, span);
     run
 }
 
-/// The driver loop, the same for both modes: sends what the core asks and feeds back the
-/// replies, publishes the core's events, and waits (the mode's way) for the core's next timer
-/// or the handle's release. Ends when the core is idle: cleanups of late writes included.
-async fn drive<M: Mode>(mut engine: Engine) {
+/// The span a driver runs in, named after its lock.
+#[cfg(feature = "tracing")]
+fn span(engine: &Engine) -> tracing::Span {
+    tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.url)
+}
+
+/// Runs `engine`'s loop until the acquisition is decided (held, or ended), as its events
+/// show once published. Returns whether the core has more to do; `false` once it is idle.
+async fn drive_until_decided<M: Mode>(engine: &mut Engine) -> bool {
     loop {
-        match engine.next() {
-            Next::Send(sending) => {
-                let response = engine.send(&sending).await;
-                engine.answer(sending, response);
-            }
-            Next::Wait { until, for_release } => {
-                let done = move |s: &crate::driver::state::Snapshot| {
-                    for_release && (s.release_asked || s.detach_asked)
-                };
-                let seen = M::wait(&engine.shared, done, until).await;
-                engine.woke(seen.release_asked, seen.detach_asked);
-            }
-            Next::Stop => return,
+        engine.publish();
+        if engine.shared.is_decided() {
+            return true;
+        }
+        if !step::<M>(engine).await {
+            return false;
         }
     }
+}
+
+/// One turn of the driver loop, the same for every mode: sends what the core asks and feeds
+/// back the reply, publishes the core's events, or waits (the mode's way) for the core's next
+/// timer or the handle's release. Returns `false` once the core is idle: cleanups of late
+/// writes included.
+async fn step<M: Mode>(engine: &mut Engine) -> bool {
+    match engine.next() {
+        Next::Send(sending) => {
+            let response = engine.send(&sending).await;
+            engine.answer(sending, response);
+        }
+        Next::Wait { until, for_release } => {
+            let done = move |s: &Snapshot| for_release && (s.release_asked || s.detach_asked);
+            let seen = M::wait(&engine.shared, done, until).await;
+            engine.woke(seen.release_asked, seen.detach_asked);
+        }
+        Next::Stop => return false,
+    }
+    true
 }
 
 /// This machine's name, for the lock record.

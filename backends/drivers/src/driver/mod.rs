@@ -16,5 +16,6 @@ pub(crate) mod signal;
 pub(crate) mod state;
 pub(crate) mod store;
 pub(crate) mod store_check;
+pub(crate) mod threads;
 pub(crate) mod ureq_http;
 pub(crate) mod ureq_resolve;
