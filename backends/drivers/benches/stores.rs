@@ -68,7 +68,7 @@ fn side_by_side(
     let (mut f, mut l, mut a) = (Vec::new(), Vec::new(), Vec::new());
     let _ = locker.acquire(Wait::No).and_then(|h| h.release()); // and the lockers'
     face.cycle();
-    let before = locker.requests();
+    let (before, async_before) = (locker.requests(), face.locker.requests());
     for batch in 0..10u64 {
         for i in 0..cycles / 10 {
             let t = Instant::now();
@@ -88,6 +88,7 @@ fn side_by_side(
         }
     }
     let per_cycle = (locker.requests() - before) as f64 / l.len() as f64;
+    let async_per_cycle = (face.locker.requests() - async_before) as f64 / a.len() as f64;
     let ((fm, fp), (lm, lp), (am, ap)) = (median(f), median(l), median(a));
     println!("| {name}: floor by hand | {fm:.2} | {fp:.2} | {floor_requests} |");
     println!("| {name}: sets3lock blocking driver | {lm:.2} | {lp:.2} | {per_cycle:.2} |");
@@ -95,7 +96,7 @@ fn side_by_side(
         "| {name}: ratio (blocking / floor, median) | {:.2}x | | |",
         lm / fm
     );
-    println!("| {name}: sets3lock async driver (tokio, current thread) | {am:.2} | {ap:.2} | {floor_requests} |");
+    println!("| {name}: sets3lock async driver (tokio, current thread) | {am:.2} | {ap:.2} | {async_per_cycle:.2} |");
     println!(
         "| {name}: ratio (async / floor, median) | {:.2}x | | |",
         am / fm

@@ -1,8 +1,12 @@
-//! The blocking driver: each lock is driven by a thread; the handle's methods block.
+//! The blocking driver: the handle's methods block, and each held lock is driven by a thread.
 //!
-//! The thread ends by itself once nothing of ours is left in flight. Dropping a handle
-//! releases the lock before the drop returns; [`Locker::with_lock`] also waits out a cleanup
-//! of writes that landed late, which a process about to exit should not leave behind.
+//! An acquisition is driven on the thread that asked for it, which waits for it anyway; once
+//! the lock is held (or an acquisition that ended has a late write to clean up), a thread of
+//! its own takes over, found before the first request. That thread is done once nothing of
+//! ours is left in flight; it then waits up to 10 s for the next lock to drive rather than
+//! ending at once (up to 16 such threads wait). Dropping a
+//! handle releases the lock before the drop returns; [`Locker::with_lock`] also waits out a
+//! cleanup of writes that landed late, which a process about to exit should not leave behind.
 
 // The driver and the handle run the same async code as the tokio driver: this mode's futures
 // do their waiting inside `poll` (blocking HTTP, a condition variable), so `block_on` runs
@@ -79,7 +83,7 @@ impl Waiting for Blocking {
 
     fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
         // On a thread of its own: a waiting one if a driver has just finished, else a new one.
-        threads::start(Box::pin(driver), block_on).map_err(|source| Error::Thread {
+        threads::start(Box::pin(driver)).map_err(|source| Error::Thread {
             name: "lock driver",
             source,
         })
@@ -164,7 +168,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// ```
 pub type Locker = crate::generic::Locker<Blocking>;
 
-/// A held lock. Renewed on a background thread; released by
+/// A held lock. Renewed on a thread of its own; released by
 /// [`release`](crate::generic::Held::release), or on drop (which blocks until the release is done).
 pub type Held = crate::generic::Held<Blocking>;
 

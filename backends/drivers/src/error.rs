@@ -66,7 +66,8 @@ pub enum Error {
         /// What the operating system said.
         reason: String,
     },
-    /// A background thread could not be started.
+    /// A background thread could not be started. An acquisition that fails this way has
+    /// written nothing: its driver's thread is found (or started) before its first request.
     #[error("could not start the {name} thread ({source}): the process may be at its thread or memory limit")]
     Thread {
         /// Which thread.
@@ -224,7 +225,9 @@ pub enum Error {
         /// What the store's ETags look like.
         why: &'static str,
     },
-    /// The background driver stopped (its runtime shut down, or it panicked).
+    /// The background driver stopped (its runtime shut down, or it panicked). In the
+    /// blocking mode an acquisition is driven on the caller's thread, so a panic there (in a
+    /// store of your own) unwinds to the caller instead.
     #[error("the lock's background driver stopped; the lock expires after its lease")]
     DriverGone,
 }

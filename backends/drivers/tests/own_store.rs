@@ -251,3 +251,116 @@ fn the_store_check_removes_its_probe_or_says_it_is_left() {
         }
     }
 }
+
+/// The threads each request of `options`' lockers was sent from, in order.
+fn sent_from(options: &mut Options) -> Arc<Mutex<Vec<std::thread::ThreadId>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    options.observer = Some(sets3lock::Observer::new(move |o| {
+        if let sets3lock::Observation::Sending(_) = o {
+            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+            log.push(std::thread::current().id());
+        }
+    }));
+    seen
+}
+
+#[test]
+fn a_blocking_acquisition_is_driven_on_the_callers_thread_and_one_that_is_refused_leaves_no_driver()
+{
+    let _one_at_a_time = serial();
+    assert_eq!(drivers_settle_to(0), 0, "drivers left by another test");
+    let store = InProcess::new(Dialect::S3);
+    let url = LockUrl::new("bucket", "locks/here").expect("url");
+    let mut options = options();
+    let seen = sent_from(&mut options);
+    let take = |seen: &Mutex<Vec<_>>| std::mem::take(&mut *seen.lock().expect("log"));
+    let holder =
+        sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options.clone())
+            .expect("locker");
+    let waiter = sets3lock::blocking::Locker::with_store(store, url, options).expect("locker");
+    let here = std::thread::current().id();
+    let held = holder.acquire(Wait::No).expect("acquire");
+    let acquiring = take(&seen);
+    assert!(!acquiring.is_empty(), "no request seen");
+    assert!(
+        acquiring.iter().all(|t| *t == here),
+        "the acquisition's requests were sent from another thread: {acquiring:?}"
+    );
+    // Refused, on this thread, with nothing left to do: no driver is handed on.
+    assert!(matches!(
+        waiter.acquire(Wait::No),
+        Err(sets3lock::Error::Busy { .. })
+    ));
+    assert_eq!(
+        sets3lock::drivers_running(),
+        1,
+        "a refused acquisition left a driver running"
+    );
+    assert!(take(&seen).iter().all(|t| *t == here));
+    // Renewals come from the hold's own thread (the first at a third of the 3 s lease).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let renewal = loop {
+        let renewals = take(&seen);
+        if let Some(t) = renewals.first() {
+            break *t;
+        }
+        assert!(std::time::Instant::now() < deadline, "no renewal in 5 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(renewal, here, "a renewal was sent from the caller's thread");
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    assert_eq!(drivers_settle_to(0), 0, "no driver after the release");
+}
+
+/// A store that panics when asked to create the lock object.
+#[derive(Debug)]
+struct PanicsOnCreate(Arc<InProcess>);
+
+impl Store for PanicsOnCreate {
+    fn send<'a>(
+        &'a self,
+        key: &'a str,
+        intent: &'a Intent,
+        limit: Duration,
+    ) -> BoxFuture<'a, Response> {
+        assert!(
+            !matches!(intent, Intent::PutIfNoneMatch { .. }),
+            "a store of one's own that panics"
+        );
+        self.0.send(key, intent, limit)
+    }
+
+    fn discard<'a>(&'a self, key: &'a str, limit: Duration) -> BoxFuture<'a, ()> {
+        self.0.discard(key, limit)
+    }
+
+    fn id(&self) -> &StoreId {
+        self.0.id()
+    }
+}
+
+#[test]
+fn a_store_that_panics_during_a_blocking_acquisition_panics_the_caller_and_leaves_no_driver() {
+    let _one_at_a_time = serial();
+    assert_eq!(drivers_settle_to(0), 0, "drivers left by another test");
+    let store = Arc::new(PanicsOnCreate(InProcess::new(Dialect::S3)));
+    let url = LockUrl::new("bucket", "locks/panics").expect("url");
+    let mut options = options();
+    options.store_check = StoreCheck::Off;
+    let locker = sets3lock::blocking::Locker::with_store(store, url, options).expect("locker");
+    // On a thread of its own, so that a hang (a drop waiting for a driver that is gone) fails
+    // the test within 10 s instead of hanging it.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            locker.acquire(Wait::No).map(drop)
+        }));
+        let _ = done.send(outcome.is_err());
+    });
+    let panicked = finished
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the acquisition ended within 10 s");
+    assert!(panicked, "the store's panic did not reach the caller");
+    assert_eq!(drivers_settle_to(0), 0, "a driver was left running");
+}

@@ -5,8 +5,8 @@ use bytes::Bytes;
 use core::time::Duration;
 use serde_json::{json, Map, Value};
 use sets3lock_proto::{
-    Ambiguity, Config, ETag, Event, Fence, Holder, Intent, IntentKind, LockState, OwnerId, Record,
-    Response, Wait,
+    Ambiguity, Config, ETag, Error, Event, Fence, HoldEnded, Holder, Intent, IntentKind, LockState,
+    LostReason, NotAcquired, OwnerId, Record, Response, Scheme, Setback, Wait,
 };
 
 /// A body: its text when it is UTF-8, else base64 under `body_base64`.
@@ -121,7 +121,7 @@ pub(super) fn response(r: &Response) -> Value {
         Response::Absent => json!({ "type": "Absent" }),
         Response::Conflict { code } => json!({ "type": "Conflict", "code": code }),
         Response::Ambiguous(a) => json!({ "type": "Ambiguous", "ambiguity": ambiguity(a) }),
-        Response::Refused(e) => json!({ "type": "Refused", "error": variant(e) }),
+        Response::Refused(e) => json!({ "type": "Refused", "error": error(e) }),
     }
 }
 
@@ -288,17 +288,111 @@ pub(super) fn event(e: &Event) -> Value {
             "etag": etag.as_str(),
             "stale_at_ns": ns(stale_at),
         }),
-        Event::NotAcquired { reason } => json!({ "type": name, "reason": variant(reason) }),
+        Event::NotAcquired { reason } => json!({ "type": name, "reason": not_acquired(reason) }),
         Event::Renewed { etag, valid_until } => json!({
             "type": name,
             "etag": etag.as_str(),
             "valid_until_ns": ns(valid_until),
         }),
-        Event::RenewalDelayed { setback } => json!({ "type": name, "setback": variant(setback) }),
-        Event::Lost { reason } => json!({ "type": name, "reason": variant(reason) }),
+        Event::RenewalDelayed { setback: b } => json!({ "type": name, "setback": setback(b) }),
+        Event::Lost { reason } => json!({ "type": name, "reason": lost(reason) }),
         Event::Released { outcome } => json!({ "type": name, "outcome": variant(outcome) }),
-        Event::Failed { error } => json!({ "type": name, "error": variant(error) }),
+        Event::Failed { error: e } => json!({ "type": name, "error": error(e) }),
         _ => json!({ "type": name }),
+    }
+}
+
+/// Why an acquisition ended without the lock.
+fn not_acquired(r: &NotAcquired) -> Value {
+    match r {
+        NotAcquired::Busy { holder: h, etag } => {
+            json!({ "type": "Busy", "holder": holder(h), "etag": etag.as_str() })
+        }
+        NotAcquired::TimedOut { holder: h } => {
+            json!({ "type": "TimedOut", "holder": h.as_ref().map(holder) })
+        }
+        NotAcquired::Ended { ended } => json!({ "type": "Ended", "ended": hold_ended(ended) }),
+        NotAcquired::InUse { holder: h, etag } => {
+            json!({ "type": "InUse", "holder": holder(h), "etag": etag.as_str() })
+        }
+        other => json!({ "type": variant(other) }),
+    }
+}
+
+/// What became of a hold a handle names.
+fn hold_ended(e: &HoldEnded) -> Value {
+    match e {
+        HoldEnded::TakenOver { holder: h } => json!({ "type": "TakenOver", "holder": holder(h) }),
+        HoldEnded::Gone => json!({ "type": "Gone" }),
+        HoldEnded::Released { holder: h } => json!({ "type": "Released", "holder": holder(h) }),
+        HoldEnded::Expired { age, lease } => {
+            json!({ "type": "Expired", "age_ms": ms(*age), "lease_ms": ms(*lease) })
+        }
+        other => json!({ "type": variant(other) }),
+    }
+}
+
+/// How a hold was lost.
+fn lost(r: &LostReason) -> Value {
+    match r {
+        LostReason::Overwritten { holder: h } => {
+            json!({ "type": "Overwritten", "holder": h.as_ref().map(holder) })
+        }
+        LostReason::Deleted => json!({ "type": "Deleted" }),
+        other => json!({ "type": variant(other) }),
+    }
+}
+
+/// What held a renewal up.
+fn setback(b: &Setback) -> Value {
+    match b {
+        Setback::Conflict { code } => json!({ "type": "Conflict", "code": code }),
+        Setback::Ambiguous(a) => json!({ "type": "Ambiguous", "ambiguity": ambiguity(a) }),
+        Setback::Refused(e) => json!({ "type": "Refused", "error": error(e) }),
+        Setback::LostRace => json!({ "type": "LostRace" }),
+        Setback::Incoherent { etag } => json!({ "type": "Incoherent", "etag": etag.as_str() }),
+        other => json!({ "type": variant(other) }),
+    }
+}
+
+/// A refusal or a failure: its kind and the facts of the reply (the request kind, the status,
+/// the store's error code, the store), never prose (the store's message, this project's hints).
+fn error(e: &Error) -> Value {
+    let store = |s: &Scheme| match s {
+        Scheme::S3 => "s3",
+        Scheme::Azure => "azure",
+        Scheme::Gcs => "gcs",
+        _ => "other",
+    };
+    let name = variant(e);
+    match e {
+        Error::NoSuchBucket { .. } => json!({ "type": name }),
+        Error::ConditionalUnsupported {
+            op, status, code, ..
+        }
+        | Error::Clock {
+            op, status, code, ..
+        }
+        | Error::Refused {
+            op, status, code, ..
+        } => json!({ "type": name, "op": kind(*op), "status": status, "code": code }),
+        Error::MissingETag { op, status } => {
+            json!({ "type": name, "op": kind(*op), "status": status })
+        }
+        Error::MissingContainer { store: s, code, .. } => {
+            json!({ "type": name, "store": store(s), "code": code })
+        }
+        Error::MissingVersion {
+            store: s,
+            op,
+            status,
+        } => {
+            json!({ "type": name, "store": store(s), "op": kind(*op), "status": status })
+        }
+        Error::GaveUp { attempts, last } => {
+            json!({ "type": name, "attempts": attempts, "last": setback(last) })
+        }
+        other => json!({ "type": variant(other) }),
     }
 }
 

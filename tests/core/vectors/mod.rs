@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use sets3lock_mock::{Exit, Fault, Input, ProcessPlan, Round, Sim, SimConfig, Start, Step, Tape};
 use sets3lock_proto::reply::{azure, gcs, s3};
 use sets3lock_proto::{
-    Fence, Holder, Instant, IntentKind, Lock, LockState, OwnerId, Record, RequestId, Response, Wait,
+    CommandError, Config, Fence, Holder, Instant, IntentKind, Lock, LockState, OwnerId, Record,
+    RequestId, Response, Wait,
 };
 use std::path::PathBuf;
 
@@ -450,19 +451,93 @@ fn step(s: &Step) -> Value {
         .map(|r| json!({ "id": r.id.as_u64(), "intent": json::intent(&r.intent) }))
         .collect();
     let events: Vec<Value> = s.events.iter().map(json::event).collect();
-    json!({
+    let mut step = json!({
         "at_ns": s.at.as_nanos(),
         "input": input,
         "args": fields,
         "requests": requests,
         "events": events,
         "timeout_ns": s.timeout.map(Instant::as_nanos),
-    })
+    });
+    if matches!(s.input, Input::Acquire { .. } | Input::Release) {
+        // The command's refusal by name (`Busy`, `NotHeld`), or null when it was taken.
+        step["refused"] = s.refused.as_ref().map(json::variant).into();
+    }
+    step
+}
+
+/// A scenario no simulation makes, taped by hand: the commands a core refuses (a release
+/// with nothing to release, an acquisition while one is under way), around one plain hold.
+fn refused_commands() -> (&'static str, Vec<Tape>) {
+    let config = Config {
+        host: "vectors".into(),
+        pid: 1,
+        ..Config::default()
+    };
+    let seed = [7u8; 32];
+    let mut lock = Lock::new(config.clone(), seed).expect("config");
+    let mut steps: Vec<Step> = Vec::new();
+    let ms = |n: u64| Instant::from_nanos(n * 1_000_000);
+    let mut tape = |lock: &mut Lock, at: Instant, input: Input, refused: Option<CommandError>| {
+        let requests = std::iter::from_fn(|| lock.poll_request()).collect::<Vec<_>>();
+        let events = std::iter::from_fn(|| lock.poll_event()).collect();
+        let timeout = lock.poll_timeout();
+        steps.push(Step {
+            at,
+            input,
+            requests: requests.clone(),
+            events,
+            timeout,
+            refused,
+        });
+        requests
+    };
+    let refused = lock.release(ms(0)).err();
+    tape(&mut lock, ms(0), Input::Release, refused);
+    let (unix_ms, wait) = (1_733_000_000_000, Wait::Forever);
+    let refused = lock.acquire(ms(1), unix_ms, wait).err();
+    let put = tape(&mut lock, ms(1), Input::Acquire { unix_ms, wait }, refused);
+    let refused = lock.acquire(ms(2), unix_ms, wait).err();
+    tape(&mut lock, ms(2), Input::Acquire { unix_ms, wait }, refused);
+    let written = Response::Written {
+        etag: sets3lock_proto::ETag::parse("\"e1\"").expect("an ETag"),
+    };
+    let id = put.first().expect("the acquisition's write").id;
+    lock.handle_response(id, written.clone(), ms(5));
+    let input = Input::Response {
+        id,
+        response: written,
+    };
+    tape(&mut lock, ms(5), input, None);
+    let refused = lock.release(ms(10)).err();
+    let delete = tape(&mut lock, ms(10), Input::Release, refused);
+    let id = delete.first().expect("the release's delete").id;
+    lock.handle_response(id, Response::Deleted, ms(12));
+    let input = Input::Response {
+        id,
+        response: Response::Deleted,
+    };
+    tape(&mut lock, ms(12), input, None);
+    let refused = lock.release(ms(13)).err();
+    tape(&mut lock, ms(13), Input::Release, refused);
+    let taped = Tape {
+        process: 0,
+        slot: 0,
+        config,
+        seed,
+        steps,
+    };
+    let refusals = taped.steps.iter().filter(|s| s.refused.is_some()).count();
+    assert_eq!(refusals, 3, "the core took a command it should refuse");
+    (
+        "commands the core refuses: a release before any hold, an acquisition during one, a second release",
+        vec![taped],
+    )
 }
 
 fn scenario_vectors() -> Value {
     let mut scenarios = Vec::new();
-    for (name, tapes) in simulations() {
+    for (name, tapes) in simulations().into_iter().chain([refused_commands()]) {
         for tape in tapes
             .iter()
             .filter(|t| t.replayable() && !t.steps.is_empty())
@@ -584,14 +659,20 @@ fn every_scenario_replays_through_the_core() {
         {
             let now = Instant::from_nanos(s["at_ns"].as_u64().expect("at_ns"));
             let args = &s["args"];
+            let refusal = |result: Result<(), CommandError>| {
+                let refused = result.err().as_ref().map(json::variant);
+                assert_eq!(
+                    Value::from(refused),
+                    s["refused"],
+                    "{name}: step {i}: the command's refusal"
+                );
+            };
             match s["input"].as_str().expect("input") {
                 "acquire" => {
                     let unix_ms = args["unix_ms"].as_u64().expect("unix_ms");
-                    let _ = lock.acquire(now, unix_ms, json::wait_of(&args["wait"]));
+                    refusal(lock.acquire(now, unix_ms, json::wait_of(&args["wait"])));
                 }
-                "release" => {
-                    let _ = lock.release(now);
-                }
+                "release" => refusal(lock.release(now)),
                 "response" => {
                     let id = RequestId::from_u64(args["id"].as_u64().expect("id"));
                     lock.handle_response(id, json::response_of(&args["response"]), now);

@@ -210,8 +210,9 @@ impl<M: Mode> Locker<M> {
         engine.remember_tokens(self.tokens.clone());
         let shared = engine.shared().clone();
         self.drivers.track(shared.clone());
-        // Made first: a panic while the acquisition is driven here drops it, which asks for
-        // the release and waits out the driver as any abandoned acquisition does.
+        // Made first, so that however `launch` ends (an error, or a panic while the
+        // acquisition is driven on this thread) the claim is dropped after the driver's
+        // state is marked finished: its drop then returns at once.
         let claim = Claim::new(shared);
         launch::<M>(engine).await?;
         Ok(claim)

@@ -280,59 +280,92 @@ pub(crate) fn driver<M: Mode>(
     engine: Engine,
 ) -> impl core::future::Future<Output = ()> + Send + 'static {
     let finish = FinishOnDrop::new(engine.shared.clone());
-    finish_driving::<M>(engine, finish)
+    let span = span(&engine);
+    finish_driving::<M>(engine, finish, span)
 }
 
-/// Starts `engine`'s driver. A mode that may drive here (the blocking mode) runs the loop on
-/// this thread while the lock is being acquired (or adopted), since the caller waits for that
-/// anyway, and hands what is left, if anything, to a thread of its own; any other mode spawns
-/// the whole loop at once. Returns once the driver is started, or has finished.
+/// Starts `engine`'s driver, and returns once it is started, or has finished.
+///
+/// Most modes spawn the whole loop. A mode that drives here (the blocking mode, whose caller
+/// waits for the acquisition anyway) runs the loop on this thread until the acquisition (or
+/// adoption) is decided, then hands what is left, if the core is not idle, to one of its
+/// driver threads (`threads.rs`). That thread is reserved before the first request: once the
+/// lock may be ours, handing it on cannot fail and leave it with nobody to renew or release
+/// it. A thread that cannot be reserved is an error before anything is written.
 pub(crate) async fn launch<M: Mode>(mut engine: Engine) -> Result<(), Error> {
     let finish = FinishOnDrop::new(engine.shared.clone());
-    if M::DRIVE_HERE {
-        #[cfg(feature = "tracing")]
-        let span = span(&engine);
-        let here = drive_until_decided::<M>(&mut engine);
-        #[cfg(feature = "tracing")]
-        let here = tracing::Instrument::instrument(here, span);
-        if !here.await {
-            // Finished here: nothing is left in flight.
-            return Ok(());
-        }
+    let span = span(&engine);
+    if !M::DRIVE_HERE {
+        return M::spawn(finish_driving::<M>(engine, finish, span));
     }
-    M::spawn(finish_driving::<M>(engine, finish))
+    let thread = crate::driver::threads::reserve().map_err(|source| Error::Thread {
+        name: "lock driver",
+        source,
+    })?;
+    if in_span(drive_until_decided::<M>(&mut engine), &span).await {
+        thread.run(Box::pin(finish_driving::<M>(engine, finish, span)));
+    }
+    // Else the core is idle: nothing is left in flight, the reserved thread is free again,
+    // and `finish` marks the driver finished as it drops.
+    Ok(())
 }
 
 /// The rest of `engine`'s loop, to its end; `finish` marks it finished however it ends.
 fn finish_driving<M: Mode>(
     engine: Engine,
     finish: FinishOnDrop,
+    span: Span,
 ) -> impl core::future::Future<Output = ()> + Send + 'static {
-    #[cfg(feature = "tracing")]
-    let span = span(&engine);
     let run = async move {
         let _finish = finish;
         let mut engine = engine;
         while step::<M>(&mut engine).await {}
     };
-    #[cfg(feature = "tracing")]
-    let run = tracing::Instrument::instrument(run, span);
-    run
+    in_span(run, &span)
 }
 
-/// The span a driver runs in, named after its lock.
+/// The span a driver runs in with the `tracing` feature: one per lock, named after it, entered
+/// wherever its loop runs.
 #[cfg(feature = "tracing")]
-fn span(engine: &Engine) -> tracing::Span {
+type Span = tracing::Span;
+#[cfg(not(feature = "tracing"))]
+type Span = NoSpan;
+
+/// Without the `tracing` feature, no span.
+#[cfg(not(feature = "tracing"))]
+struct NoSpan;
+
+#[cfg(feature = "tracing")]
+fn span(engine: &Engine) -> Span {
     tracing::info_span!(target: "sets3lock", "sets3lock", lock = %engine.url)
 }
 
+#[cfg(not(feature = "tracing"))]
+fn span(_: &Engine) -> Span {
+    NoSpan
+}
+
+/// `run`, in `span`.
+fn in_span<F: core::future::Future>(
+    run: F,
+    span: &Span,
+) -> impl core::future::Future<Output = F::Output> {
+    #[cfg(feature = "tracing")]
+    let run = tracing::Instrument::instrument(run, span.clone());
+    #[cfg(not(feature = "tracing"))]
+    let _ = span;
+    run
+}
+
 /// Runs `engine`'s loop until the acquisition is decided (held, or ended), as its events
-/// show once published. Returns whether the core has more to do; `false` once it is idle.
+/// show once published. Returns whether the core has more to do then; `false` once it is idle
+/// (an acquisition that ended with nothing of ours left in the store, or a release by handle
+/// that is done).
 async fn drive_until_decided<M: Mode>(engine: &mut Engine) -> bool {
     loop {
         engine.publish();
         if engine.shared.is_decided() {
-            return true;
+            return !engine.lock.is_idle();
         }
         if !step::<M>(engine).await {
             return false;

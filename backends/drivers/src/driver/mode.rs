@@ -34,10 +34,10 @@ pub(crate) mod sealed {
         /// on its own thread (the blocking mode without tokio: its futures block in `poll`).
         const HUB: bool = true;
 
-        /// Whether a lock's acquisition may be driven on the thread that waits for it (see
-        /// `engine::launch`): only where nothing can abandon that wait midway. A blocking
-        /// call runs to its end; an async one may be dropped at any await, which would drop
-        /// a request in flight with it.
+        /// Whether a lock's acquisition is driven on the thread that waits for it, the rest
+        /// on a driver thread of `threads.rs` (see `engine::launch`): only where nothing can
+        /// abandon that wait midway. A blocking call runs to its end; an async one may be
+        /// dropped at any await, which would drop a request in flight with it.
         const DRIVE_HERE: bool = false;
 
         /// Waits until `done` holds for the shared state, the driver has finished, or

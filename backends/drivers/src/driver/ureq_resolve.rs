@@ -27,13 +27,18 @@ impl Resolver for Resolve {
         config: &Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        match written_address(uri) {
-            Some(address) => {
-                let mut addresses = self.empty();
-                addresses.push(address);
-                Ok(addresses)
-            }
-            None => self.0.resolve(uri, config, timeout),
+        let Some(address) = written_address(uri) else {
+            return self.0.resolve(uri, config, timeout);
+        };
+        let mut addresses = self.empty();
+        // The agent's address family, as the default resolver keeps it.
+        let family = config.ip_family();
+        for wanted in family.keep_wanted(core::iter::once(address)) {
+            addresses.push(wanted);
+        }
+        match addresses.is_empty() {
+            true => Err(ureq::Error::HostNotFound),
+            false => Ok(addresses),
         }
     }
 }
@@ -60,6 +65,7 @@ fn written_address(uri: &Uri) -> Option<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::time::Duration;
 
     fn address(uri: &str) -> Option<SocketAddr> {
         written_address(&uri.parse().expect("uri"))
@@ -79,6 +85,23 @@ mod tests {
         assert_eq!(address("https://s3.eu-west-1.amazonaws.com/b/k"), None);
         assert_eq!(address("http://localhost:8333/b/k"), None);
         assert_eq!(address("socks5://127.0.0.1"), None);
+    }
+
+    #[test]
+    fn an_address_in_the_uri_needs_no_time_to_resolve() {
+        // With no time left, ureq's default resolver gives up: it would look the address up on
+        // a thread of its own and wait for it. Written in the URI, it needs no lookup.
+        let no_time = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::Exact(Duration::ZERO),
+            reason: ureq::Timeout::Global,
+            per_read: None,
+            per_write: None,
+        };
+        let uri: Uri = "http://127.0.0.1:8333/b/k".parse().expect("uri");
+        let config = Config::default();
+        let found = Resolve::default().resolve(&uri, &config, no_time);
+        let ports = found.map(|a| a.iter().map(|s| s.port()).collect::<Vec<_>>());
+        assert_eq!(ports.ok(), Some(vec![8333]));
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct Step {
     pub events: Vec<Event>,
     /// When the core asked to be woken next, once they were taken (`poll_timeout`).
     pub timeout: Option<Instant>,
+    /// For an `acquire` or a `release`: the core's refusal, if it refused the command.
+    pub refused: Option<CommandError>,
 }
 
 /// Everything one core of one process went through.
@@ -116,6 +118,7 @@ impl Taped {
                 requests: Vec::new(),
                 events: Vec::new(),
                 timeout: None,
+                refused: None,
             });
         }
     }
@@ -131,12 +134,23 @@ impl Taped {
         wait: Wait,
     ) -> Result<(), CommandError> {
         self.input(now, Input::Acquire { unix_ms, wait });
-        self.lock.acquire(now, unix_ms, wait)
+        let result = self.lock.acquire(now, unix_ms, wait);
+        self.note_refusal(&result);
+        result
     }
 
     pub(super) fn release(&mut self, now: Instant) -> Result<(), CommandError> {
         self.input(now, Input::Release);
-        self.lock.release(now)
+        let result = self.lock.release(now);
+        self.note_refusal(&result);
+        result
+    }
+
+    /// Puts a command's refusal on the tape.
+    fn note_refusal(&mut self, result: &Result<(), CommandError>) {
+        if let (Some(step), Err(e)) = (self.last(), result) {
+            step.refused = Some(*e);
+        }
     }
 
     pub(super) fn handle_response(&mut self, id: RequestId, response: Response, now: Instant) {
