@@ -104,8 +104,10 @@ stage "the drivers' tests (conformance on the mock and every server, the credent
 # conformance binary then takes about as long as its longest test (88 s, not 135 s at eight).
 cargo test -p sets3lock --features azure,gcs,metrics,tracing --locked -- --test-threads 16
 
-stage "the blocking face without tokio (--no-default-features): locks held, renewed and released on threads"
+stage "the blocking face without tokio (--no-default-features): locks held, renewed and released on threads; the doc examples"
 cargo test -p sets3lock --no-default-features --locked --test blocking_only
+# The crate's examples in that build too: those of the tokio face compile only with it.
+cargo test -p sets3lock --no-default-features --locked --doc
 
 
 stage "fuzz corpora replayed on stable"

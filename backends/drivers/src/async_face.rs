@@ -28,6 +28,7 @@ impl<R: Runtime> crate::generic::Locker<R> {
     /// it: the other learns it lost the lock at its next renewal ([`Loss::Lost`]).
     ///
     /// ```no_run
+    /// # #[cfg(feature = "tokio")] mod tokio_face {
     /// # async fn run() -> Result<(), sets3lock::Error> {
     /// use sets3lock::Locker;
     /// let handle: sets3lock::proto::Handle = std::env::var("SETS3LOCK_HANDLE").unwrap_or_default()
@@ -36,7 +37,7 @@ impl<R: Runtime> crate::generic::Locker<R> {
     /// let held = locker.adopt(&handle).await?;
     /// // ... work under the lock; it is renewed meanwhile ...
     /// held.release().await?;
-    /// # Ok(()) }
+    /// # Ok(()) } }
     /// ```
     pub async fn adopt(
         &self,

@@ -5,6 +5,7 @@
 //! or Google Cloud Storage (`gs://bucket/key`). The URL's scheme picks the store.
 //!
 //! ```no_run
+//! # #[cfg(feature = "tokio")] mod tokio_face {
 //! use sets3lock::{Locker, Wait};
 //!
 //! # async fn run() -> Result<(), sets3lock::Error> {
@@ -16,7 +17,7 @@
 //!     })
 //!     .await?;
 //! println!("released: {outcome:?}");
-//! # Ok(()) }
+//! # Ok(()) } }
 //! ```
 //!
 //! ## The faces

@@ -181,11 +181,12 @@ impl<M: Mode> Held<M> {
     /// releases. After a release it reports [`Loss::DriverStopped`].
     ///
     /// ```no_run
+    /// # #[cfg(feature = "tokio")] mod tokio_face {
     /// # async fn run(held: sets3lock::Held) {
     /// let watch = held.loss_watch();
     /// tokio::spawn(async move { eprintln!("lost: {:?}", watch.lost().await) });
     /// held.release().await.ok();
-    /// # }
+    /// # } }
     /// ```
     pub fn loss_watch(&self) -> LossWatch<M> {
         LossWatch {
