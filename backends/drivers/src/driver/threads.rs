@@ -3,8 +3,13 @@
 //!
 //! Starting a thread costs about as much as a request to a fast local store; a program that
 //! takes and releases a lock in a loop would start one per acquisition. A thread whose driver
-//! has finished waits up to [`LINGER`] for another before it ends, and at most [`KEPT`] wait
-//! at once. A driver is never queued behind another: it gets a waiting thread or a new one.
+//! has finished waits up to [`LINGER`] for another before it ends, if fewer than [`KEPT`]
+//! free threads wait already. A driver is never queued behind another: it gets a waiting
+//! thread or a new one.
+//!
+//! A child made by `fork` starts over with no thread (its parent's stay with the parent);
+//! a fork while a thread of the parent was updating the pool would leave the child's pool
+//! locked, as a fork without `exec` in a threaded program risks for any lock.
 //!
 //! A thread is [reserved](Pool::reserve) before it is needed, so that handing it a driver
 //! cannot fail: the blocking mode reserves one before an acquisition's first request, and
@@ -23,7 +28,7 @@ pub(crate) type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// How long a thread with nothing to drive waits for a new driver before it ends.
 pub(crate) const LINGER: Duration = Duration::from_secs(10);
 
-/// How many threads may wait for a driver at once; more end as soon as their driver does.
+/// A thread whose driver is done ends at once when this many free threads wait already.
 pub(crate) const KEPT: usize = 16;
 
 /// The blocking mode's pool: its drivers run by `block_on`.
@@ -65,12 +70,25 @@ struct State {
 pub(crate) struct Reserved {
     pool: &'static Pool,
     used: bool,
+    /// The process that reserved it: a child forked since has no such thread.
+    pid: u32,
 }
 
 impl Reserved {
     /// Runs `job` on the reserved thread. Cannot fail: the thread is there, waiting for it.
     pub(crate) fn run(mut self, job: Job) {
         self.used = true;
+        if self.pid != std::process::id() {
+            // Reserved before a fork, used in the child: the thread stayed with the parent.
+            // A thread of the job's own; if even that cannot start, the job is dropped, and
+            // its handle learns that its driver stopped (the lock then expires by its lease).
+            let run = self.pool.run;
+            let spawned = std::thread::Builder::new()
+                .name("sets3lock".into())
+                .spawn(move || run(job));
+            drop(spawned);
+            return;
+        }
         self.pool.state().jobs.push_back(job);
         // Any waiting thread may take it: one of them is this reservation's.
         self.pool.handed.notify_one();
@@ -79,7 +97,8 @@ impl Reserved {
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        if !self.used {
+        // (After a fork the thread is the parent's: the child's pool never counted it.)
+        if !self.used && self.pid == std::process::id() {
             self.pool.state().free += 1;
         }
     }
@@ -125,6 +144,7 @@ impl Pool {
                 return Ok(Reserved {
                     pool: self,
                     used: false,
+                    pid: state.pid,
                 });
             }
         }
@@ -134,6 +154,7 @@ impl Pool {
             .map(|_| Reserved {
                 pool: self,
                 used: false,
+                pid: std::process::id(),
             })
     }
 
@@ -240,10 +261,10 @@ mod tests {
 
     #[test]
     fn a_thread_with_nothing_to_drive_ends_after_the_linger_time() {
-        let pool = pool(Duration::from_millis(50));
+        let pool = pool(Duration::from_millis(300));
         let first = thread_of(pool);
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(pool.state().free, 0, "the free thread is still counted");
+        until_free(pool, 1);
+        until_free(pool, 0);
         assert_ne!(thread_of(pool), first, "the thread did not end");
     }
 
