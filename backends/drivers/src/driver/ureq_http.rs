@@ -1,5 +1,6 @@
-//! The blocking mode's HTTP client: ureq, which blocks the calling thread and starts none of
-//! its own (reqwest's blocking client runs a tokio runtime on a thread behind it). Also the
+//! The blocking mode's HTTP client: ureq, which blocks the calling thread and keeps no thread
+//! of its own (reqwest's blocking client runs a tokio runtime on a thread behind it; ureq's
+//! host lookups are on a thread each, but for addresses: see `ureq_resolve.rs`). Also the
 //! client of the token services (`signin/fetch.rs`). No redirects, no retries, no headers of
 //! its own but `Host`; TLS by rustls with the same crypto provider as the async client.
 
