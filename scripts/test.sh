@@ -25,6 +25,14 @@ cleanup() {
   done
   for s in $servers; do bash scripts/s3-server.sh stop "$s" || true; done
 }
+# Waits for a background job; if it failed, shows its log and stops the run.
+background_done() { # PID LOG WHAT
+  if ! wait "$1"; then
+    cat "$2"
+    echo "$3 failed (its output is above)" >&2
+    exit 1
+  fi
+}
 # (EXIT covers a failed stage; INT, TERM and HUP a run that is stopped. A SIGKILL of this
 # script cannot be covered: the background release build would then run on, and end.)
 trap cleanup EXIT
@@ -91,7 +99,7 @@ release_pid=$!
 stage "the exhaustive exploration's release build, in the background at the lowest priority too"
 # In a target directory of its own, so that it never waits for the tests' builds (cargo locks
 # a target directory while it builds). It is waited for before the exploration runs.
-exhaustive_log=$PWD/.local/exhaustive-build.log
+exhaustive_log=$PWD/.local/exhaustive.log
 exhaustive_target=$PWD/target/exhaustive
 CARGO_TARGET_DIR=$exhaustive_target setsid --wait nice -n 19 \
   cargo test --release --locked -p sets3lock-proto --test exhaustive --no-run > "$exhaustive_log" 2>&1 &
@@ -109,17 +117,12 @@ cargo test -p sets3lock --no-default-features --locked --test blocking_only
 # The crate's examples in that build too: those of the tokio face compile only with it.
 cargo test -p sets3lock --no-default-features --locked --doc
 
-
 stage "fuzz corpora replayed on stable"
 # In the workspace's target directory: the core and its dependencies are built already.
 CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
 stage "the release artifacts: each installed where a user would, and used (scripts/test-release.sh)"
-if ! wait "$release_pid"; then
-  cat "$release_log"
-  echo "scripts/release.sh failed (its output is above)" >&2
-  exit 1
-fi
+background_done "$release_pid" "$release_log" scripts/release.sh
 release_pid=
 grep -E '^(== |the command:|the wheel.s extension:)' "$release_log"
 bash scripts/test-release.sh .local/dist
@@ -127,11 +130,7 @@ bash scripts/test-release.sh .local/dist
 stage "every interleaving of small configurations (tests/exhaustive.rs, release build): in the background beside the Python tests, at the lowest priority; its output follows them"
 # About 90 s of both cores, while the Python suites mostly wait out leases (and take the cores
 # whenever they want them: nice 19). Each exploration still fails past its own 240 s limit.
-if ! wait "$exhaustive_pid"; then
-  cat "$exhaustive_log"
-  echo "the exhaustive exploration's release build failed (its output is above)" >&2
-  exit 1
-fi
+background_done "$exhaustive_pid" "$exhaustive_log" "the exhaustive exploration's release build"
 CARGO_TARGET_DIR=$exhaustive_target setsid --wait nice -n 19 \
   cargo test --release --locked -p sets3lock-proto --test exhaustive > "$exhaustive_log" 2>&1 &
 exhaustive_pid=$!
@@ -144,11 +143,6 @@ SETS3LOCK_WHEEL=$release_wheel \
   SETS3LOCK_RUST_BIN=${SETS3LOCK_RUST_BIN:-$PWD/target/debug/sets3lock} bash scripts/test-python.sh
 
 stage "every interleaving of small configurations: the exploration's output"
-exhaustive_failed=
-wait "$exhaustive_pid" || exhaustive_failed=1
+background_done "$exhaustive_pid" "$exhaustive_log" "the exhaustive exploration"
 exhaustive_pid=
 cat "$exhaustive_log"
-if [ -n "$exhaustive_failed" ]; then
-  echo "the exhaustive exploration failed (its output is above)" >&2
-  exit 1
-fi

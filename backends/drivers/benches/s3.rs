@@ -65,6 +65,18 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
+/// A table row of sorted samples: median, p99, requests per cycle.
+fn row(label: &str, samples: &[f64], requests: f64) {
+    let (median, p99) = (percentile(samples, 0.5), percentile(samples, 0.99));
+    println!("| {label} | {median:.2} | {p99:.2} | {requests:.2} |");
+}
+
+/// A table row of the ratio of two sets of samples' medians.
+fn ratio(label: &str, of: &[f64], to: &[f64]) {
+    let r = percentile(of, 0.5) / percentile(to, 0.5);
+    println!("| {label} | {r:.2}x | | |");
+}
+
 /// The floor: the two requests a lock cycle needs, sent by hand on one pooled connection.
 fn floor_cycle(
     client: &reqwest::blocking::Client,
@@ -170,7 +182,7 @@ fn main() {
     async_cycle(); // warm: the connection and the store check
     let (mut floor, mut lock, mut alock) = (Vec::new(), Vec::new(), Vec::new());
     floor_cycle(&client, &bucket, &creds, &floor_key, 0); // warm the connection
-    let before = locker.requests();
+    let (before, async_before) = (locker.requests(), async_locker.requests());
     for batch in 0..10 {
         for i in 0..cycles / 10 {
             let t = Instant::now();
@@ -206,29 +218,20 @@ fn main() {
     println!();
     println!("| uncontended acquire + release | median ms | p99 ms | requests/cycle |");
     println!("|---|---|---|---|");
-    println!(
-        "| reqwest: PUT If-None-Match + DELETE If-Match (floor) | {:.2} | {:.2} | 2 |",
-        percentile(&floor, 0.5),
-        percentile(&floor, 0.99)
+    let async_requests = (async_locker.requests() - async_before) as f64 / alock.len() as f64;
+    row(
+        "reqwest: PUT If-None-Match + DELETE If-Match (floor)",
+        &floor,
+        2.0,
     );
-    println!(
-        "| sets3lock blocking driver | {:.2} | {:.2} | {requests_per_cycle:.2} |",
-        percentile(&lock, 0.5),
-        percentile(&lock, 0.99)
+    row("sets3lock blocking driver", &lock, requests_per_cycle);
+    ratio("ratio (sets3lock / floor, median)", &lock, &floor);
+    row(
+        "sets3lock async driver (tokio, current thread)",
+        &alock,
+        async_requests,
     );
-    println!(
-        "| ratio (sets3lock / floor, median) | {:.2}x | | |",
-        percentile(&lock, 0.5) / percentile(&floor, 0.5)
-    );
-    println!(
-        "| sets3lock async driver (tokio, current thread) | {:.2} | {:.2} | 2 |",
-        percentile(&alock, 0.5),
-        percentile(&alock, 0.99)
-    );
-    println!(
-        "| ratio (async / floor, median) | {:.2}x | | |",
-        percentile(&alock, 0.5) / percentile(&floor, 0.5)
-    );
+    ratio("ratio (async / floor, median)", &alock, &floor);
     println!();
 
     // ---- fenced, uncontended, side by side with its own floor ----
@@ -275,24 +278,15 @@ fn main() {
     let (ffloor, flock) = (sorted(ffloor), sorted(flock));
     println!("| fenced acquire + release of a free key | median ms | p99 ms | requests/cycle |");
     println!("|---|---|---|---|");
-    println!(
-        "| reqwest: GET + PUT If-Match (held) + PUT If-Match (free) (floor) | {:.2} | {:.2} | 3 |",
-        percentile(&ffloor, 0.5),
-        percentile(&ffloor, 0.99)
+    let floor_label = "reqwest: GET + PUT If-Match (held) + PUT If-Match (free) (floor)";
+    row(floor_label, &ffloor, 3.0);
+    row(
+        "sets3lock blocking driver, --fenced",
+        &flock,
+        fenced_requests,
     );
-    println!(
-        "| sets3lock blocking driver, --fenced | {:.2} | {:.2} | {fenced_requests:.2} |",
-        percentile(&flock, 0.5),
-        percentile(&flock, 0.99)
-    );
-    println!(
-        "| ratio (sets3lock / floor, median) | {:.2}x | | |",
-        percentile(&flock, 0.5) / percentile(&ffloor, 0.5)
-    );
-    println!(
-        "| fenced / presence, sets3lock (median) | {:.2}x | | |",
-        percentile(&flock, 0.5) / percentile(&lock, 0.5)
-    );
+    ratio("ratio (sets3lock / floor, median)", &flock, &ffloor);
+    ratio("fenced / presence, sets3lock (median)", &flock, &lock);
     println!();
 
     // ---- contended handoff ----

@@ -4,9 +4,9 @@
 //! the lock is held (or an acquisition that ended has a late write to clean up), a thread of
 //! its own takes over, found before the first request. That thread is done once nothing of
 //! ours is left in flight; it then waits up to 10 s for the next lock to drive rather than
-//! ending at once (up to 16 such threads wait). Dropping a
-//! handle releases the lock before the drop returns; [`Locker::with_lock`] also waits out a
-//! cleanup of writes that landed late, which a process about to exit should not leave behind.
+//! ending at once (unless 16 free threads wait already). Dropping a handle releases the lock
+//! before the drop returns; [`Locker::with_lock`] also waits out a cleanup of writes that
+//! landed late, which a process about to exit should not leave behind.
 
 // The driver and the handle run the same async code as the tokio driver: this mode's futures
 // do their waiting inside `poll` (blocking HTTP, a condition variable), so `block_on` runs
