@@ -64,15 +64,20 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
     options.lock.lease = Duration::from_secs(3);
     // Every renewal must land: none delayed (a request with no credentials to sign with is
     // a setback, which would show here).
-    let (renewed, delayed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let renewed = Arc::new(AtomicUsize::new(0));
+    let delayed = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (r, d) = (renewed.clone(), delayed.clone());
     options.observer = Some(sets3lock::Observer::new(move |o| {
         if let sets3lock::Observation::Event(e) = o {
             match e {
-                sets3lock::Event::Renewed { .. } => r.fetch_add(1, Ordering::SeqCst),
-                sets3lock::Event::RenewalDelayed { .. } => d.fetch_add(1, Ordering::SeqCst),
-                _ => 0,
-            };
+                sets3lock::Event::Renewed { .. } => {
+                    r.fetch_add(1, Ordering::SeqCst);
+                }
+                sets3lock::Event::RenewalDelayed { setback } => {
+                    d.lock().expect("setbacks").push(format!("{setback:?}"));
+                }
+                _ => {}
+            }
         }
     }));
     let locker = Locker::new(&mock.url(&fresh_key("container")), options).expect("locker");
@@ -95,7 +100,8 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
-    assert_eq!(delayed.load(Ordering::SeqCst), 0, "renewals were delayed");
+    let delayed = delayed.lock().expect("setbacks").clone();
+    assert!(delayed.is_empty(), "renewals were delayed: {delayed:?}");
     assert!(
         renewed.load(Ordering::SeqCst) >= 5,
         "{} renewals in 16 s",
