@@ -7,6 +7,22 @@ use core::time::Duration;
 use sets3lock_proto::{ReleaseOutcome, Wait};
 
 impl<R: Runtime> crate::generic::Locker<R> {
+    /// Waits until the store can sign its requests: when its credentials come from a source
+    /// that fetches them, until the first ones are at hand. Acquiring waits for this anyway;
+    /// call it to learn of missing credentials before then. Fails with
+    /// [`Error::NoCredentials`], whose one line names every source tried and the fix.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "tokio")] mod tokio_face {
+    /// # async fn run() -> Result<(), sets3lock::Error> {
+    /// let locker = sets3lock::Locker::from_env("s3://my-bucket/locks/nightly")?; // never blocks
+    /// locker.ready().await?; // the first credentials, fetched meanwhile on a thread of their own
+    /// # Ok(()) } }
+    /// ```
+    pub async fn ready(&self) -> Result<(), Error> {
+        self.ready_as().await
+    }
+
     /// Acquires the lock. The returned handle renews the lease in the background until it is
     /// released or dropped. Dropping this future while it waits cancels the acquisition (and
     /// the task removes any write of ours that lands).

@@ -128,6 +128,7 @@ pub(crate) fn io() -> Io {
     Io {
         http: |settings| Ok(std::sync::Arc::new(Ureq::new(settings)?)),
         pause: |d| Box::pin(async move { std::thread::sleep(d) }),
+        blocks: true,
     }
 }
 

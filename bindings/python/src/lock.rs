@@ -46,8 +46,14 @@ pub(crate) struct Lock {
 impl Lock {
     #[new]
     #[pyo3(signature = (url, **options))]
-    fn new(url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(py: Python<'_>, url: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let (locker, wait) = open("Lock", url, options)?;
+        // The first credentials of a source that fetches them (instance metadata, a role):
+        // waited for here, with the GIL released, so that missing credentials fail the
+        // constructor as they always did. (`AsyncLock` leaves them to its first acquisition:
+        // its constructor runs on the event loop.)
+        let ready = locker.clone();
+        runtime::wait(py, async move { ready.ready().await })?.map_err(to_py)?;
         Ok(Lock {
             locker,
             wait,

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
@@ -27,7 +28,9 @@ print("held and released")
 """
 
 
-def _run_without_keys(url: str, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_without_keys(
+    url: str, extra: dict[str, str], child: str = CHILD
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(
         AWS_REGION="us-east-1",
@@ -36,7 +39,7 @@ def _run_without_keys(url: str, extra: dict[str, str]) -> subprocess.CompletedPr
     )
     env.update(extra)
     return subprocess.run(
-        [sys.executable, "-c", CHILD, url],
+        [sys.executable, "-c", child, url],
         capture_output=True,
         text=True,
         timeout=60,
@@ -113,6 +116,80 @@ def test_a_container_endpoint_signs(moto: dict[str, str], container: str) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert _Container.asked == ["pod-token"]
+
+
+class _SlowContainer(_Container):
+    """A container endpoint that holds each answer for 3 s."""
+
+    def do_GET(self) -> None:  # noqa: N802 (the handler's name is http.server's)
+        time.sleep(3)
+        super().do_GET()
+
+
+@pytest.fixture
+def slow_container() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowContainer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/credentials"
+    finally:
+        server.shutdown()
+
+
+ASYNC_CHILD = """
+import asyncio, json, sys, time, sets3lock
+
+async def main() -> None:
+    longest = 0.0
+    stop = False
+
+    async def tick() -> None:
+        nonlocal longest
+        last = time.monotonic()
+        while not stop:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            longest = max(longest, now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    lock = sets3lock.AsyncLock(sys.argv[1], wait=False)
+    opened = time.monotonic() - started
+    async with lock as held:
+        acquired = time.monotonic() - started
+        assert held.is_held()
+    stop = True
+    await ticker
+    print(json.dumps({"opened": opened, "acquired": acquired, "longest": longest}))
+
+asyncio.run(main())
+"""
+
+
+def test_an_async_lock_opens_without_stalling_the_event_loop(
+    moto: dict[str, str], slow_container: str
+) -> None:
+    url = f"s3://{moto['BUCKET']}/pytest/async-open/{uuid.uuid4().hex}"
+    _Container.asked.clear()
+    done = _run_without_keys(
+        url,
+        {
+            "AWS_ENDPOINT_URL": moto["ENDPOINT"],
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI": slow_container,
+        },
+        child=ASYNC_CHILD,
+    )
+    assert done.returncode == 0, done.stderr
+    took = json.loads(done.stdout)
+    # The constructor returned at once; the acquisition waited for the credentials (3 s)
+    # without blocking the loop: its other task never stalled half a second.
+    assert took["opened"] < 0.2, took
+    assert took["acquired"] >= 2.9, took
+    assert took["longest"] < 0.5, took
+    assert len(_Container.asked) == 1, _Container.asked
 
 
 def test_with_no_credentials_the_error_names_what_was_tried() -> None:

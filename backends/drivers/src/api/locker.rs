@@ -39,6 +39,13 @@ pub struct Locker<M: Mode> {
 impl<M: Mode> Locker<M> {
     /// A locker for `url` with these options: `s3://bucket/key`, `az://container/key`
     /// (feature `azure`) or `gs://bucket/key` (feature `gcs`); the scheme picks the store.
+    ///
+    /// When the credentials come from a source that fetches them (a profile's role, SSO, web
+    /// identity, a container endpoint, instance metadata, a managed identity, a command), the
+    /// blocking face waits here for the first ones and fails with [`Error::NoCredentials`] if
+    /// there are none. An async face never blocks its runtime: it fetches them on a thread of
+    /// its own, and the first acquisition (or [`ready`](crate::generic::Locker::ready)) waits
+    /// for them, and fails with that error instead.
     pub fn new(url: &str, options: Options) -> Result<Self, Error> {
         let url = LockUrl::parse(url)?;
         options.lock.validate()?;
@@ -88,6 +95,11 @@ impl<M: Mode> Locker<M> {
     /// a secret); `None` for a store that does not say.
     pub fn sign_in(&self) -> Option<crate::SignIn> {
         self.store.sign_in()
+    }
+
+    /// Waits until the store can sign its requests (see [`new`](Self::new)).
+    pub(crate) async fn ready_as(&self) -> Result<(), Error> {
+        self.store.ready().await
     }
 
     /// How many store requests this locker's holds have sent so far.
@@ -199,6 +211,8 @@ impl<M: Mode> Locker<M> {
     /// In the blocking mode the acquisition (or adoption) is driven on this thread, and is
     /// decided when this returns (see `engine::launch`).
     async fn begin(&self, start: Start) -> Result<Claim<M>, Error> {
+        // (Releasing a handle starts here without a store check: see `check_store`.)
+        self.store.ready().await?;
         let mut engine = Engine::starting(
             self.store.clone(),
             self.url.clone(),
@@ -233,6 +247,10 @@ pub(crate) async fn check_store(
     options: &Options,
     wait: Wait,
 ) -> Result<Wait, Error> {
+    // An async mode opened the store without waiting for its first credentials: the first
+    // acquisition waits for them, as the opening does in the blocking mode, and fails with the
+    // same one-line error if there are none.
+    store.ready().await?;
     let deadline = match wait {
         Wait::Timeout(d) => Some(Stamp::now().plus(d)),
         Wait::No | Wait::Forever => None,

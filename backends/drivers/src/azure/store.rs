@@ -5,6 +5,7 @@ use crate::driver::http::{built, Io, Reply, Settings, Transport};
 use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
+use crate::signin::ready::{no_credentials, Readiness};
 use crate::{Error, Observer, Options};
 use base64::Engine as _;
 use core::time::Duration;
@@ -43,13 +44,16 @@ impl Auth {
             Auth::Bearer(source) => source
                 .token()
                 .map(sets3lock_wire::azure::Auth::Bearer)
-                .map_err(|why| {
-                    Response::Ambiguous(Ambiguity::NotSent {
-                        detail: format!("no Azure token to sign with: {why}"),
-                    })
-                }),
+                .map_err(no_token),
         }
     }
+}
+
+/// The answer that stands for a request with no token to sign it: not sent.
+fn no_token(why: String) -> Response {
+    Response::Ambiguous(Ambiguity::NotSent {
+        detail: format!("no Azure token to sign with: {why}"),
+    })
 }
 
 /// One container: the blob endpoint, who signs, the server's clock (`x-ms-date` must be
@@ -60,6 +64,8 @@ pub(crate) struct AzureStore {
     endpoint: Url,
     container: Container,
     auth: Auth,
+    /// Whether the first token is at hand.
+    ready: Arc<Readiness>,
     time: ServerTime,
     transport: Transport,
     observer: Option<Observer>,
@@ -96,11 +102,6 @@ impl AzureStore {
                         endpoint: endpoint.to_string(),
                     });
                 }
-                // The first token now, or one line saying what was tried and what to do.
-                source.ready().map_err(|reason| Error::NoCredentials {
-                    store: "Azure",
-                    reason,
-                })?;
                 Auth::Bearer(source.clone())
             }
             _ => return Err(Error::MissingAzureCredentials),
@@ -118,13 +119,24 @@ impl AzureStore {
             })?;
         let origin = endpoint.origin().ascii_serialization();
         let shown = format!("{origin}{}", endpoint.path().trim_end_matches('/'));
+        let transport = Transport::new(io, &settings)?;
+        // Last, once the rest is known to be right: the first token, or one line saying what
+        // was tried and what to do (see `Readiness`).
+        let ready = match &auth {
+            Auth::Fixed(_) => Readiness::at_once(),
+            Auth::Bearer(source) => {
+                let source = source.clone();
+                Readiness::of(move || source.ready(), io, "Azure")?
+            }
+        };
         Ok(AzureStore {
             id: StoreId::new(Scheme::Azure, &shown, name),
             endpoint,
             container,
             auth,
+            ready,
             time: ServerTime::default(),
-            transport: Transport::new(io, &settings)?,
+            transport,
             observer: options.observer.clone(),
         })
     }
@@ -140,6 +152,11 @@ impl AzureStore {
             SystemTime,
         ) -> Result<sets3lock_wire::HttpRequest, WireError>,
     ) -> Response {
+        // Never blocks: an async mode's first request awaits the first token here.
+        let limit = match self.ready.within(limit, &self.transport).await {
+            Ok(left) => left,
+            Err(why) => return no_token(why),
+        };
         let sign = |time: SystemTime| built(build(&self.auth.current()?, time));
         let read = |r: &Reply| {
             sets3lock_proto::reply::azure::classify(kind, r.status, &r.headers, &r.body)
@@ -202,6 +219,15 @@ impl Store for AzureStore {
             Auth::Fixed(sets3lock_wire::azure::Auth::Sas(_)) => crate::SignIn::new("a SAS token"),
             Auth::Fixed(_) => crate::SignIn::new("a bearer token"),
             Auth::Bearer(source) => source.sign_in(),
+        })
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            self.ready
+                .wait()
+                .await
+                .map_err(|reason| no_credentials("Azure", reason))
         })
     }
 

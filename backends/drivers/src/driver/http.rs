@@ -41,6 +41,10 @@ pub struct Io {
     pub(crate) http: fn(&Settings) -> Result<Arc<dyn HttpClient>, Error>,
     /// Pauses for a while, the way this mode's requests wait.
     pub(crate) pause: fn(Duration) -> BoxFuture<'static, ()>,
+    /// Whether this mode's futures do their waiting inside `poll` (the blocking mode): a
+    /// store opened in it may wait for its first credentials there and then. An async mode's
+    /// never may (see `signin/ready.rs`).
+    pub(crate) blocks: bool,
 }
 
 /// How the requests of one store go out: its client (no redirects, no retries, each request
@@ -73,7 +77,6 @@ impl Transport {
 
     /// Pauses for `d` (a store's own pacing, such as GCS's after a 429), the way this
     /// transport's requests wait.
-    #[cfg_attr(not(feature = "gcs"), allow(dead_code))]
     pub(crate) async fn pause(&self, d: Duration) {
         (self.pause)(d).await
     }

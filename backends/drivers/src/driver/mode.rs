@@ -121,6 +121,7 @@ impl<R: Runtime> sealed::Waiting for R {
         Io {
             http: R::http,
             pause: |d| Box::pin(R::sleep(d)),
+            blocks: false,
         }
     }
 }

@@ -95,6 +95,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// Waits until this store can sign its requests: at once, unless its credentials come
+    /// from a source whose first fetch an async mode awaits instead of blocking for it when
+    /// the store opens. Why not, if that fetch failed (the error opening the store gives in
+    /// the blocking mode). By default: ready.
+    fn ready(&self) -> BoxFuture<'_, Result<(), crate::Error>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Who the requests are made as, for remembering what was found out with these
     /// credentials (the store check's verdict): a name that differs when the permissions may,
     /// never a secret. By default: the signer's name ([`sign_in`](Store::sign_in)).

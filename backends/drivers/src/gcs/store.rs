@@ -10,6 +10,7 @@ use crate::driver::http::{built, Io, Settings, Transport};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::gcs::token::{Fixed, Tokens};
+use crate::signin::ready::{no_credentials, Readiness};
 use crate::{Error, Options};
 use core::time::Duration;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
@@ -32,6 +33,8 @@ pub(crate) struct GcsStore {
     id: StoreId,
     bucket: Bucket,
     tokens: Tokens,
+    /// Whether the first token is at hand.
+    ready: Arc<Readiness>,
     transport: Transport,
     throttled: Mutex<HashMap<String, Stamp>>,
 }
@@ -65,18 +68,13 @@ impl GcsStore {
             };
             Tokens::Source(gcs.fallback_source(|| crate::signin::google::resolve(&var, false))?)
         };
-        if let Tokens::Source(source) = &tokens {
+        if let Tokens::Source(_) = &tokens {
             // A token never goes in clear off this machine.
             if !crate::signin::fetch::safe_for_secrets(&base) {
                 return Err(Error::BearerOverHttp {
                     endpoint: base.to_string(),
                 });
             }
-            // The first token now, or one line saying what was tried and what to do.
-            source.ready().map_err(|reason| Error::NoCredentials {
-                store: "Google",
-                reason,
-            })?;
         }
         let settings = Settings {
             endpoint: Some(base.clone()),
@@ -89,11 +87,22 @@ impl GcsStore {
             endpoint: base.to_string(),
             reason: crate::error::EndpointError::Bucket(e.to_string()),
         })?;
+        let transport = Transport::new(io, &settings)?;
+        // Last, once the rest is known to be right: the first token, or one line saying what
+        // was tried and what to do (see `Readiness`).
+        let ready = match &tokens {
+            Tokens::Source(source) if gcs.token.is_none() => {
+                let source = source.clone();
+                Readiness::of(move || source.ready(), io, "Google")?
+            }
+            _ => Readiness::at_once(),
+        };
         Ok(GcsStore {
             id: StoreId::new(Scheme::Gcs, &origin, name),
             bucket,
             tokens,
-            transport: Transport::new(io, &settings)?,
+            ready,
+            transport,
             throttled: Mutex::new(HashMap::new()),
         })
     }
@@ -127,6 +136,11 @@ impl GcsStore {
         limit: Duration,
         build: impl Fn(Option<&str>) -> Result<sets3lock_wire::HttpRequest, WireError>,
     ) -> Response {
+        // Never blocks: an async mode's first request awaits the first token here.
+        let limit = match self.ready.within(limit, &self.transport).await {
+            Ok(left) => left,
+            Err(why) => return Tokens::unavailable(why),
+        };
         let writes = kind != IntentKind::Get;
         let started = Stamp::now();
         let limit = if writes {
@@ -193,6 +207,15 @@ impl Store for GcsStore {
 
     fn id(&self) -> &StoreId {
         &self.id
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            self.ready
+                .wait()
+                .await
+                .map_err(|reason| no_credentials("Google", reason))
+        })
     }
 
     fn sign_in(&self) -> Option<crate::SignIn> {

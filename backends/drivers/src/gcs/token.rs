@@ -29,12 +29,15 @@ impl Tokens {
     pub(crate) fn current(&self) -> Result<Option<String>, Response> {
         match self {
             Tokens::Anonymous => Ok(None),
-            Tokens::Source(s) => s.token().map(Some).map_err(|why| {
-                Response::Ambiguous(Ambiguity::NotSent {
-                    detail: format!("no Google token to sign with: {why}"),
-                })
-            }),
+            Tokens::Source(s) => s.token().map(Some).map_err(Tokens::unavailable),
         }
+    }
+
+    /// The answer that stands for a request with no token to sign it: not sent.
+    pub(crate) fn unavailable(why: String) -> Response {
+        Response::Ambiguous(Ambiguity::NotSent {
+            detail: format!("no Google token to sign with: {why}"),
+        })
     }
 }
 

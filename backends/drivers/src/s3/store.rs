@@ -7,7 +7,8 @@ use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
-use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
+use crate::s3::credentials::{not_signed, source_of, to_sign_with, AwsCredentialSource};
+use crate::signin::ready::{no_credentials, Readiness};
 use crate::{Error, Observer, Options};
 use core::time::Duration;
 use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
@@ -24,6 +25,8 @@ pub(crate) struct S3Store {
     id: StoreId,
     bucket: Bucket,
     credentials: Arc<dyn AwsCredentialSource>,
+    /// Whether the first credentials are at hand.
+    ready: Arc<Readiness>,
     expiry: Duration,
     /// The server's time, learned from its replies: what requests are signed at.
     time: Arc<ServerTime>,
@@ -50,12 +53,6 @@ impl S3Store {
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
         let credentials = source_of(s3).ok_or(Error::MissingCredentials)?;
-        // A source that fetches (a profile's role, web identity, instance metadata) gets its
-        // first credentials now, or says in one line why there are none.
-        credentials.ready().map_err(|reason| Error::NoCredentials {
-            store: "AWS",
-            reason,
-        })?;
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
             Error::InvalidEndpoint {
@@ -69,13 +66,25 @@ impl S3Store {
             request_timeout: options.request_timeout,
             direct: false,
         };
+        let transport = Transport::new(io, &settings)?;
+        // Last, once the rest is known to be right: a source that fetches (a profile's role,
+        // web identity, instance metadata) gets its first credentials, or says in one line why
+        // there are none (see `Readiness`). Keys given are at hand.
+        let ready = match (&s3.credential_source, &s3.credentials) {
+            (None, Some(_)) => Readiness::at_once(),
+            _ => {
+                let source = credentials.clone();
+                Readiness::of(move || source.ready(), io, "AWS")?
+            }
+        };
         Ok(S3Store {
             id: StoreId::new(Scheme::S3, &bucket.origin(), name),
             bucket,
             credentials,
+            ready,
             expiry: s3.presign_expiry.max(Duration::from_secs(1)),
             time: Arc::default(),
-            transport: Transport::new(io, &settings)?,
+            transport,
             observer: options.observer.clone(),
         })
     }
@@ -90,6 +99,12 @@ impl S3Store {
             SystemTime,
         ) -> Result<sets3lock_wire::HttpRequest, sets3lock_wire::WireError>,
     ) -> Result<(Reply, Response), Response> {
+        // Never blocks: an async mode's first request awaits the first credentials here.
+        let limit = self
+            .ready
+            .within(limit, &self.transport)
+            .await
+            .map_err(not_signed)?;
         let read =
             |r: &Reply| sets3lock_proto::reply::s3::classify(kind, r.status, &r.headers, &r.body);
         let sign = |time: SystemTime| {
@@ -145,6 +160,15 @@ impl Store for S3Store {
 
     fn sign_in(&self) -> Option<crate::SignIn> {
         Some(self.credentials.sign_in())
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            self.ready
+                .wait()
+                .await
+                .map_err(|reason| no_credentials("AWS", reason))
+        })
     }
 
     fn send_versioned<'a>(

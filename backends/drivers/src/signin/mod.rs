@@ -3,6 +3,7 @@
 //!
 //! - `refresh.rs`: the cache and its thread (fetch ahead of expiry, keep the old value
 //!   through a failed fetch);
+//! - `ready.rs`: a store's first credentials, waited for (blocking) or awaited (async);
 //! - `fetch.rs`: the blocking HTTP client, token files and commands the fetchers use;
 //! - `aws/`: the AWS chain;
 //! - `azure/`: Entra ID (service principal, workload identity, managed identity, Azure CLI);
@@ -17,6 +18,7 @@ pub(crate) mod bearer;
 pub(crate) mod fetch;
 #[cfg(feature = "gcs")]
 pub(crate) mod google;
+pub(crate) mod ready;
 pub(crate) mod refresh;
 #[cfg(all(test, any(feature = "azure", feature = "gcs")))]
 pub(crate) mod stub;

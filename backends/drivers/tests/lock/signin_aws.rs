@@ -457,3 +457,94 @@ fn an_sso_profile_signs_with_the_role_the_portal_hands_out_for_the_cached_login(
     assert!(e.to_string().contains("aws sso login --profile dev"), "{e}");
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The longest gap between the ticks of a task that ticks every 10 ms on the runtime, while
+/// `work` runs on the same runtime: what `work` kept the runtime from doing.
+async fn longest_stall<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let longest = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    let seen = longest.clone();
+    let ticker = tokio::spawn(async move {
+        let mut last = Instant::now();
+        // Aborted below; a bound all the same.
+        for _ in 0..100_000 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let now = Instant::now();
+            let mut longest = seen.lock().expect("gap");
+            *longest = (*longest).max(now - last);
+            last = now;
+        }
+    });
+    // Let the ticker start before the work does.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let out = work.await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    ticker.abort();
+    let stall = *longest.lock().expect("gap");
+    (out, stall)
+}
+
+#[test]
+fn a_lock_opens_on_a_current_thread_runtime_without_stalling_its_other_tasks() {
+    let mock = support::mock(404);
+    // A container endpoint that holds its answer for 3 s: the first credentials take that long.
+    let (key, secret) = (mock.access_key.clone(), mock.secret.clone());
+    let service = TokenService::start(move |_, n| {
+        std::thread::sleep(Duration::from_secs(3));
+        let body = serde_json::json!({
+            "AccessKeyId": key, "SecretAccessKey": secret,
+            "Token": format!("session-{n}"), "Expiration": in_secs(3600),
+        });
+        (200, body.to_string())
+    });
+    let vars = no_metadata()
+        .with("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
+        .with("AWS_ENDPOINT_URL", &mock.endpoint);
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let url = mock.url(&fresh_key("current-thread"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (took, stall) = runtime.block_on(longest_stall(async {
+        let started = Instant::now();
+        let locker = sets3lock::Locker::new(&url, options).expect("locker");
+        let opened = started.elapsed();
+        let held = locker.acquire(Wait::No).await.expect("acquired");
+        let acquired = started.elapsed();
+        assert_eq!(held.release().await.expect("release"), ReleaseOutcome::Deleted);
+        drop(locker);
+        (opened, acquired)
+    }));
+    let (opened, acquired) = took;
+    assert!(opened < Duration::from_millis(200), "opening took {opened:?}");
+    // The acquisition waited for the credentials (3 s), on the runtime, without blocking it.
+    assert!(acquired >= Duration::from_millis(2900), "acquired after {acquired:?}");
+    assert!(
+        stall < Duration::from_millis(200),
+        "the runtime's other task stalled {stall:?} while the lock opened and was used"
+    );
+    assert_eq!(service.asked().len(), 1, "one fetch of the first credentials");
+}
+
+#[test]
+fn an_async_lock_without_credentials_fails_at_its_first_acquisition_in_one_line() {
+    let vars = no_metadata().with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let locker = sets3lock::Locker::new("s3://bucket/key", options).expect("opens");
+        let e = locker.ready().await.expect_err("no credentials");
+        assert!(matches!(e, Error::NoCredentials { store: "AWS", .. }), "{e:?}");
+        let e = locker.acquire(Wait::No).await.expect_err("no credentials");
+        let line = e.to_string();
+        assert!(
+            line.contains("no AWS credentials: tried the environment")
+                && line.contains("instance metadata (turned off by AWS_EC2_METADATA_DISABLED)")
+                && !line.contains('\n'),
+            "{line}"
+        );
+    });
+}
