@@ -74,8 +74,14 @@ pub(crate) fn rsa_key(pem: &str) -> Result<aws_lc_rs::signature::RsaKeyPair, Str
         .map_err(|_| "its private_key is not a PKCS#8 RSA key".to_owned())
 }
 
-/// A JWT signed with the service account's key, valid for [`LIFETIME`] from `now` (seconds):
-/// Google takes it as a bearer token for the scope it names.
+/// How far in the past a self-signed token says it was issued: a server whose clock runs a
+/// little behind ours would otherwise refuse a token issued "in the future" (Google's own
+/// libraries date theirs 10 s back).
+pub(crate) const BACKDATED: Duration = Duration::from_secs(10);
+
+/// A JWT signed with the service account's key, issued at `now` (Unix seconds) less
+/// [`BACKDATED`] and valid for [`LIFETIME`] from then: Google takes it as a bearer token for the
+/// scope it names.
 pub(crate) fn self_signed(
     email: &str,
     key_id: &str,
@@ -84,12 +90,13 @@ pub(crate) fn self_signed(
 ) -> Result<String, String> {
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
     let header = serde_json::json!({ "alg": "RS256", "typ": "JWT", "kid": key_id });
+    let issued = now.saturating_sub(BACKDATED.as_secs());
     let claims = serde_json::json!({
         "iss": email,
         "sub": email,
         "scope": SCOPE,
-        "iat": now,
-        "exp": now + LIFETIME.as_secs(),
+        "iat": issued,
+        "exp": issued + LIFETIME.as_secs(),
     });
     let message = format!(
         "{}.{}",
@@ -139,7 +146,9 @@ mod tests {
         )
         .expect("json");
         assert_eq!(claims["iss"], "lock@p.iam.gserviceaccount.com");
-        assert_eq!(claims["exp"], 1_800_003_600u64);
+        // Dated 10 s back, for a server's clock a little behind ours; an hour, Google's most.
+        assert_eq!(claims["iat"], 1_799_999_990u64);
+        assert_eq!(claims["exp"], 1_800_003_590u64);
         assert_eq!(claims["scope"], SCOPE);
     }
 

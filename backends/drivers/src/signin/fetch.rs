@@ -255,25 +255,51 @@ pub(crate) fn token_file(path: &Path, what: &str) -> Result<String, String> {
     Ok(token.to_owned())
 }
 
-/// Runs `command_line` through the shell, within `limit`: its standard output, or why not.
-/// Its standard error is quoted in the error, on one line (tools say there what to do), never
-/// its output (which holds the secret). On Unix the command runs in a process group of its
-/// own, and the whole group is killed when the limit passes; the output is waited for no
-/// longer than the limit either (a child left behind holding the pipe cannot stall us).
+/// Runs `command_line` through the shell (`/bin/sh -c`, or `cmd /C` on Windows, as the AWS
+/// CLI runs a `credential_process`), within `limit`: its standard output, or why not. Its
+/// standard error is quoted in the error, on one line (tools say there what to do), never its
+/// output (which holds the secret), nor its arguments. On Unix the command runs in a process
+/// group of its own, and the whole group is killed when the limit passes; the output is
+/// waited for no longer than the limit either (a child left behind holding the pipe cannot
+/// stall us).
 pub(crate) fn run(command_line: &str, limit: Duration) -> Result<Vec<u8>, String> {
-    run_with(command_line, &[], limit)
+    execute(shell(command_line), command_line, limit)
 }
 
-/// [`run`], with variables added to the command's environment.
-pub(crate) fn run_with(
+/// [`run`], from the directory `dir`: a tool found on `PATH` (the Azure CLI) must not be
+/// shadowed by a program of the same name in whatever directory the lock was opened from
+/// (Windows' `cmd` looks there first).
+#[cfg_attr(not(feature = "azure"), allow(dead_code))] // the Azure CLI only
+pub(crate) fn run_from(dir: &Path, command_line: &str, limit: Duration) -> Result<Vec<u8>, String> {
+    let mut command = shell(command_line);
+    command.current_dir(dir);
+    execute(command, command_line, limit)
+}
+
+/// Runs `command_line` split on whitespace, without a shell (as Google's libraries run an
+/// executable source: no quoting, no expansion), with `vars` added to its environment; as
+/// [`run`] otherwise.
+#[cfg_attr(not(feature = "gcs"), allow(dead_code))] // Google's executable sources only
+pub(crate) fn run_words(
     command_line: &str,
     vars: &[(&str, &str)],
     limit: Duration,
 ) -> Result<Vec<u8>, String> {
+    let mut words = command_line.split_whitespace();
+    let program = words.next().ok_or("the command is empty")?;
+    let mut command = std::process::Command::new(program);
+    command.args(words).envs(vars.iter().copied());
+    execute(command, command_line, limit)
+}
+
+/// Runs `command` (written `command_line`) within `limit`, as [`run`] says.
+fn execute(
+    mut command: std::process::Command,
+    command_line: &str,
+    limit: Duration,
+) -> Result<Vec<u8>, String> {
     let program = first_word(command_line);
-    let mut command = shell(command_line);
     command
-        .envs(vars.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -374,9 +400,24 @@ fn shell(command_line: &str) -> std::process::Command {
     c
 }
 
-/// The program a command line runs (its arguments may hold secrets).
+/// The program a command line runs, as errors name it: never its arguments, nor the variables
+/// a shell line sets before it (`TOKEN=secret tool`), which may hold secrets.
 fn first_word(command_line: &str) -> &str {
-    command_line.split_whitespace().next().unwrap_or("")
+    command_line
+        .split_whitespace()
+        .find(|word| !sets_a_variable(word))
+        .unwrap_or("the command")
+}
+
+/// Whether a shell word is an assignment (`NAME=value`) rather than a program.
+fn sets_a_variable(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// A user's home directory, from the variables given.
@@ -429,6 +470,20 @@ mod tests {
         assert!(!safe_for_secrets(&url("http://10.0.0.1/")));
         assert!(seconds_from_now(u64::MAX, "x").is_err());
         assert!(unix_seconds(u64::MAX, "x").is_err());
+    }
+
+    #[test]
+    fn an_error_names_the_program_never_a_variable_set_before_it_nor_an_argument() {
+        let e = run(
+            "API_TOKEN=s3cr3t false --password hunter2",
+            Duration::from_secs(5),
+        )
+        .expect_err("fails");
+        assert!(e.starts_with("`false` failed"), "{e}");
+        assert!(!e.contains("s3cr3t") && !e.contains("hunter2"), "{e}");
+        assert_eq!(first_word("A=1 B_2=x /usr/bin/tool arg"), "/usr/bin/tool");
+        assert_eq!(first_word("./bin/x=y --flag"), "./bin/x=y");
+        assert_eq!(first_word("ONLY=assignments"), "the command");
     }
 
     #[test]

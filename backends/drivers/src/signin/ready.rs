@@ -10,9 +10,9 @@
 use crate::driver::clock::Stamp;
 use crate::driver::http::{Io, Transport};
 use crate::driver::signal::Signal;
+use crate::Error;
 use core::time::Duration;
 use futures_util::future::Either;
-use crate::Error;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Whether a store's credentials are at hand: waited for, or awaited.
@@ -91,7 +91,9 @@ impl Readiness {
         let settled = core::pin::pin!(self.wait());
         let out_of_time = core::pin::pin!(transport.pause(limit));
         match futures_util::future::select(settled, out_of_time).await {
-            Either::Left((outcome, _)) => outcome.map(|()| limit.saturating_sub(Stamp::now().since(started))),
+            Either::Left((outcome, _)) => {
+                outcome.map(|()| limit.saturating_sub(Stamp::now().since(started)))
+            }
             Either::Right(((), _)) => Err(format!(
                 "the first credentials were still being fetched after {} s",
                 crate::signin::fetch::secs(limit)

@@ -511,19 +511,32 @@ fn a_lock_opens_on_a_current_thread_runtime_without_stalling_its_other_tasks() {
         let opened = started.elapsed();
         let held = locker.acquire(Wait::No).await.expect("acquired");
         let acquired = started.elapsed();
-        assert_eq!(held.release().await.expect("release"), ReleaseOutcome::Deleted);
+        assert_eq!(
+            held.release().await.expect("release"),
+            ReleaseOutcome::Deleted
+        );
         drop(locker);
         (opened, acquired)
     }));
     let (opened, acquired) = took;
-    assert!(opened < Duration::from_millis(200), "opening took {opened:?}");
+    assert!(
+        opened < Duration::from_millis(200),
+        "opening took {opened:?}"
+    );
     // The acquisition waited for the credentials (3 s), on the runtime, without blocking it.
-    assert!(acquired >= Duration::from_millis(2900), "acquired after {acquired:?}");
+    assert!(
+        acquired >= Duration::from_millis(2900),
+        "acquired after {acquired:?}"
+    );
     assert!(
         stall < Duration::from_millis(200),
         "the runtime's other task stalled {stall:?} while the lock opened and was used"
     );
-    assert_eq!(service.asked().len(), 1, "one fetch of the first credentials");
+    assert_eq!(
+        service.asked().len(),
+        1,
+        "one fetch of the first credentials"
+    );
 }
 
 #[test]
@@ -537,7 +550,10 @@ fn an_async_lock_without_credentials_fails_at_its_first_acquisition_in_one_line(
     runtime.block_on(async {
         let locker = sets3lock::Locker::new("s3://bucket/key", options).expect("opens");
         let e = locker.ready().await.expect_err("no credentials");
-        assert!(matches!(e, Error::NoCredentials { store: "AWS", .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::NoCredentials { store: "AWS", .. }),
+            "{e:?}"
+        );
         let e = locker.acquire(Wait::No).await.expect_err("no credentials");
         let line = e.to_string();
         assert!(

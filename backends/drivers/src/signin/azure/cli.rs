@@ -4,8 +4,9 @@
 
 use super::RESOURCE;
 use crate::signin::bearer::seconds;
-use crate::signin::fetch::run;
+use crate::signin::fetch::run_from;
 use crate::signin::refresh::Fetched;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 /// How long the CLI may take (it is a Python program, and may refresh its own token).
@@ -33,7 +34,7 @@ impl Cli {
             "{} account get-access-token --output json --resource {RESOURCE}",
             self.program
         );
-        let out = run(&line, LIMIT).map_err(|e| {
+        let out = run_from(&safe_directory(), &line, LIMIT).map_err(|e| {
             if e.contains("127") && e.contains("not found") {
                 format!("`{}` is not installed", self.program)
             } else {
@@ -41,6 +42,19 @@ impl Cli {
             }
         })?;
         parse(&out)
+    }
+}
+
+/// Where the CLI is run from, as azure_identity runs it: a system directory, so that an `az`
+/// in the directory the lock was opened from (which Windows' `cmd` would run before the one on
+/// `PATH`) is never the one that runs.
+fn safe_directory() -> PathBuf {
+    if cfg!(windows) {
+        std::env::var_os("SYSTEMROOT")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(r"C:\Windows"))
+    } else {
+        PathBuf::from("/bin")
     }
 }
 
@@ -149,7 +163,7 @@ mod tests {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\necho \"$@\" > '{}'\necho '{{\"accessToken\":\"from-fake-az\",\"expires_on\":1900000000}}'\n",
+                "#!/bin/sh\necho \"$@\" > '{}'\npwd >> '{0}'\necho '{{\"accessToken\":\"from-fake-az\",\"expires_on\":1900000000}}'\n",
                 args.display()
             ),
         )
@@ -159,9 +173,15 @@ mod tests {
         };
         assert_eq!(cli.token().expect("token").value, "from-fake-az");
         let said = std::fs::read_to_string(&args).expect("args");
+        // Run from /bin, whatever directory the lock was opened from: an `az` there is never
+        // the one that runs.
+        let bin = std::fs::canonicalize("/bin").expect("/bin");
         assert_eq!(
             said.trim(),
-            "account get-access-token --output json --resource https://storage.azure.com"
+            format!(
+                "account get-access-token --output json --resource https://storage.azure.com\n{}",
+                bin.display()
+            )
         );
         let missing = Cli {
             program: "sets3lock-no-such-az".into(),

@@ -5,7 +5,7 @@
 use super::SCOPE;
 use crate::signin::bearer::{oauth_token, refused, Clients, SERVICE_LIMIT};
 use crate::signin::fetch::safe_for_a_users_secret;
-use crate::signin::fetch::{form, rfc3339, run_with, token_file};
+use crate::signin::fetch::{form, rfc3339, run_words, token_file};
 use crate::signin::refresh::Fetched;
 use http::Method;
 use std::path::PathBuf;
@@ -268,7 +268,7 @@ impl External {
                 if let Some(f) = &file {
                     vars.push(("GOOGLE_EXTERNAL_ACCOUNT_OUTPUT_FILE", f.as_str()));
                 }
-                executable_answer(&run_with(command, &vars, *timeout)?)
+                executable_answer(&run_words(command, &vars, *timeout)?)
             }
         }
     }

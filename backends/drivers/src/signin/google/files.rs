@@ -3,7 +3,7 @@
 //! application-default login`), and workload identity federation (`external_account`).
 
 use super::external::External;
-use crate::gcs::token::{rsa_key, self_signed, LIFETIME};
+use crate::gcs::token::{rsa_key, self_signed, BACKDATED, LIFETIME};
 use crate::signin::bearer::{oauth_token, Clients, SERVICE_LIMIT};
 use crate::signin::fetch::form;
 use crate::signin::fetch::safe_for_a_users_secret;
@@ -78,7 +78,8 @@ impl FileSource {
                     .as_secs();
                 Ok(Fetched {
                     value: self_signed(email, key_id, key, secs)?,
-                    expires: Some(now + LIFETIME),
+                    // As the token says: issued BACKDATED ago.
+                    expires: Some(now + LIFETIME - BACKDATED),
                 })
             }
             FileSource::User(u) => {
