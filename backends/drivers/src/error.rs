@@ -378,6 +378,9 @@ pub enum EndpointError {
     /// No bucket can be addressed on it.
     #[error("no bucket can be addressed on it ({0})")]
     Bucket(String),
+    /// The region it is made from (AWS's own endpoint) cannot be part of a host name.
+    #[error("{0}")]
+    Region(String),
 }
 
 impl EndpointError {

@@ -1,11 +1,10 @@
-//! AWS profiles from the shared files (`~/.aws/credentials` and `~/.aws/config`), found the way
-//! the AWS CLI finds them: region and endpoint here; where the credentials come from is the
-//! chain's business (`signin/aws/`).
+//! S3's settings completed from an AWS profile, as the AWS tools complete theirs: region,
+//! endpoint and credentials (the files' reading is `signin/aws/profile/`, which source applies
+//! `signin/aws/resolve.rs`).
 
-use crate::signin::aws::resolve::{resolve, Resolved};
-use crate::{AwsCredentials, Error, S3Settings};
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use crate::signin::aws::profile::SharedFiles;
+use crate::signin::aws::resolve::{profile_region, resolve, Resolved, Services};
+use crate::{Error, S3Settings};
 
 impl S3Settings {
     /// The environment ([`S3Settings::from_env`]), completed the way the AWS SDKs complete
@@ -34,14 +33,21 @@ impl S3Settings {
     ///   credentials in use until they expire. Which source applies is decided here, without
     ///   a request; opening a lock waits for its first credentials, and fails with
     ///   [`Error::NoCredentials`], which names every source tried, if there are none.
-    /// - **Region**: `region` from the profile's section of the config file, unless
-    ///   `AWS_REGION` or `AWS_DEFAULT_REGION` is set.
-    /// - **Endpoint**: `endpoint_url` from the same section, unless `AWS_ENDPOINT_URL_S3` or
-    ///   `AWS_ENDPOINT_URL` is set.
+    /// - **Region**: `AWS_REGION` or `AWS_DEFAULT_REGION`, else the profile's `region` (or
+    ///   that of its `source_profile`, and so on).
+    /// - **Endpoint**: `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, else the `s3`
+    ///   `endpoint_url` of the `[services]` section the profile names, else the profile's
+    ///   `endpoint_url`. STS is found the same way (`AWS_ENDPOINT_URL_STS`, `sts`), else it
+    ///   is the region's, in its partition (`sts.cn-north-1.amazonaws.com.cn`).
     ///
-    /// A profile named explicitly must exist and give credentials ([`Error::Profile`]
-    /// otherwise); a profile that is wrong (a `role_arn` without a source, say) is an
-    /// [`Error::Profile`] too.
+    /// The files are read as the AWS SDKs read them (comments, `[profile name]` and `[name]`,
+    /// nested settings, the credentials file's values winning); one that cannot be parsed is
+    /// an [`Error::Profile`] naming its line, never a line skipped. They are not read at all
+    /// when the environment gives the keys, the region and the endpoint. A profile named
+    /// explicitly must exist and give credentials ([`Error::Profile`] otherwise); a profile
+    /// that is wrong (a `role_arn` without a source, half a pair of keys, a loop of
+    /// `source_profile`s) is an [`Error::Profile`] too, whoever named it: never a fall through
+    /// to another identity.
     pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Settings, Error> {
         S3Settings::from_vars_and_profile(profile, crate::options::env_var)
     }
@@ -76,29 +82,51 @@ impl S3Settings {
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<S3Settings, Error> {
         let mut options = S3Settings::from_vars(&var)?;
+        let env_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
+        let env_endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"));
+        // The environment's keys win (and nothing else is read or started), unless a profile
+        // is named explicitly.
+        let keys_from_env = profile.is_none() && options.credentials.is_some();
+        if keys_from_env && env_region.is_some() && env_endpoint.is_some() {
+            return Ok(options);
+        }
         let name = profile
             .map(str::to_owned)
             .or_else(|| var("AWS_PROFILE"))
             .unwrap_or_else(|| "default".to_owned());
         let files = SharedFiles::from_vars(&var);
-        let config = section(files.config.as_deref(), &name, Shared::Config);
-        if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
-            if let Some(region) = config.get("region") {
-                options.region = region.clone();
+        let profiles = files.read().map_err(|reason| Error::Profile {
+            profile: name.clone(),
+            reason,
+        })?;
+        let selected = profiles.profile(&name);
+        let setting = |key: &str| selected.and_then(|p| p.get(key)).cloned();
+        let service_endpoint = |service: &str| {
+            setting("services")
+                .and_then(|services| profiles.service_endpoint(&services, service))
+                .or_else(|| setting("endpoint_url"))
+        };
+        if env_region.is_none() {
+            if let Some(region) = profile_region(&profiles, &name) {
+                options.region = region;
             }
         }
-        if options.endpoint.is_none() {
-            if let Some(endpoint) = config.get("endpoint_url") {
-                options.endpoint = Some(crate::parse_endpoint(endpoint)?);
+        if env_endpoint.is_none() {
+            if let Some(endpoint) = service_endpoint("s3") {
+                options.endpoint = Some(crate::parse_endpoint(&endpoint)?);
             }
         }
-        // The environment's keys win (and nothing else is read or started), unless a profile
-        // is named explicitly.
-        if profile.is_none() && options.credentials.is_some() {
+        if keys_from_env {
             return Ok(options);
         }
         options.credentials = None;
-        match resolve(profile, &var, &files, &options.region)? {
+        let services = Services {
+            region: &options.region,
+            sts: var("AWS_ENDPOINT_URL_STS")
+                .or_else(|| var("AWS_ENDPOINT_URL"))
+                .or_else(|| service_endpoint("sts")),
+        };
+        match resolve(profile, &var, &profiles, &services)? {
             Resolved::Keys(keys) => options.credentials = Some(keys),
             Resolved::Source(source) => options.chain = Some(source),
         }
@@ -106,131 +134,10 @@ impl S3Settings {
     }
 }
 
-/// Where the shared files are: `AWS_SHARED_CREDENTIALS_FILE` (or `~/.aws/credentials`) and
-/// `AWS_CONFIG_FILE` (or `~/.aws/config`). Without HOME (and no file named) there are none:
-/// never a path relative to wherever the process runs.
-pub(crate) struct SharedFiles {
-    pub(crate) credentials: Option<PathBuf>,
-    pub(crate) config: Option<PathBuf>,
-}
-
-impl SharedFiles {
-    pub(crate) fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> SharedFiles {
-        let home = |name: &str| crate::signin::fetch::home(var).map(|h| h.join(name));
-        SharedFiles {
-            credentials: var("AWS_SHARED_CREDENTIALS_FILE")
-                .map(PathBuf::from)
-                .or_else(|| home(".aws/credentials")),
-            config: var("AWS_CONFIG_FILE")
-                .map(PathBuf::from)
-                .or_else(|| home(".aws/config")),
-        }
-    }
-
-    /// Profile `name`'s settings: its config section, overridden by its credentials section;
-    /// `None` if neither file has it.
-    pub(crate) fn profile(&self, name: &str) -> Option<HashMap<String, String>> {
-        let mut found = section(self.config.as_deref(), name, Shared::Config);
-        found.extend(section(
-            self.credentials.as_deref(),
-            name,
-            Shared::Credentials,
-        ));
-        (!found.is_empty()).then_some(found)
-    }
-
-    /// The `[sso-session name]` section of the config file.
-    pub(crate) fn sso_session(&self, name: &str) -> Option<HashMap<String, String>> {
-        let found = section(self.config.as_deref(), name, Shared::SsoSession);
-        (!found.is_empty()).then_some(found)
-    }
-
-    /// The files, as a user reads them.
-    pub(crate) fn shown(&self) -> String {
-        let files: Vec<String> = [&self.credentials, &self.config]
-            .into_iter()
-            .flatten()
-            .map(|p| p.display().to_string())
-            .collect();
-        match files.is_empty() {
-            true => "any file (no HOME)".into(),
-            false => files.join(" or "),
-        }
-    }
-}
-
-/// The two shared files name a profile's section differently.
-#[derive(Clone, Copy)]
-enum Shared {
-    /// `[name]`.
-    Credentials,
-    /// `[profile name]`, and `[default]` (or `[profile default]`) for the default.
-    Config,
-    /// `[sso-session name]`, in the config file.
-    SsoSession,
-}
-
-/// Whether a section header (between the brackets) is profile `name`'s in that file.
-fn is_section_of(header: &str, name: &str, file: Shared) -> bool {
-    let header = header.trim();
-    match file {
-        Shared::Credentials => header == name,
-        Shared::Config => {
-            let profile = header
-                .strip_prefix("profile")
-                .filter(|rest| rest.starts_with(char::is_whitespace))
-                .map(str::trim);
-            profile == Some(name) || (name == "default" && header == "default")
-        }
-        Shared::SsoSession => {
-            header
-                .strip_prefix("sso-session")
-                .filter(|rest| rest.starts_with(char::is_whitespace))
-                .map(str::trim)
-                == Some(name)
-        }
-    }
-}
-
-/// The `key = value` settings of profile `name`'s section of a shared file (keys lowercased);
-/// empty if the file or the section is missing.
-fn section(path: Option<&Path>, name: &str, file: Shared) -> HashMap<String, String> {
-    let mut found = HashMap::new();
-    let Some(Ok(text)) = path.map(std::fs::read_to_string) else {
-        return found;
-    };
-    let mut inside = false;
-    for raw in text.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            inside = is_section_of(header, name, file);
-        } else if inside && !raw.starts_with(char::is_whitespace) {
-            // (Indented lines are a nested block, such as `s3 =` settings, whose
-            // `endpoint_url` is not the profile's.)
-            if let Some((key, value)) = line.split_once('=') {
-                found.insert(key.trim().to_lowercase(), value.trim().to_owned());
-            }
-        }
-    }
-    found
-}
-
-/// The static keys of a credentials section, if it has both halves.
-pub(crate) fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
-    let key = section.get("aws_access_key_id")?;
-    let secret = section.get("aws_secret_access_key")?;
-    Some(match section.get("aws_session_token") {
-        Some(token) => AwsCredentials::new_with_token(key.clone(), secret.clone(), token.clone()),
-        None => AwsCredentials::new(key.clone(), secret.clone()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     /// A directory with the two shared files, and the variables that point at them.
     struct Files {
@@ -410,5 +317,106 @@ s3 =
         .expect("options");
         assert!(options.credentials.is_none());
         assert_eq!(options.region, "sa-east-1");
+    }
+
+    #[test]
+    fn a_comment_after_a_profile_s_header_never_gives_its_keys_to_another_profile() {
+        let files = Files::new(
+            "[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = d\n\n[prod]   # production account\naws_access_key_id = PRODKEY ; the prod key\naws_secret_access_key = p\n",
+            "[default]\nregion = eu-west-1 # Ireland\n[profile prod] ; prod\nregion = us-east-2\n",
+        );
+        let options = files.options(None).expect("default");
+        assert_eq!(key(&options).as_deref(), Some("DEFAULTKEY"));
+        assert_eq!(options.region, "eu-west-1");
+        let options = files.options(Some("prod")).expect("prod");
+        assert_eq!(key(&options).as_deref(), Some("PRODKEY"));
+        assert_eq!(options.region, "us-east-2");
+        let files = files.with("AWS_PROFILE", "prod");
+        assert_eq!(
+            key(&files.options(None).expect("AWS_PROFILE")).as_deref(),
+            Some("PRODKEY")
+        );
+    }
+
+    #[test]
+    fn a_broken_shared_file_is_an_error_that_names_its_line() {
+        let files = Files::new("[default]\naws_access_key_id = A\n[prod\n", "");
+        let e = files.options(None).expect_err("broken");
+        let line = e.to_string();
+        assert!(
+            line.contains("credentials line 3: a profile's header must end with ']'"),
+            "{line}"
+        );
+        assert!(matches!(e, Error::Profile { .. }), "{e:?}");
+        // Not read at all when the environment gives keys, region and endpoint.
+        let files = files
+            .with("AWS_ACCESS_KEY_ID", "ENVKEY")
+            .with("AWS_SECRET_ACCESS_KEY", "s")
+            .with("AWS_REGION", "eu-west-1")
+            .with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+        assert_eq!(
+            key(&files.options(None).expect("from the environment")).as_deref(),
+            Some("ENVKEY")
+        );
+        // ... but read for the region the environment lacks.
+        let files = Files::new("[default]\n[broken\n", "")
+            .with("AWS_ACCESS_KEY_ID", "K")
+            .with("AWS_SECRET_ACCESS_KEY", "s");
+        assert!(files.options(None).is_err());
+    }
+
+    #[test]
+    fn half_a_pair_of_keys_is_an_error_not_a_fall_through_to_another_identity() {
+        let files = Files::new("[default]\naws_access_key_id = ONLYKEY\n", "");
+        let e = files.options(None).expect_err("half keys");
+        assert!(e.to_string().contains("no aws_secret_access_key"), "{e}");
+    }
+
+    #[test]
+    fn the_region_comes_from_the_profile_or_its_source_profile() {
+        let files = Files::new(
+            "[base]\naws_access_key_id = BASEKEY\naws_secret_access_key = b\n",
+            "[profile deploy]\nrole_arn = arn:aws:iam::1:role/deploy\nsource_profile = base\n[profile base]\nregion = ap-southeast-2\n",
+        );
+        let options = files.options(Some("deploy")).expect("deploy");
+        assert_eq!(options.region, "ap-southeast-2");
+        // The role's chain is a source, whose name says which role.
+        let signer = options.signer().expect("a source");
+        assert!(
+            signer
+                .sign_in()
+                .source
+                .contains("assumes role arn:aws:iam::1:role/deploy"),
+            "{:?}",
+            signer.sign_in()
+        );
+    }
+
+    #[test]
+    fn a_services_section_names_the_s3_endpoint_and_beats_the_profile_s_own() {
+        let config = "[profile ci]\nservices = local\nendpoint_url = http://127.0.0.1:1\n[services local]\ns3 =\n  endpoint_url = http://127.0.0.1:2\n[profile plain]\nendpoint_url = http://127.0.0.1:3\n";
+        let credentials = format!(
+            "{CREDENTIALS}\n[plain]\naws_access_key_id = PLAIN\naws_secret_access_key = p\n"
+        );
+        let files = Files::new(&credentials, config);
+        let port = |p: &str| {
+            files
+                .options(Some(p))
+                .expect("options")
+                .endpoint
+                .and_then(|e| e.port())
+        };
+        assert_eq!(port("ci"), Some(2));
+        assert_eq!(port("plain"), Some(3));
+        // The environment's beats both.
+        let files = files.with("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:4");
+        assert_eq!(
+            files
+                .options(Some("ci"))
+                .expect("ci")
+                .endpoint
+                .and_then(|e| e.port()),
+            Some(4)
+        );
     }
 }

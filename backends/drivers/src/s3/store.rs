@@ -41,7 +41,13 @@ impl S3Store {
         let (endpoint, custom) = match &s3.endpoint {
             Some(e) => (e.clone(), true),
             None => {
-                let aws = format!("https://s3.{}.amazonaws.com", s3.region);
+                // The region's, in its partition (`s3.cn-north-1.amazonaws.com.cn`).
+                let aws = crate::signin::aws::partition::endpoint("s3", &s3.region).map_err(
+                    |reason| Error::InvalidEndpoint {
+                        endpoint: format!("https://s3.{}.amazonaws.com", s3.region),
+                        reason: EndpointError::Region(reason),
+                    },
+                )?;
                 (crate::parse_endpoint(&aws)?, false)
             }
         };

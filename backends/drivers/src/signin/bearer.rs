@@ -76,6 +76,7 @@ pub(crate) fn oauth_token(answer: &Answer, what: &str) -> Result<Fetched<String>
     Ok(Fetched {
         value: token.to_owned(),
         expires: Some(expires),
+        note: None,
     })
 }
 
@@ -121,9 +122,10 @@ impl<F: Fetch<Value = String>> core::fmt::Debug for Chained<F> {
 }
 
 impl<F: Fetch<Value = String>> Chained<F> {
-    /// `fetcher` under `name`, reached after `tried`; `fix` is the advice when it fails.
+    /// The fetchers `make` makes, under `name`, reached after `tried`; `fix` is the advice
+    /// when it fails.
     pub(crate) fn new(
-        fetcher: F,
+        make: impl Fn() -> F + Send + Sync + 'static,
         name: Name,
         tried: Vec<String>,
         fix: impl Into<String>,
@@ -134,7 +136,7 @@ impl<F: Fetch<Value = String>> Chained<F> {
             tried,
             lists_itself: false,
             fix: fix.into(),
-            cache: Refreshing::new(fetcher, thread),
+            cache: Refreshing::new(make, thread),
         }
     }
 

@@ -93,44 +93,144 @@ impl Http {
         headers: &[(&str, &str)],
         body: Option<(&str, String)>,
     ) -> Result<Answer, String> {
-        let mut map = HeaderMap::new();
-        for (name, value) in headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("bad header name {name:?}"))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|_| format!("a value for {name} that is not a header value"))?;
-            // Tokens ride in these headers: never shown, in `Debug` or anywhere.
-            value.set_sensitive(true);
-            map.insert(name, value);
-        }
-        let body = match body {
-            Some((content_type, text)) => {
-                map.insert(
-                    http::header::CONTENT_TYPE,
-                    HeaderValue::from_str(content_type).map_err(|_| "bad content type")?,
-                );
-                Bytes::from(text)
+        let request = request(method, url, headers, body)?;
+        self.exchange(request)
+            .map_err(|failure| self.failed(url, &failure, 1))
+    }
+
+    /// Sends one request as [`send`](Http::send), and again as `patience` says while the
+    /// service, having taken the connection, answers a status worth another try or gives no
+    /// answer in time; a connection that cannot be made fails at once (off the cloud nothing
+    /// is there: that must cost no more than one try). When every try fails, the error says
+    /// how many there were.
+    pub(crate) fn send_patiently(
+        &self,
+        patience: &Patience,
+        method: Method,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<(&str, String)>,
+    ) -> Result<Answer, String> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let last = tries >= patience.tries;
+            let request = request(method.clone(), url, headers, body.clone())?;
+            match self.exchange(request) {
+                Ok(answer) if !(patience.again)(answer.status) => return Ok(answer),
+                Ok(answer) if last => {
+                    return Err(format!(
+                        "{} answered HTTP {} to each of {tries} tries: {}",
+                        shown_url(url),
+                        answer.status,
+                        answer.quoted()
+                    ))
+                }
+                Err(failure @ HttpFailure::NotSent(_)) => {
+                    return Err(self.failed(url, &failure, tries))
+                }
+                Err(failure) if last => return Err(self.failed(url, &failure, tries)),
+                Ok(_) | Err(_) => std::thread::sleep(patience.pause(tries)),
             }
-            None => Bytes::new(),
-        };
-        let mut request = http::Request::new(body);
-        *request.method_mut() = method;
-        *request.uri_mut() = url
-            .as_str()
-            .parse()
-            .map_err(|e| format!("not an HTTP URI: {e}"))?;
-        *request.headers_mut() = map;
-        let where_ = format!("{}{}", url.origin().ascii_serialization(), url.path());
-        match self.client.exchange(request, self.limit) {
-            Ok(reply) => Ok(Answer {
+        }
+    }
+
+    fn exchange(&self, request: http::Request<Bytes>) -> Result<Answer, HttpFailure> {
+        self.client
+            .exchange(request, self.limit)
+            .map(|reply| Answer {
                 status: reply.status().as_u16(),
                 body: reply.into_body().to_vec(),
-            }),
-            Err(HttpFailure::Timeout) => {
-                Err(format!("{where_} gave no answer in {} s", secs(self.limit)))
-            }
-            Err(failure) => Err(format!("{where_} could not be reached ({failure})")),
+            })
+    }
+
+    /// The one line for a request to `url` that got no answer, after `tries` tries.
+    fn failed(&self, url: &Url, failure: &HttpFailure, tries: u32) -> String {
+        let tried = match tries {
+            1 => String::new(),
+            n => format!(" ({n} tries)"),
+        };
+        match failure {
+            HttpFailure::Timeout => format!(
+                "{} gave no answer in {} s{tried}",
+                shown_url(url),
+                secs(self.limit)
+            ),
+            failure => format!("{} could not be reached ({failure}){tried}", shown_url(url)),
         }
+    }
+}
+
+/// A URL as an error shows it: no query (it may hold a secret).
+fn shown_url(url: &Url) -> String {
+    format!("{}{}", url.origin().ascii_serialization(), url.path())
+}
+
+/// The request to send.
+fn request(
+    method: Method,
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> Result<http::Request<Bytes>, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("bad header name {name:?}"))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("a value for {name} that is not a header value"))?;
+        // Tokens ride in these headers: never shown, in `Debug` or anywhere.
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    let body = match body {
+        Some((content_type, text)) => {
+            map.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_str(content_type).map_err(|_| "bad content type")?,
+            );
+            Bytes::from(text)
+        }
+        None => Bytes::new(),
+    };
+    let mut request = http::Request::new(body);
+    *request.method_mut() = method;
+    *request.uri_mut() = url
+        .as_str()
+        .parse()
+        .map_err(|e| format!("not an HTTP URI: {e}"))?;
+    *request.headers_mut() = map;
+    Ok(request)
+}
+
+/// How a metadata service is asked again, as each cloud's SDK asks its own: a service that
+/// is starting or being updated answers 5xx (or 410, 429) or nothing for a few seconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Patience {
+    /// Tries in all.
+    pub(crate) tries: u32,
+    /// The pause after the first failed try, doubled after each one (with jitter: between
+    /// half of it and all of it).
+    pub(crate) first_pause: Duration,
+    /// The longest pause.
+    pub(crate) most_pause: Duration,
+    /// Whether a status is worth another try.
+    pub(crate) again: fn(u16) -> bool,
+}
+
+impl Patience {
+    /// The pause after `failed` tries.
+    pub(crate) fn pause(&self, failed: u32) -> Duration {
+        let doubled = self
+            .first_pause
+            .saturating_mul(1u32 << failed.saturating_sub(1).min(16));
+        let full = doubled.min(self.most_pause);
+        let mut byte = [0u8; 1];
+        let share = match getrandom::fill(&mut byte) {
+            Ok(()) => 0.5 + f64::from(byte[0]) / 510.0,
+            Err(_) => 1.0,
+        };
+        full.mul_f64(share)
     }
 }
 

@@ -34,6 +34,9 @@ pub(crate) struct Fetched<T> {
     pub(crate) value: T,
     /// When they expire.
     pub(crate) expires: Option<SystemTime>,
+    /// What a user should know about them (old credentials kept through a failure, as the
+    /// SDKs keep instance metadata's): shown as the sign-in's problem until the next fetch.
+    pub(crate) note: Option<String>,
 }
 
 impl<T> core::fmt::Debug for Fetched<T> {
@@ -82,23 +85,29 @@ pub(crate) struct Status {
     pub(crate) expires: Option<SystemTime>,
     /// Whether there is a value at all.
     pub(crate) has_value: bool,
-    /// Why the last fetch failed, if it did.
+    /// Why the last fetch failed, if it did; else what the last one noted.
     pub(crate) error: Option<String>,
 }
 
-/// A cache of `F`'s values, filled by a thread of its own (started on first use).
+/// A cache of `F`'s values, filled by a thread of its own (started on first use, and again in
+/// a child made by `fork`, which has none of its parent's threads).
 pub(crate) struct Refreshing<F: Fetch> {
     shared: Arc<Shared<F::Value>>,
-    /// The fetcher, until the thread takes it.
-    idle: Mutex<Option<F>>,
+    /// Makes the thread's fetcher: the first thread's, and a forked child's.
+    make: Box<dyn Fn() -> F + Send + Sync>,
+    /// The process whose thread keeps the cache fresh (`None` before first use).
+    running_in: Mutex<Option<u32>>,
     /// The thread's name.
     name: &'static str,
 }
 
 impl<F: Fetch> Refreshing<F> {
-    /// A cache over `fetcher`; nothing is fetched until [`get`](Refreshing::get) or
-    /// [`wait_first`](Refreshing::wait_first).
-    pub(crate) fn new(fetcher: F, name: &'static str) -> Refreshing<F> {
+    /// A cache whose thread fetches with what `make` makes; nothing is fetched until
+    /// [`get`](Refreshing::get) or [`wait_first`](Refreshing::wait_first).
+    pub(crate) fn new(
+        make: impl Fn() -> F + Send + Sync + 'static,
+        name: &'static str,
+    ) -> Refreshing<F> {
         Refreshing {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -109,14 +118,26 @@ impl<F: Fetch> Refreshing<F> {
                 }),
                 changed: Condvar::new(),
             }),
-            idle: Mutex::new(Some(fetcher)),
+            make: Box::new(make),
+            running_in: Mutex::new(None),
             name,
         }
     }
 
+    /// Starts the thread, unless this process has it already. (A child made by `fork` has a
+    /// copy of the cache but not the thread: it starts one of its own, which fetches at once.
+    /// A fork while the parent's thread was storing a value would leave the child's cache
+    /// locked, as a fork without `exec` in a threaded program risks for any lock.)
     fn start(&self) {
-        let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(fetcher) = taken else { return };
+        let pid = std::process::id();
+        {
+            let mut running_in = self.running_in.lock().unwrap_or_else(|e| e.into_inner());
+            if *running_in == Some(pid) {
+                return;
+            }
+            *running_in = Some(pid);
+        }
+        let fetcher = (self.make)();
         let shared = self.shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("sets3lock-{}", self.name))
@@ -178,7 +199,10 @@ impl<F: Fetch> Refreshing<F> {
         Status {
             expires: state.current.as_ref().and_then(|f| f.expires),
             has_value: state.current.is_some(),
-            error: state.error.clone(),
+            error: state
+                .error
+                .clone()
+                .or_else(|| state.current.as_ref().and_then(|f| f.note.clone())),
         }
     }
 }
@@ -216,6 +240,15 @@ pub(crate) fn shown(t: SystemTime) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// Says what a fetch noted: a warning for the `tracing` subscriber, with the `tracing`
+/// feature (the sign-in's problem shows it in any case).
+fn noted(note: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "sets3lock", note, "credentials");
+    #[cfg(not(feature = "tracing"))]
+    let _ = note;
+}
+
 /// The thread: fetch, store, sleep until the next fetch is due (or the source is dropped).
 fn keep_fresh<F: Fetch>(mut fetcher: F, shared: &Shared<F::Value>) {
     let mut failures = 0u32;
@@ -244,6 +277,9 @@ fn keep_fresh<F: Fetch>(mut fetcher: F, shared: &Shared<F::Value>) {
             let next = match fetched {
                 Ok(f) => {
                     failures = 0;
+                    if let Some(note) = &f.note {
+                        noted(note);
+                    }
                     // Never sooner than a failure's first pause: a source whose values live
                     // only seconds is not asked in a loop.
                     let next = refresh_at(now, f.expires).map(|at| at.max(now + RETRY_FIRST));
@@ -291,6 +327,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    #[derive(Clone)]
     struct Script {
         calls: Arc<AtomicU32>,
         answers: Vec<Result<Fetched<u32>, String>>,
@@ -305,6 +342,10 @@ mod tests {
                 .cloned()
                 .unwrap_or_else(|| Err("no more answers".into()))
         }
+    }
+
+    fn maker(script: Script) -> impl Fn() -> Script + Send + Sync + 'static {
+        move || script.clone()
     }
 
     fn at(secs: u64) -> SystemTime {
@@ -341,10 +382,10 @@ mod tests {
     fn nothing_is_fetched_before_first_use_and_the_first_failure_is_said() {
         let calls = Arc::new(AtomicU32::new(0));
         let cache = Refreshing::new(
-            Script {
+            maker(Script {
                 calls: calls.clone(),
                 answers: vec![Err("the endpoint said 403".into())],
-            },
+            }),
             "test",
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -358,13 +399,14 @@ mod tests {
     fn a_value_that_never_expires_is_fetched_once() {
         let calls = Arc::new(AtomicU32::new(0));
         let cache = Refreshing::new(
-            Script {
+            maker(Script {
                 calls: calls.clone(),
                 answers: vec![Ok(Fetched {
                     value: 7,
                     expires: None,
+                    note: None,
                 })],
-            },
+            }),
             "test",
         );
         for _ in 0..3 {
@@ -382,15 +424,16 @@ mod tests {
             Ok(Fetched {
                 value,
                 expires: Some(SystemTime::now() + Duration::from_secs(secs)),
+                note: None,
             })
         };
         // The first value lives 12 s: asked for again at half its life (6 s), which fails;
         // the old value is served meanwhile; the retry a second later brings the third.
         let cache = Refreshing::new(
-            Script {
+            maker(Script {
                 calls: calls.clone(),
                 answers: vec![soon(1, 12), Err("token service down".into()), soon(3, 3600)],
-            },
+            }),
             "test",
         );
         assert_eq!(cache.get(Duration::from_secs(5)), Ok(1));
@@ -427,12 +470,13 @@ mod tests {
         let stale = Ok(Fetched {
             value: 1,
             expires: Some(SystemTime::now()),
+            note: None,
         });
         let cache = Refreshing::new(
-            Script {
+            maker(Script {
                 calls: calls.clone(),
                 answers: vec![stale; 100],
-            },
+            }),
             "test",
         );
         let e = cache.get(Duration::from_secs(5)).expect_err("not usable");
@@ -455,7 +499,7 @@ mod tests {
                 panic!("a bug")
             }
         }
-        let cache = Refreshing::new(Panics, "test");
+        let cache = Refreshing::new(|| Panics, "test");
         let e = cache.get(Duration::from_secs(5)).expect_err("no value");
         assert!(e.contains("panicked"), "{e}");
     }
@@ -464,15 +508,78 @@ mod tests {
     fn the_thread_ends_when_the_source_is_dropped() {
         let calls = Arc::new(AtomicU32::new(0));
         let cache = Refreshing::new(
-            Script {
+            maker(Script {
                 calls: calls.clone(),
                 answers: vec![Err("down".into()); 100],
-            },
+            }),
             "test",
         );
         let _ = cache.get(Duration::from_secs(5));
         drop(cache);
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(calls.load(Ordering::SeqCst), 1, "fetched after the drop");
+    }
+
+    #[test]
+    fn a_forked_child_starts_a_thread_of_its_own_which_fetches_at_once() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let cache = Refreshing::new(
+            maker(Script {
+                calls: calls.clone(),
+                answers: vec![
+                    Ok(Fetched {
+                        value: 1,
+                        expires: Some(SystemTime::now() + Duration::from_secs(3600)),
+                        note: None,
+                    }),
+                    Ok(Fetched {
+                        value: 2,
+                        expires: Some(SystemTime::now() + Duration::from_secs(3600)),
+                        note: None,
+                    }),
+                ],
+            }),
+            "test",
+        );
+        assert_eq!(cache.get(Duration::from_secs(5)), Ok(1));
+        assert_eq!(
+            cache.get(Duration::from_secs(5)),
+            Ok(1),
+            "one thread per process"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // As a child made by fork sees it: the thread was started by another process.
+        *cache.running_in.lock().expect("pid") = Some(std::process::id().wrapping_add(1));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while cache.get(Duration::from_secs(5)) != Ok(2) {
+            assert!(
+                Instant::now() < deadline,
+                "no thread fetched in the child: {} fetches",
+                calls.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn what_a_fetch_notes_is_the_sign_in_s_problem_until_the_next_one() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let cache = Refreshing::new(
+            maker(Script {
+                calls,
+                answers: vec![Ok(Fetched {
+                    value: 1,
+                    expires: None,
+                    note: Some("old credentials kept".into()),
+                })],
+            }),
+            "test",
+        );
+        assert_eq!(cache.get(Duration::from_secs(5)), Ok(1));
+        assert_eq!(
+            cache.status().error.as_deref(),
+            Some("old credentials kept")
+        );
     }
 }

@@ -176,13 +176,16 @@ fn a_source_that_fails_mid_hold_ends_the_hold_as_an_outage_would() {
 
 #[test]
 fn with_nothing_to_sign_with_one_line_names_every_source_tried() {
-    // Instance metadata that never answers (a listener nobody reads): one request, 1 s.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    // Off EC2: nothing listens at instance metadata's address (here a closed port on
+    // loopback, which refuses the connection): one try, at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = closed.local_addr().expect("addr");
+    drop(closed);
     let vars = no_metadata()
         .with("AWS_EC2_METADATA_DISABLED", "false")
         .with(
             "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-            &format!("http://{}", silent.local_addr().expect("addr")),
+            &format!("http://{address}"),
         )
         .with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
     let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
@@ -196,17 +199,21 @@ fn with_nothing_to_sign_with_one_line_names_every_source_tried() {
     );
     for said in [
         "no AWS credentials: tried the environment",
-        "profile default (not in /nonexistent/sets3lock-test-home/.aws/credentials",
+        "profile default (no profiles in /nonexistent/sets3lock-test-home/.aws/credentials",
         "web identity (not configured)",
         "container (not configured)",
         "instance metadata (",
-        "gave no answer in 1 s",
+        "could not be reached",
         "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
     ] {
         assert!(line.contains(said), "{said:?} is not in: {line}");
     }
+    assert!(
+        !line.contains("tries"),
+        "a refused connection is tried once: {line}"
+    );
     assert!(!line.contains('\n'), "{line}");
-    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
     // Turned off: nothing is asked, at once.
     let vars = no_metadata().with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
     let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
@@ -563,4 +570,99 @@ fn an_async_lock_without_credentials_fails_at_its_first_acquisition_in_one_line(
             "{line}"
         );
     });
+}
+
+/// Instance metadata on loopback, answering as `answer(request, how many came before it)`;
+/// IMDSv2's three requests, the credentials being the mock's.
+fn instance_metadata(
+    mock: &support::Server,
+    answer: impl Fn(&crate::support::token_service::Asked, usize) -> Option<(u16, String)>
+        + Send
+        + Sync
+        + 'static,
+) -> TokenService {
+    let (key, secret) = (mock.access_key.clone(), mock.secret.clone());
+    TokenService::start(move |asked, n| {
+        if let Some(special) = answer(asked, n) {
+            return special;
+        }
+        match asked.target.as_str() {
+            "/latest/api/token" => (200, "imds-token".to_owned()),
+            "/latest/meta-data/iam/security-credentials/" => (200, "locker-role".to_owned()),
+            _ => {
+                let body = serde_json::json!({
+                    "Code": "Success", "AccessKeyId": key, "SecretAccessKey": secret,
+                    "Token": format!("imds-session-{n}"), "Expiration": in_secs(3600),
+                });
+                (200, body.to_string())
+            }
+        }
+    })
+}
+
+fn on_imds(service: &TokenService, mock: &support::Server) -> Options {
+    let vars = no_metadata()
+        .with("AWS_EC2_METADATA_DISABLED", "false")
+        .with("AWS_EC2_METADATA_SERVICE_ENDPOINT", &service.url)
+        .with("AWS_ENDPOINT_URL", &mock.endpoint);
+    Options::from_vars(Scheme::S3, vars.lookup()).expect("options")
+}
+
+#[test]
+fn instance_metadata_that_holds_its_first_token_answer_3_s_is_asked_again_and_the_lock_opens() {
+    let mock = support::mock(404);
+    let service = instance_metadata(&mock, |_, n| {
+        if n == 0 {
+            // The first token request is held past its 1 s limit.
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        None
+    });
+    let started = Instant::now();
+    let locker = Locker::new(&mock.url(&fresh_key("imds-slow")), on_imds(&service, &mock))
+        .expect("opens after another try");
+    let took = started.elapsed();
+    let held = locker.acquire(Wait::No).expect("signed with the role");
+    held.release().expect("release");
+    let asked: Vec<String> = service.asked().iter().map(|a| a.target.clone()).collect();
+    assert_eq!(
+        &asked[..2],
+        ["/latest/api/token", "/latest/api/token"],
+        "{asked:?}"
+    );
+    assert!(took < Duration::from_secs(4), "the opening took {took:?}");
+    assert_eq!(
+        locker.sign_in().expect("signer").source,
+        "instance metadata"
+    );
+}
+
+#[test]
+fn instance_metadata_answering_5xx_or_429_is_asked_again_and_four_failures_are_named() {
+    let mock = support::mock(404);
+    // A 503, then a 429, then the credentials.
+    let service = instance_metadata(&mock, |asked, n| match n {
+        0 if asked.target == "/latest/api/token" => Some((503, "updating".into())),
+        1 => Some((429, "slow down".into())),
+        _ => None,
+    });
+    let held = Locker::new(&mock.url(&fresh_key("imds-5xx")), on_imds(&service, &mock))
+        .expect("opens")
+        .acquire(Wait::No)
+        .expect("acquire");
+    held.release().expect("release");
+    // Always 500: four tries of the first request, then one line that says so.
+    let service = instance_metadata(&mock, |_, _| Some((500, "broken".into())));
+    let e = Locker::new("s3://bucket/key", on_imds(&service, &mock)).expect_err("no credentials");
+    assert!(
+        e.to_string()
+            .contains("/latest/api/token answered HTTP 500 to each of 4 tries: broken"),
+        "{e}"
+    );
+    assert_eq!(service.asked().len(), 4);
+    // A refusal that another try cannot mend (403: IMDSv2 turned off) is not asked again.
+    let service = instance_metadata(&mock, |_, _| Some((403, "forbidden".into())));
+    let e = Locker::new("s3://bucket/key", on_imds(&service, &mock)).expect_err("refused");
+    assert!(e.to_string().contains("answered HTTP 403"), "{e}");
+    assert_eq!(service.asked().len(), 1);
 }

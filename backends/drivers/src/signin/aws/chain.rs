@@ -17,7 +17,7 @@ use crate::signin::refresh::{Fetch, Fetched, Refreshing, FIRST_WAIT};
 use crate::signin::SignIn;
 use crate::{AwsCredentialSource, AwsCredentials};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use url::Url;
 
 /// How long instance metadata may take to answer one request (off EC2 it never does: this is
@@ -79,14 +79,19 @@ impl Source {
         }
     }
 
-    fn fetch(&self, clients: &mut Clients) -> Result<Fetched<AwsCredentials>, String> {
+    fn fetch(
+        &self,
+        clients: &mut Clients,
+        kept: &mut Option<AwsCredentials>,
+    ) -> Result<Fetched<AwsCredentials>, String> {
         match self {
             Source::Static(c) => Ok(Fetched {
                 value: c.clone(),
                 expires: None,
+                note: None,
             }),
             Source::Process { command, .. } => process::credentials(command),
-            Source::Sso(s) => sso::credentials(clients.for_url(&s.portal, SERVICE_LIMIT)?, s),
+            Source::Sso(s) => sso::credentials(clients, s),
             Source::WebIdentity { who, sts } => sts::assume_role_with_web_identity(
                 clients.for_url(&sts.url, SERVICE_LIMIT)?,
                 sts,
@@ -94,13 +99,16 @@ impl Source {
             ),
             Source::Container(c) => metadata::container(clients.for_url(&c.url, SERVICE_LIMIT)?, c),
             Source::Instance { endpoint } => {
-                metadata::instance(clients.for_url(endpoint, METADATA_LIMIT)?, endpoint)
+                let fetched = clients
+                    .for_url(endpoint, METADATA_LIMIT)
+                    .and_then(|http| metadata::instance(http, endpoint));
+                steady(fetched, kept, SystemTime::now())
             }
             Source::AssumeRole {
                 role, sts, base, ..
             } => {
                 let base = base
-                    .fetch(clients)
+                    .fetch(clients, kept)
                     .map_err(|e| format!("its source credentials ({}): {e}", base.name()))?;
                 sts::assume_role(
                     clients.for_url(&sts.url, SERVICE_LIMIT)?,
@@ -113,15 +121,70 @@ impl Source {
     }
 }
 
+/// Instance metadata's answer, made steady as the AWS SDKs make it ("static stability"): EC2's
+/// credentials outlive the expiry it states, so credentials handed out already expired, or
+/// kept from the last good answer when it fails, are used for 10 to 15 more minutes, with a
+/// note saying so, rather than none at all. `kept` is the last good answer's.
+fn steady(
+    fetched: Result<Fetched<AwsCredentials>, String>,
+    kept: &mut Option<AwsCredentials>,
+    now: SystemTime,
+) -> Result<Fetched<AwsCredentials>, String> {
+    let extended = |value: AwsCredentials, why: String| {
+        let mut jitter = [0u8; 2];
+        let jitter = match getrandom::fill(&mut jitter) {
+            Ok(()) => u64::from(u16::from_le_bytes(jitter)) % 301,
+            Err(_) => 0,
+        };
+        let expires = now + STEADY_FOR + Duration::from_secs(jitter);
+        Fetched {
+            value,
+            expires: Some(expires),
+            note: Some(format!(
+                "{why}: the last credentials it gave are used until {} (as the AWS SDKs do), and it is asked again before then",
+                crate::signin::refresh::shown(expires)
+            )),
+        }
+    };
+    match fetched {
+        Ok(f) => {
+            *kept = Some(f.value.clone());
+            match f.expires {
+                Some(at) if !crate::signin::refresh::usable(Some(at), now) => Ok(extended(
+                    f.value,
+                    format!(
+                        "instance metadata handed out credentials that expired at {}",
+                        crate::signin::refresh::shown(at)
+                    ),
+                )),
+                _ => Ok(f),
+            }
+        }
+        Err(e) => match kept {
+            Some(value) => Ok(extended(
+                value.clone(),
+                format!("instance metadata failed ({e})"),
+            )),
+            None => Err(e),
+        },
+    }
+}
+
+/// How long instance metadata's last credentials are used past a failure (plus up to 5
+/// minutes of jitter, so that a fleet does not come back at once).
+const STEADY_FOR: Duration = Duration::from_secs(600);
+
 struct Fetcher {
     source: Source,
     clients: Clients,
+    /// Instance metadata's last good credentials (see `steady`).
+    kept: Option<AwsCredentials>,
 }
 
 impl Fetch for Fetcher {
     type Value = AwsCredentials;
     fn fetch(&mut self) -> Result<Fetched<AwsCredentials>, String> {
-        self.source.fetch(&mut self.clients)
+        self.source.fetch(&mut self.clients, &mut self.kept)
     }
 }
 
@@ -157,9 +220,10 @@ impl Chained {
             tried,
             fix,
             cache: Refreshing::new(
-                Fetcher {
-                    source,
-                    clients: Clients::new(ca_bundle),
+                move || Fetcher {
+                    source: source.clone(),
+                    clients: Clients::new(ca_bundle.clone()),
+                    kept: None,
                 },
                 "aws-credentials",
             ),

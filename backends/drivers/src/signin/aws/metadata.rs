@@ -2,15 +2,26 @@
 //! token first, then the role's credentials) and the container endpoint (ECS, Fargate, EKS Pod
 //! Identity).
 
-use crate::signin::fetch::{rfc3339, token_file, Answer, Http};
+use crate::signin::fetch::{rfc3339, token_file, Answer, Http, Patience};
 use crate::signin::refresh::Fetched;
 use crate::AwsCredentials;
 use http::Method;
 use std::path::PathBuf;
+use std::time::Duration;
 use url::Url;
 
+/// How instance metadata is asked again: four tries in all, as the AWS SDKs make, when it
+/// answers 429 or 5xx or nothing in time (a new instance's first token can take seconds).
+pub(crate) const PATIENCE: Patience = Patience {
+    tries: 4,
+    first_pause: Duration::from_secs(1),
+    most_pause: Duration::from_secs(20),
+    again: |status| status == 429 || status >= 500,
+};
+
 /// The credentials in a metadata-style JSON answer (`AccessKeyId`, `SecretAccessKey`, `Token`,
-/// `Expiration`).
+/// `Expiration`, in any case, as the SDKs read them), or what the service said instead (its
+/// `Code` when it is not `Success`).
 pub(crate) fn credentials_in(
     answer: &Answer,
     what: &str,
@@ -24,36 +35,58 @@ pub(crate) fn credentials_in(
     }
     let json = answer.json().map_err(|e| format!("{what}: {e}"))?;
     let field = |name: &str| {
-        json.get(name)
-            .and_then(|v| v.as_str())
+        json.as_object()
+            .and_then(|o| o.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+            .and_then(|(_, v)| v.as_str())
             .map(str::to_owned)
-            .ok_or_else(|| format!("{what} answered without {name}"))
     };
-    let (key, secret) = (field("AccessKeyId")?, field("SecretAccessKey")?);
-    let value = match field("Token") {
-        Ok(token) => AwsCredentials::new_with_token(key, secret, token),
-        Err(_) => AwsCredentials::new(key, secret),
+    match field("Code").as_deref() {
+        None | Some("Success") => {}
+        Some("AssumeRoleUnauthorizedAccess") => {
+            return Err(format!(
+                "{what} answered AssumeRoleUnauthorizedAccess: {} (does the role trust ec2.amazonaws.com?)",
+                field("Message").unwrap_or_default()
+            ))
+        }
+        Some(code) => {
+            return Err(format!(
+                "{what} answered {code}: {}",
+                field("Message").unwrap_or_default()
+            ))
+        }
+    }
+    let missing = |name: &str| format!("{what} answered without {name}");
+    let key = field("AccessKeyId").ok_or_else(|| missing("AccessKeyId"))?;
+    let secret = field("SecretAccessKey").ok_or_else(|| missing("SecretAccessKey"))?;
+    let value = match field("Token").or_else(|| field("SessionToken")) {
+        Some(token) => AwsCredentials::new_with_token(key, secret, token),
+        None => AwsCredentials::new(key, secret),
     };
-    let expires = match field("Expiration") {
-        Ok(text) => Some(
+    let expires = match field("Expiration").or_else(|| field("ExpiresAt")) {
+        Some(text) => Some(
             rfc3339(&text)
                 .ok_or_else(|| format!("{what} answered an Expiration that is not a time"))?,
         ),
-        Err(_) => None,
+        None => None,
     };
-    Ok(Fetched { value, expires })
+    Ok(Fetched {
+        value,
+        expires,
+        note: None,
+    })
 }
 
 /// EC2 instance metadata, IMDSv2 only: `PUT /latest/api/token`, then the role's name, then its
-/// credentials. One attempt per fetch: off EC2 the first request fails within its time limit
-/// and nothing more is sent.
+/// credentials, each asked again as [`PATIENCE`] says. Off EC2 the first connection fails
+/// within its time limit and nothing more is sent.
 pub(crate) fn instance(http: &Http, endpoint: &Url) -> Result<Fetched<AwsCredentials>, String> {
     let at = |path: &str| {
         endpoint
             .join(path)
             .map_err(|e| format!("the instance metadata endpoint {endpoint}: {e}"))
     };
-    let token = http.send(
+    let token = http.send_patiently(
+        &PATIENCE,
         Method::PUT,
         &at("/latest/api/token")?,
         &[("x-aws-ec2-metadata-token-ttl-seconds", "21600")],
@@ -67,7 +100,8 @@ pub(crate) fn instance(http: &Http, endpoint: &Url) -> Result<Fetched<AwsCredent
     }
     let token = String::from_utf8_lossy(&token.body).trim().to_owned();
     let with_token = [("x-aws-ec2-metadata-token", token.as_str())];
-    let roles = http.send(
+    let roles = http.send_patiently(
+        &PATIENCE,
         Method::GET,
         &at("/latest/meta-data/iam/security-credentials/")?,
         &with_token,
@@ -87,7 +121,7 @@ pub(crate) fn instance(http: &Http, endpoint: &Url) -> Result<Fetched<AwsCredent
         .ok_or("this instance has no IAM role (attach an instance profile)")?
         .to_owned();
     let path = format!("/latest/meta-data/iam/security-credentials/{role}");
-    let answer = http.send(Method::GET, &at(&path)?, &with_token, None)?;
+    let answer = http.send_patiently(&PATIENCE, Method::GET, &at(&path)?, &with_token, None)?;
     credentials_in(&answer, "instance metadata")
 }
 
@@ -218,5 +252,31 @@ mod tests {
         let e = credentials_in(&answer(r#"{"AccessKeyId":"A"}"#), "instance metadata")
             .expect_err("no secret");
         assert_eq!(e, "instance metadata answered without SecretAccessKey");
+        // Keys in any case, and the other names the SDKs read.
+        let f = credentials_in(
+            &answer(r#"{"accesskeyid":"A","SECRETACCESSKEY":"s","SessionToken":"t","ExpiresAt":"2026-12-05T02:00:00Z"}"#),
+            "x",
+        )
+        .expect("read");
+        assert_eq!((f.value.key(), f.value.token()), ("A", Some("t")));
+        assert!(f.expires.is_some());
+        // A Code other than Success is what the service says instead.
+        let e = credentials_in(
+            &answer(
+                r#"{"Code":"AssumeRoleUnauthorizedAccess","Message":"EC2 cannot assume the role"}"#,
+            ),
+            "instance metadata",
+        )
+        .expect_err("refused");
+        assert!(
+            e.contains("EC2 cannot assume the role") && e.contains("trust ec2.amazonaws.com"),
+            "{e}"
+        );
+        assert!(credentials_in(
+            &answer(r#"{"Code":"Throttled","AccessKeyId":"A","SecretAccessKey":"s"}"#),
+            "x"
+        )
+        .expect_err("not Success")
+        .contains("Throttled"));
     }
 }

@@ -4,7 +4,9 @@
 
 mod chain;
 mod metadata;
+pub(crate) mod partition;
 mod process;
+pub(crate) mod profile;
 pub(crate) mod resolve;
 mod sigv4;
 mod sso;

@@ -14,12 +14,20 @@ pub(crate) fn credentials(command: &str) -> Result<Fetched<AwsCredentials>, Stri
 }
 
 fn read(stdout: &[u8]) -> Result<Fetched<AwsCredentials>, String> {
-    let json: serde_json::Value = serde_json::from_slice(stdout)
-        .map_err(|_| "the credential_process printed something that is not JSON".to_owned())?;
-    if json.get("Version").and_then(|v| v.as_u64()) != Some(1) {
+    let json: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(stdout).map_err(|_| {
+            "the credential_process printed something that is not a JSON object".to_owned()
+        })?;
+    // Keys in any case, as the AWS SDKs read them.
+    let value = |name: &str| {
+        json.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    };
+    if value("Version").and_then(|v| v.as_u64()) != Some(1) {
         return Err("the credential_process printed no \"Version\": 1".into());
     }
-    let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    let field = |name: &str| value(name).and_then(|v| v.as_str()).map(str::to_owned);
     let missing = |name: &str| format!("the credential_process printed no {name}");
     let key = field("AccessKeyId").ok_or_else(|| missing("AccessKeyId"))?;
     let secret = field("SecretAccessKey").ok_or_else(|| missing("SecretAccessKey"))?;
@@ -34,7 +42,11 @@ fn read(stdout: &[u8]) -> Result<Fetched<AwsCredentials>, String> {
         ),
         None => None,
     };
-    Ok(Fetched { value, expires })
+    Ok(Fetched {
+        value,
+        expires,
+        note: None,
+    })
 }
 
 #[cfg(test)]
@@ -52,7 +64,14 @@ mod tests {
         assert!(read(br#"{"Version":2}"#)
             .expect_err("v2")
             .contains("Version"));
-        assert!(read(b"AK S").expect_err("text").contains("not JSON"));
+        assert!(read(b"AK S")
+            .expect_err("text")
+            .contains("not a JSON object"));
+        // Keys in any case.
+        let f =
+            read(br#"{"version":1,"accesskeyid":"ak","SECRETACCESSKEY":"s","sessiontoken":"t"}"#)
+                .expect("any case");
+        assert_eq!((f.value.key(), f.value.token()), ("ak", Some("t")));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use url::Url;
 /// default).
 const DURATION_SECS: &str = "3600";
 
-/// Where STS is: `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`, else the region's endpoint.
+/// Where STS is: the endpoint the settings name (`AWS_ENDPOINT_URL_STS`, `AWS_ENDPOINT_URL`, the
+/// profile's), else the region's (in its partition: `sts.cn-north-1.amazonaws.com.cn`).
 #[derive(Clone, Debug)]
 pub(crate) struct Sts {
     pub(crate) url: Url,
@@ -22,13 +23,11 @@ pub(crate) struct Sts {
 }
 
 impl Sts {
-    pub(crate) fn from_vars(
-        var: &dyn Fn(&str) -> Option<String>,
-        region: &str,
-    ) -> Result<Sts, String> {
-        let url = var("AWS_ENDPOINT_URL_STS")
-            .or_else(|| var("AWS_ENDPOINT_URL"))
-            .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com/"));
+    pub(crate) fn new(endpoint: Option<&str>, region: &str) -> Result<Sts, String> {
+        let url = match endpoint {
+            Some(e) => e.to_owned(),
+            None => format!("{}/", super::partition::endpoint("sts", region)?),
+        };
         let url = Url::parse(&url).map_err(|e| format!("the STS endpoint {url:?}: {e}"))?;
         if !crate::signin::fetch::safe_for_secrets(&url) {
             return Err(format!(
@@ -141,6 +140,7 @@ fn credentials_in(answer: &Answer, action: &str) -> Result<Fetched<AwsCredential
             field("SessionToken")?,
         ),
         expires: Some(expires),
+        note: None,
     })
 }
 
@@ -197,20 +197,27 @@ mod tests {
     }
 
     #[test]
-    fn sts_is_found_where_the_sdks_look() {
-        let none = |_: &str| None;
-        assert_eq!(
-            Sts::from_vars(&none, "eu-west-1")
-                .expect("url")
-                .url
-                .as_str(),
-            "https://sts.eu-west-1.amazonaws.com/"
-        );
-        let both = |n: &str| match n {
-            "AWS_ENDPOINT_URL_STS" => Some("http://127.0.0.1:1/".to_owned()),
-            "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:2/".to_owned()),
-            _ => None,
+    fn sts_is_the_endpoint_given_or_the_region_s_in_its_partition() {
+        let at = |endpoint: Option<&str>, region: &str| {
+            Sts::new(endpoint, region).map(|s| s.url.to_string())
         };
-        assert_eq!(Sts::from_vars(&both, "x").expect("url").url.port(), Some(1));
+        assert_eq!(
+            at(None, "eu-west-1").as_deref(),
+            Ok("https://sts.eu-west-1.amazonaws.com/")
+        );
+        assert_eq!(
+            at(None, "cn-north-1").as_deref(),
+            Ok("https://sts.cn-north-1.amazonaws.com.cn/")
+        );
+        assert_eq!(
+            at(Some("http://127.0.0.1:1/"), "x").as_deref(),
+            Ok("http://127.0.0.1:1/")
+        );
+        assert!(at(Some("http://sts.example.com/"), "x")
+            .expect_err("in clear")
+            .contains("use https"));
+        assert!(at(None, "bad region")
+            .expect_err("no host")
+            .contains("set AWS_REGION"));
     }
 }

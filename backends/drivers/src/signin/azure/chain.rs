@@ -18,6 +18,7 @@ use url::Url;
 const FIX: &str = "run `az login`, or set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET (on Azure: give the resource a managed identity)";
 
 /// Managed identity, then the CLI; the one that answered first.
+#[derive(Clone)]
 struct Ambient {
     managed: Option<Managed>,
     cli: Cli,
@@ -30,6 +31,7 @@ enum Choice {
     Cli,
 }
 
+#[derive(Clone)]
 enum Source {
     Entra(Entra),
     Ambient(Ambient),
@@ -99,6 +101,19 @@ fn ambient(a: &mut Ambient, clients: &mut Clients, name: &Name) -> Result<Fetche
     }
 }
 
+/// What makes the fetcher of `source`'s thread (see `Refreshing`).
+fn fetcher(
+    source: Source,
+    ca_bundle: Option<PathBuf>,
+    name: Name,
+) -> impl Fn() -> Fetcher + Send + Sync + 'static {
+    move || Fetcher {
+        source: source.clone(),
+        clients: Clients::new(ca_bundle.clone()),
+        name: name.clone(),
+    }
+}
+
 /// The chain for an account with no key and no SAS, from `var`: the source that applies,
 /// with what was passed over to reach it.
 pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn TokenSource>, Error> {
@@ -116,11 +131,7 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
         };
         let e = Entra::new(&authority, tenant, client_id, proof).map_err(bad)?;
         let name = Name::new(e.name());
-        let fetcher = Fetcher {
-            source: Source::Entra(e),
-            clients: Clients::new(ca_bundle.clone()),
-            name: name.clone(),
-        };
+        let fetcher = fetcher(Source::Entra(e), ca_bundle.clone(), name.clone());
         Ok(
             Arc::new(Chained::new(fetcher, name, tried, fix, "azure-token"))
                 as Arc<dyn TokenSource>,
@@ -205,15 +216,12 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
         Some(m) => format!("{} or {}", m.name(), cli.name()),
         None => cli.name(),
     });
-    let fetcher = Fetcher {
-        source: Source::Ambient(Ambient {
-            managed,
-            cli,
-            chosen: None,
-        }),
-        clients: Clients::new(ca_bundle),
-        name: name.clone(),
-    };
+    let ambient = Source::Ambient(Ambient {
+        managed,
+        cli,
+        chosen: None,
+    });
+    let fetcher = fetcher(ambient, ca_bundle, name.clone());
     Ok(Arc::new(
         Chained::new(fetcher, name, tried, FIX, "azure-token").listing_itself(),
     ))

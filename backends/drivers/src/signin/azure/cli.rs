@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// The CLI: the program to run, `az` unless `SETS3LOCK_AZURE_CLI` names another.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Cli {
     pub(crate) program: String,
 }
@@ -80,6 +80,7 @@ pub(crate) fn parse(out: &[u8]) -> Result<Fetched<String>, String> {
     Ok(Fetched {
         value: token.to_owned(),
         expires: Some(expires),
+        note: None,
     })
 }
 

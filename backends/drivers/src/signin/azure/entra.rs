@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use url::Url;
 
 /// What proves the application's identity.
+#[derive(Clone)]
 pub(crate) enum Proof {
     /// `AZURE_CLIENT_SECRET`.
     Secret(String),
@@ -19,6 +20,7 @@ pub(crate) enum Proof {
 }
 
 /// An application of a tenant, and its proof.
+#[derive(Clone)]
 pub(crate) struct Entra {
     /// `{authority}/{tenant}/oauth2/v2.0/token`.
     pub(crate) token_url: Url,

@@ -14,6 +14,7 @@ use url::Url;
 pub(crate) const IMDS: &str = "http://169.254.169.254";
 
 /// Where the managed identity's tokens come from.
+#[derive(Clone)]
 pub(crate) enum Managed {
     /// App Service, Functions, Container Apps.
     AppService {

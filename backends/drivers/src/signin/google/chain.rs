@@ -24,7 +24,7 @@ enum Source {
 }
 
 struct Fetcher {
-    source: Source,
+    source: Arc<Source>,
     clients: Clients,
     /// A token has been had once (the metadata server is then given more time).
     answered: bool,
@@ -33,7 +33,7 @@ struct Fetcher {
 impl Fetch for Fetcher {
     type Value = String;
     fn fetch(&mut self) -> Result<Fetched<String>, String> {
-        let fetched = match &self.source {
+        let fetched = match self.source.as_ref() {
             Source::File(f) => f.token(&mut self.clients),
             Source::Metadata(m) => {
                 let url = m.url()?;
@@ -74,8 +74,10 @@ pub(crate) fn resolve(
             Source::File(f) => (f.name(), f.fix()),
             Source::Metadata(m) => (m.name(), FIX),
         };
-        let fetcher = Fetcher {
-            source,
+        let source = Arc::new(source);
+        let ca_bundle = ca_bundle.clone();
+        let fetcher = move || Fetcher {
+            source: source.clone(),
             clients: Clients::new(ca_bundle.clone()),
             answered: false,
         };

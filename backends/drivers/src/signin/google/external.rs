@@ -219,6 +219,7 @@ impl External {
         Ok(Fetched {
             value: token.to_owned(),
             expires: Some(expires),
+            note: None,
         })
     }
 

@@ -80,6 +80,7 @@ impl FileSource {
                     value: self_signed(email, key_id, key, secs)?,
                     // As the token says: issued BACKDATED ago.
                     expires: Some(now + LIFETIME - BACKDATED),
+                    note: None,
                 })
             }
             FileSource::User(u) => {
