@@ -4,6 +4,7 @@ whose environment has no AWS keys (the chain reads the process environment)."""
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import json
 import os
@@ -15,6 +16,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -197,3 +199,133 @@ def test_with_no_credentials_the_error_names_what_was_tried() -> None:
     assert done.returncode != 0
     assert "no AWS credentials: tried the environment" in done.stderr, done.stderr
     assert "instance metadata (turned off by AWS_EC2_METADATA_DISABLED)" in done.stderr
+
+
+class _Forward(http.server.BaseHTTPRequestHandler):
+    """Forwards every request to `upstream` (moto), noting the access key that signed it, and
+    holding the answer to the first request `hold` seconds."""
+
+    upstream: tuple[str, int] = ("127.0.0.1", 0)
+    hold = 0.0
+    keys: list[str] = []
+    count = 0
+    lock = threading.Lock()
+    protocol_version = "HTTP/1.1"
+
+    def _forward(self) -> None:
+        with _Forward.lock:
+            first = _Forward.count == 0
+            _Forward.count += 1
+        if first and _Forward.hold:
+            time.sleep(_Forward.hold)
+        credential = parse_qs(urlsplit(self.path).query).get("X-Amz-Credential", [""])[0]
+        if credential:
+            _Forward.keys.append(credential.split("/")[0])
+        length = int(self.headers.get("Content-Length", "0") or "0")
+        body = self.rfile.read(length) if length else None
+        upstream = http.client.HTTPConnection(*_Forward.upstream, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        upstream.request(self.command, self.path, body=body, headers=headers)
+        reply = upstream.getresponse()
+        data = reply.read()
+        self.send_response(reply.status)
+        for k, v in reply.getheaders():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        upstream.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def forward(moto: dict[str, str]) -> Iterator[str]:
+    """A forwarding proxy in front of moto: its URL."""
+    target = urlsplit(moto["ENDPOINT"])
+    _Forward.upstream = (target.hostname or "127.0.0.1", target.port or 80)
+    _Forward.hold = 0.0
+    _Forward.keys = []
+    _Forward.count = 0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_a_comment_after_a_profile_header_never_signs_with_another_profiles_keys(
+    moto: dict[str, str], forward: str
+) -> None:
+    home = tempfile.mkdtemp(prefix="sets3lock-pytest-profiles-")
+    credentials = os.path.join(home, "credentials")
+    with open(credentials, "w") as f:
+        f.write(
+            "[default]\naws_access_key_id = AKIADEFAULTKEY\naws_secret_access_key = d\n\n"
+            "[prod]   # production account\naws_access_key_id = AKIAPRODKEY\n"
+            "aws_secret_access_key = p\n"
+        )
+    for profile, key in ((None, "AKIADEFAULTKEY"), ("prod", "AKIAPRODKEY")):
+        _Forward.keys = []
+        extra = {"AWS_ENDPOINT_URL": forward, "AWS_SHARED_CREDENTIALS_FILE": credentials}
+        if profile:
+            extra["AWS_PROFILE"] = profile
+        url = f"s3://{moto['BUCKET']}/pytest/comment/{uuid.uuid4().hex}"
+        done = _run_without_keys(url, extra)
+        assert done.returncode == 0, done.stderr
+        assert _Forward.keys and set(_Forward.keys) == {key}, _Forward.keys
+
+
+def test_a_source_profile_with_keys_and_a_role_signs_the_next_role_with_its_keys(
+    moto: dict[str, str], forward: str
+) -> None:
+    home = tempfile.mkdtemp(prefix="sets3lock-pytest-chain-")
+    config = os.path.join(home, "config")
+    credentials = os.path.join(home, "credentials")
+    with open(credentials, "w") as f:
+        f.write("[base]\naws_access_key_id = AKIABASE\naws_secret_access_key = base-secret\n")
+    with open(config, "w") as f:
+        f.write(
+            "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\n"
+            "source_profile = base\n\n"
+            "[profile base]\nrole_arn = arn:aws:iam::123456789012:role/base-only\n"
+        )
+    url = f"s3://{moto['BUCKET']}/pytest/chain/{uuid.uuid4().hex}"
+    done = _run_without_keys(
+        url,
+        {
+            "AWS_ENDPOINT_URL_S3": forward,
+            "AWS_ENDPOINT_URL_STS": moto["ENDPOINT"],
+            "AWS_SHARED_CREDENTIALS_FILE": credentials,
+            "AWS_CONFIG_FILE": config,
+            "AWS_PROFILE": "deploy",
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    # Signed with the role's temporary keys (moto's STS hands out ASIA…), not base's.
+    assert _Forward.keys and all(k.startswith("ASIA") for k in _Forward.keys), _Forward.keys
+
+
+def test_instance_metadata_that_holds_its_first_answer_3_s_is_asked_again(
+    moto: dict[str, str], forward: str
+) -> None:
+    _Forward.hold = 3.0
+    url = f"s3://{moto['BUCKET']}/pytest/imds-slow/{uuid.uuid4().hex}"
+    started = time.monotonic()
+    done = _run_without_keys(
+        url,
+        {
+            "AWS_ENDPOINT_URL": moto["ENDPOINT"],
+            "AWS_EC2_METADATA_DISABLED": "false",
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT": forward,
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert "held and released" in done.stdout
+    assert time.monotonic() - started < 15

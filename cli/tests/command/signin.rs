@@ -213,3 +213,108 @@ fn with_no_credentials_anywhere_one_line_names_what_was_tried() {
         assert!(stderr(&out).contains(said), "{said:?}: {}", stderr(&out));
     }
 }
+
+/// Runs the command without keys on moto with these variables, `-v`; its output.
+fn signed_on_moto(s: &Server, key: &str, vars: &[(&str, &str)]) -> std::process::Output {
+    let mut command = TestCommand::new(s).without_keys();
+    for (k, v) in vars {
+        command = command.env(k, v);
+    }
+    command
+        .args(["-v", &s.url(&fresh_key(key)), "true"])
+        .output()
+}
+
+#[test]
+fn a_comment_after_a_profile_s_header_never_signs_with_another_profile_s_keys() {
+    let Some((s, _)) = moto() else { return };
+    let dir = scratch_dir("signin-comment");
+    let credentials = format!("{dir}/credentials");
+    std::fs::write(
+        &credentials,
+        "[default]\naws_access_key_id = AKIADEFAULTKEY\naws_secret_access_key = default-secret\n\n[prod]   # production account\naws_access_key_id = AKIAPRODKEY\naws_secret_access_key = prod-secret\n",
+    )
+    .expect("write");
+    let files = [
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
+        ("AWS_CONFIG_FILE", "/nonexistent/sets3lock-config"),
+    ];
+    let out = signed_on_moto(&s, "cli-comment", &files);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by keys (AKIADEFAULTKEY)"),
+        "{}",
+        stderr(&out)
+    );
+    let with_prod = [files[0], files[1], ("AWS_PROFILE", "prod")];
+    let out = signed_on_moto(&s, "cli-comment", &with_prod);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by keys (AKIAPRODKEY)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_source_profile_with_keys_and_a_role_of_its_own_signs_the_next_role_with_its_keys() {
+    let Some((s, _)) = moto() else { return };
+    let dir = scratch_dir("signin-chain");
+    std::fs::write(
+        format!("{dir}/credentials"),
+        "[base]\naws_access_key_id = AKIABASE\naws_secret_access_key = base-secret\n",
+    )
+    .expect("write");
+    // base has a role of its own, with no source: past the first hop its keys win, as in
+    // aws-config and botocore.
+    std::fs::write(
+        format!("{dir}/config"),
+        "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = base\n\n[profile base]\nrole_arn = arn:aws:iam::123456789012:role/base-only\n",
+    )
+    .expect("write");
+    let credentials = format!("{dir}/credentials");
+    let config = format!("{dir}/config");
+    let out = signed_on_moto(
+        &s,
+        "cli-chain",
+        &[
+            ("AWS_SHARED_CREDENTIALS_FILE", &credentials),
+            ("AWS_CONFIG_FILE", &config),
+            ("AWS_PROFILE", "deploy"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "signed by profile deploy (assumes role arn:aws:iam::123456789012:role/deploy)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn instance_metadata_that_holds_its_first_answer_3_s_is_asked_again_and_the_command_runs() {
+    let Some((s, metadata)) = moto() else { return };
+    let slow = crate::support::proxy::FaultProxy::holding_first(&metadata, Duration::from_secs(3));
+    let started = Instant::now();
+    let out = signed_on_moto(
+        &s,
+        "cli-imds-slow",
+        &[
+            ("AWS_EC2_METADATA_DISABLED", "false"),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", &slow.endpoint),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("signed by instance metadata"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -50,6 +50,9 @@ pub struct AzureSettings {
     /// principal, workload identity, managed identity, the Azure CLI). Bearer tokens need an
     /// `https` endpoint.
     pub token_source: Option<Arc<dyn TokenSource>>,
+    /// The CA bundle of the chain's token services, when `from_vars` made the source (see
+    /// `CaBundle`).
+    pub(crate) chain_ca: crate::signin::fetch::CaBundle,
 }
 
 impl PartialEq for AzureSettings {
@@ -125,8 +128,11 @@ impl AzureSettings {
             var("AZURE_STORAGE_KEY"),
             var("AZURE_STORAGE_SAS_TOKEN"),
         );
+        let chain_ca = crate::signin::fetch::CaBundle::new(
+            var("SETS3LOCK_CA_BUNDLE").map(std::path::PathBuf::from),
+        );
         let token_source = match (&account, &key, &sas) {
-            (Some(_), None, None) => Some(crate::signin::azure::resolve(&var)?),
+            (Some(_), None, None) => Some(crate::signin::azure::resolve(&var, &chain_ca)?),
             _ => None,
         };
         Ok(AzureSettings {
@@ -135,6 +141,7 @@ impl AzureSettings {
             sas,
             endpoint: None,
             token_source,
+            chain_ca,
         })
     }
 
@@ -167,6 +174,7 @@ impl AzureSettings {
                 sas: None,
                 endpoint: Url::parse(DEV_ENDPOINT).ok(),
                 token_source: None,
+                chain_ca: Default::default(),
             });
         }
         let endpoint = match get("blobendpoint") {
@@ -203,6 +211,7 @@ impl AzureSettings {
             sas,
             endpoint,
             token_source: None,
+            chain_ca: Default::default(),
         })
     }
 }

@@ -97,6 +97,8 @@ impl AzureStore {
                 sas.trim_start_matches('?').to_owned(),
             )),
             (_, _, _, Some(source)) => {
+                // The chain's token services trust what the store trusts.
+                azure.chain_ca.set(options.ca_bundle.clone());
                 if endpoint.scheme() != "https" {
                     return Err(Error::BearerOverHttp {
                         endpoint: endpoint.to_string(),

@@ -46,6 +46,9 @@ pub struct GcsSettings {
     /// above: made once for these settings and their clones, so that the stores they open
     /// share one cache (and one try of the metadata server).
     pub(crate) fallback: Arc<std::sync::Mutex<Option<Arc<dyn TokenSource>>>>,
+    /// The CA bundle of the chain's token services, when `from_vars` or the fallback made
+    /// the source (see `CaBundle`).
+    pub(crate) chain_ca: crate::signin::fetch::CaBundle,
 }
 
 impl GcsSettings {
@@ -141,7 +144,13 @@ impl GcsSettings {
             options.anonymous = true;
         }
         if !options.anonymous && options.token.is_none() {
-            options.token_source = Some(crate::signin::google::resolve(&var, true)?);
+            options.chain_ca =
+                crate::signin::fetch::CaBundle::new(var("SETS3LOCK_CA_BUNDLE").map(PathBuf::from));
+            options.token_source = Some(crate::signin::google::resolve(
+                &var,
+                true,
+                &options.chain_ca,
+            )?);
         }
         Ok(options)
     }

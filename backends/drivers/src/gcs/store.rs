@@ -52,21 +52,24 @@ impl GcsStore {
         } else if let Some(token) = &gcs.token {
             Tokens::Source(Arc::new(Fixed(token.clone())))
         } else if let Some(source) = &gcs.token_source {
+            // The chain's token services (if `from_vars` made it) trust what the store trusts.
+            gcs.chain_ca.set(options.ca_bundle.clone());
             Tokens::Source(source.clone())
         } else {
             // Settings made in code: their credentials file, else the metadata server.
+            gcs.chain_ca.set(options.ca_bundle.clone());
             let file = gcs
                 .credentials_file
                 .as_ref()
                 .map(|p| p.display().to_string());
-            let ca_bundle = options.ca_bundle.as_ref().map(|p| p.display().to_string());
             let var = |name: &str| match name {
                 "GOOGLE_APPLICATION_CREDENTIALS" => file.clone(),
                 "GCE_METADATA_HOST" => gcs.metadata_host.clone(),
-                "SETS3LOCK_CA_BUNDLE" => ca_bundle.clone(),
                 _ => None,
             };
-            Tokens::Source(gcs.fallback_source(|| crate::signin::google::resolve(&var, false))?)
+            Tokens::Source(
+                gcs.fallback_source(|| crate::signin::google::resolve(&var, false, &gcs.chain_ca))?,
+            )
         };
         if let Tokens::Source(_) = &tokens {
             // A token never goes in clear off this machine.

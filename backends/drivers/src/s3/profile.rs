@@ -4,6 +4,7 @@
 
 use crate::signin::aws::profile::SharedFiles;
 use crate::signin::aws::resolve::{profile_region, resolve, Resolved, Services};
+use crate::signin::fetch::CaBundle;
 use crate::{Error, S3Settings};
 
 impl S3Settings {
@@ -126,7 +127,13 @@ impl S3Settings {
                 .or_else(|| var("AWS_ENDPOINT_URL"))
                 .or_else(|| service_endpoint("sts")),
         };
-        match resolve(profile, &var, &profiles, &services)? {
+        let ca_bundle = CaBundle::new(
+            var("SETS3LOCK_CA_BUNDLE")
+                .or_else(|| var("AWS_CA_BUNDLE"))
+                .map(std::path::PathBuf::from),
+        );
+        options.chain_ca = ca_bundle.clone();
+        match resolve(profile, &var, &profiles, &services, &ca_bundle)? {
             Resolved::Keys(keys) => options.credentials = Some(keys),
             Resolved::Source(source) => options.chain = Some(source),
         }

@@ -44,6 +44,8 @@ pub struct S3Settings {
     /// static keys: used only when neither field above is set. Without any of the three,
     /// opening a lock fails with [`Error::MissingCredentials`].
     pub(crate) chain: Option<Arc<dyn AwsCredentialSource>>,
+    /// The CA bundle of the chain's token services (see `CaBundle`).
+    pub(crate) chain_ca: crate::signin::fetch::CaBundle,
     /// How long a presigned request stays valid after it is signed (15 s): the window in
     /// which a captured request could be replayed (with the same body: PUT bodies are bound
     /// to the signature by a signed `Content-MD5`). Requests are signed at the server's time,
@@ -60,6 +62,7 @@ impl Default for S3Settings {
             credentials: None,
             credential_source: None,
             chain: None,
+            chain_ca: Default::default(),
             presign_expiry: Duration::from_secs(15),
         }
     }

@@ -59,6 +59,8 @@ impl S3Store {
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
         let credentials = source_of(s3).ok_or(Error::MissingCredentials)?;
+        // The chain's token services trust what the store trusts.
+        s3.chain_ca.set(options.ca_bundle.clone());
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
             Error::InvalidEndpoint {

@@ -234,16 +234,44 @@ impl Patience {
     }
 }
 
-/// The HTTP clients of one source, one per service and time limit, made on first use.
+/// The CA bundle a chain's token services are reached with, shared by the chain's thread and
+/// the settings that made it: a store puts its options' bundle in when it opens, so that a
+/// bundle set in code after the settings were made reaches the token services too.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CaBundle(std::sync::Arc<std::sync::Mutex<Option<PathBuf>>>);
+
+impl CaBundle {
+    pub(crate) fn new(path: Option<PathBuf>) -> CaBundle {
+        CaBundle(std::sync::Arc::new(std::sync::Mutex::new(path)))
+    }
+
+    /// From now on, `path` (`None`: the system's store).
+    pub(crate) fn set(&self, path: Option<PathBuf>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = path;
+    }
+
+    fn get(&self) -> Option<PathBuf> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl From<Option<PathBuf>> for CaBundle {
+    fn from(path: Option<PathBuf>) -> CaBundle {
+        CaBundle::new(path)
+    }
+}
+
+/// The HTTP clients of one source, one per service, time limit and CA bundle, made on first
+/// use.
 pub(crate) struct Clients {
-    ca_bundle: Option<PathBuf>,
-    made: HashMap<(String, Duration, bool), Http>,
+    ca_bundle: CaBundle,
+    made: HashMap<(String, Duration, bool, Option<PathBuf>), Http>,
 }
 
 impl Clients {
-    pub(crate) fn new(ca_bundle: Option<PathBuf>) -> Clients {
+    pub(crate) fn new(ca_bundle: impl Into<CaBundle>) -> Clients {
         Clients {
-            ca_bundle,
+            ca_bundle: ca_bundle.into(),
             made: HashMap::new(),
         }
     }
@@ -260,9 +288,10 @@ impl Clients {
     }
 
     fn client(&mut self, url: &Url, limit: Duration, probe: bool) -> Result<&Http, String> {
-        let key = (url.origin().ascii_serialization(), limit, probe);
+        let bundle = self.ca_bundle.get();
+        let key = (url.origin().ascii_serialization(), limit, probe, bundle);
         if !self.made.contains_key(&key) {
-            let ca = self.ca_bundle.as_deref();
+            let ca = key.3.as_deref();
             let http = match probe {
                 true => Http::probe(url, ca, limit)?,
                 false => Http::new(url, ca, limit)?,

@@ -666,3 +666,207 @@ fn instance_metadata_answering_5xx_or_429_is_asked_again_and_four_failures_are_n
     assert!(e.to_string().contains("answered HTTP 403"), "{e}");
     assert_eq!(service.asked().len(), 1);
 }
+
+/// An SSO login cached by `aws sso login` for session `corp`, for a profile `dev`: the home
+/// directory, the cache file, and the variables that point at the portal and SSO-OIDC.
+struct SsoLogin {
+    home: std::path::PathBuf,
+    cache: std::path::PathBuf,
+}
+
+impl SsoLogin {
+    fn new() -> SsoLogin {
+        let home = std::env::temp_dir().join(format!("sets3lock-sso-{:016x}", support::rand_u64()));
+        let dir = home.join(".aws/sso/cache");
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(
+            home.join(".aws/config"),
+            "[profile dev]\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = Locker\n\n[sso-session corp]\nsso_region = eu-west-1\nsso_start_url = https://corp.awsapps.com/start\n",
+        )
+        .expect("write");
+        SsoLogin {
+            cache: dir.join("ee0bfd2552fbd840c02cc48b6e823320543c450f.json"),
+            home,
+        }
+    }
+
+    /// The cache as `aws sso login` writes it: an access token expiring in `secs`, and what a
+    /// refresh needs.
+    fn cached(&self, secs: i64) {
+        let json = serde_json::json!({
+            "startUrl": "https://corp.awsapps.com/start", "region": "eu-west-1",
+            "accessToken": "old-access-token", "expiresAt": in_secs(secs),
+            "clientId": "client-id", "clientSecret": "client-secret",
+            "registrationExpiresAt": in_secs(30 * 24 * 3600), "refreshToken": "refresh-1",
+        });
+        std::fs::write(&self.cache, json.to_string()).expect("write");
+    }
+
+    fn read(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&self.cache).expect("read")).expect("json")
+    }
+
+    fn options(
+        &self,
+        portal: &TokenService,
+        oidc: &TokenService,
+        mock: &support::Server,
+    ) -> Options {
+        let vars = no_metadata()
+            .with("HOME", self.home.to_str().expect("utf-8"))
+            .with("AWS_PROFILE", "dev")
+            .with("AWS_ENDPOINT_URL_SSO", &portal.url)
+            .with("AWS_ENDPOINT_URL_SSO_OIDC", &oidc.url)
+            .with("AWS_ENDPOINT_URL", &mock.endpoint);
+        Options::from_vars(Scheme::S3, vars.lookup()).expect("options")
+    }
+}
+
+impl Drop for SsoLogin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+/// The SSO portal, handing out the mock's keys to any token it is shown.
+fn portal(mock: &support::Server) -> TokenService {
+    let (key, secret) = (mock.access_key.clone(), mock.secret.clone());
+    TokenService::start(move |_, _| {
+        let expires = jiff::Timestamp::now().as_millisecond() + 3_600_000;
+        let body = serde_json::json!({"roleCredentials": {
+            "accessKeyId": key, "secretAccessKey": secret,
+            "sessionToken": "sso-session", "expiration": expires,
+        }});
+        (200, body.to_string())
+    })
+}
+
+#[test]
+fn an_sso_token_about_to_expire_is_refreshed_at_sso_oidc_and_the_cache_rewritten() {
+    let mock = support::mock(404);
+    let login = SsoLogin::new();
+    // Expiring in two minutes: within the five the SDKs refresh ahead.
+    login.cached(120);
+    let portal = portal(&mock);
+    let oidc = TokenService::start(|_, _| {
+        (
+            200,
+            r#"{"accessToken":"new-access-token","expiresIn":3600,"refreshToken":"refresh-2","tokenType":"Bearer"}"#.into(),
+        )
+    });
+    let held = Locker::new(
+        &mock.url(&fresh_key("sso-refresh")),
+        login.options(&portal, &oidc, &mock),
+    )
+    .expect("opens")
+    .acquire(Wait::No)
+    .expect("signed with the role");
+    held.release().expect("release");
+    let asked = oidc.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        (asked[0].method.as_str(), asked[0].target.as_str()),
+        ("POST", "/token")
+    );
+    let body: serde_json::Value = serde_json::from_str(&asked[0].body).expect("json");
+    assert_eq!(
+        body,
+        serde_json::json!({"clientId": "client-id", "clientSecret": "client-secret",
+            "grantType": "refresh_token", "refreshToken": "refresh-1"})
+    );
+    // The portal was shown the new token, and the cache holds it (the rest kept as it was).
+    assert_eq!(
+        portal.asked()[0].header("x-amz-sso_bearer_token"),
+        Some("new-access-token")
+    );
+    let cache = login.read();
+    assert_eq!(cache["accessToken"], "new-access-token");
+    assert_eq!(cache["refreshToken"], "refresh-2");
+    assert_eq!(cache["clientId"], "client-id");
+    assert_eq!(cache["startUrl"], "https://corp.awsapps.com/start");
+    let expires = cache["expiresAt"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let left = expires.expect("a time") - jiff::Timestamp::now();
+    assert!(left.get_seconds() > 3500, "{left:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&login.cache)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    // No temporary file left beside it.
+    let left_behind: Vec<_> = std::fs::read_dir(login.cache.parent().expect("dir"))
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left_behind.len(), 1, "{left_behind:?}");
+}
+
+#[test]
+fn a_failed_sso_refresh_keeps_a_token_still_valid_and_names_itself_once_the_token_expired() {
+    let mock = support::mock(404);
+    let login = SsoLogin::new();
+    let portal = portal(&mock);
+    let oidc = TokenService::start(|_, _| {
+        (
+            400,
+            r#"{"error":"invalid_grant","error_description":"the session ended"}"#.into(),
+        )
+    });
+    // Still valid two minutes: used as it is.
+    login.cached(120);
+    let held = Locker::new(
+        &mock.url(&fresh_key("sso-old")),
+        login.options(&portal, &oidc, &mock),
+    )
+    .expect("opens with the old token")
+    .acquire(Wait::No)
+    .expect("acquire");
+    held.release().expect("release");
+    assert_eq!(
+        portal.asked()[0].header("x-amz-sso_bearer_token"),
+        Some("old-access-token")
+    );
+    assert_eq!(login.read()["accessToken"], "old-access-token");
+    // Expired: the error says the refresh failed, and to log in again.
+    login.cached(-60);
+    let e = Locker::new(
+        &mock.url(&fresh_key("sso-old")),
+        login.options(&portal, &oidc, &mock),
+    )
+    .expect_err("expired");
+    let line = e.to_string();
+    assert!(
+        line.contains("refreshing it failed (SSO-OIDC answered HTTP 400")
+            && line.contains("aws sso login --profile dev"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_ca_bundle_set_in_code_after_the_settings_were_made_reaches_the_token_services() {
+    // A container endpoint over https: its client reads the CA bundle when it is made.
+    let vars = no_metadata()
+        .with(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "https://127.0.0.1:9/creds",
+        )
+        .with("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
+    let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
+    assert!(options.ca_bundle.is_none());
+    let bundle = std::env::temp_dir().join(format!(
+        "sets3lock-no-such-bundle-{:016x}.pem",
+        support::rand_u64()
+    ));
+    options.ca_bundle = Some(bundle.clone());
+    let e = Locker::new("s3://bucket/key", options).expect_err("the bundle is missing");
+    assert!(
+        e.to_string().contains(&bundle.display().to_string()),
+        "the token service's client did not use the bundle set in code: {e}"
+    );
+}

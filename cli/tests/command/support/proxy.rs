@@ -24,6 +24,12 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Forwards a free loopback port to `upstream` (`http://host:port`).
     pub fn start(upstream: &str) -> FaultProxy {
+        FaultProxy::holding_first(upstream, std::time::Duration::ZERO)
+    }
+
+    /// The same, but the first connection's traffic waits `hold` before it is forwarded (a
+    /// service slow to give its first answer, as instance metadata can be on a new VM).
+    pub fn holding_first(upstream: &str, hold: std::time::Duration) -> FaultProxy {
         let upstream = upstream
             .trim_start_matches("http://")
             .trim_end_matches('/')
@@ -33,23 +39,19 @@ impl FaultProxy {
         let mode = Arc::new(AtomicU16::new(PASS));
         let shared = mode.clone();
         std::thread::spawn(move || {
-            for client in listener.incoming() {
+            for (n, client) in listener.incoming().enumerate() {
                 let (Ok(client), Ok(server)) = (client, TcpStream::connect(&upstream)) else {
                     continue;
                 };
-                let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone())
-                else {
+                if n == 0 && !hold.is_zero() {
+                    let shared = shared.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(hold);
+                        forward(client, server, shared);
+                    });
                     continue;
-                };
-                let Ok(client_reply) = client.try_clone() else {
-                    continue;
-                };
-                let to_server = shared.clone();
-                std::thread::spawn(move || {
-                    requests(client_in, server_out, client_reply, to_server)
-                });
-                let to_client = shared.clone();
-                std::thread::spawn(move || replies(server, client, to_client));
+                }
+                forward(client, server, shared.clone());
             }
         });
         FaultProxy { endpoint, mode }
@@ -70,6 +72,19 @@ impl FaultProxy {
     pub fn restore(&self) {
         self.mode.store(PASS, Ordering::SeqCst);
     }
+}
+
+/// Forwards one connection both ways, as the proxy's mode says.
+fn forward(client: TcpStream, server: TcpStream, mode: Arc<AtomicU16>) {
+    let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let Ok(client_reply) = client.try_clone() else {
+        return;
+    };
+    let to_server = mode.clone();
+    std::thread::spawn(move || requests(client_in, server_out, client_reply, to_server));
+    std::thread::spawn(move || replies(server, client, mode));
 }
 
 /// Client to server: forwarded, unless the proxy fails requests, when the client gets the

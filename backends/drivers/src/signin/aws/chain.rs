@@ -12,11 +12,10 @@ use super::metadata::{self, Container};
 use super::process;
 use super::sso::{self, Sso};
 use super::sts::{self, Role, Sts, WebIdentity};
-use crate::signin::fetch::Clients;
+use crate::signin::fetch::{CaBundle, Clients};
 use crate::signin::refresh::{Fetch, Fetched, Refreshing, FIRST_WAIT};
 use crate::signin::SignIn;
 use crate::{AwsCredentialSource, AwsCredentials};
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use url::Url;
 
@@ -207,7 +206,7 @@ impl core::fmt::Debug for Chained {
 }
 
 impl Chained {
-    pub(crate) fn new(source: Source, tried: Vec<String>, ca_bundle: Option<PathBuf>) -> Chained {
+    pub(crate) fn new(source: Source, tried: Vec<String>, ca_bundle: CaBundle) -> Chained {
         let fix = match &source {
             Source::Instance { .. } => "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config (`aws configure`, or `aws configure sso` then `aws sso login`)",
             Source::Sso(_) => "log in again with `aws sso login`",
@@ -274,5 +273,80 @@ impl AwsCredentialSource for Nothing {
 impl Nothing {
     fn reason(&self) -> String {
         format!("tried {}; {FIX}", self.tried.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(name: &str) -> AwsCredentials {
+        AwsCredentials::new_with_token(name, "secret", "token")
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
+    }
+
+    #[test]
+    fn good_instance_credentials_are_kept_as_they_are_and_remembered() {
+        let mut kept = None;
+        let fetched = Fetched {
+            value: keys("A"),
+            expires: Some(at(3600)),
+            note: None,
+        };
+        let f = steady(Ok(fetched), &mut kept, at(0)).expect("good");
+        assert_eq!(
+            (f.value.key(), f.expires, f.note),
+            ("A", Some(at(3600)), None)
+        );
+        assert_eq!(kept.map(|k| k.key().to_owned()).as_deref(), Some("A"));
+    }
+
+    #[test]
+    fn a_failure_after_a_good_answer_serves_the_last_credentials_for_10_to_15_minutes_and_says_so()
+    {
+        let mut kept = Some(keys("LAST"));
+        let f = steady(Err("IMDS answered 500".into()), &mut kept, at(0)).expect("kept");
+        assert_eq!(f.value.key(), "LAST");
+        let expires = f.expires.expect("expires");
+        assert!(expires >= at(600) && expires <= at(900), "{expires:?}");
+        let note = f.note.expect("a note");
+        assert!(
+            note.contains("instance metadata failed (IMDS answered 500)")
+                && note.contains("the last credentials it gave are used until"),
+            "{note}"
+        );
+        // Without a good answer before, a failure is a failure.
+        let mut none = None;
+        assert_eq!(
+            steady(Err("down".into()), &mut none, at(0))
+                .err()
+                .as_deref(),
+            Some("down")
+        );
+    }
+
+    #[test]
+    fn credentials_handed_out_already_expired_are_extended_with_a_note() {
+        let mut kept = None;
+        for expires in [at(0), at(3)] {
+            let fetched = Fetched {
+                value: keys("STALE"),
+                expires: Some(expires),
+                note: None,
+            };
+            let f = steady(Ok(fetched), &mut kept, at(1)).expect("extended");
+            let until = f.expires.expect("expires");
+            assert!(until >= at(601) && until <= at(901), "{until:?}");
+            assert!(
+                f.note
+                    .expect("note")
+                    .contains("handed out credentials that expired"),
+                "extended"
+            );
+        }
+        assert!(kept.is_some());
     }
 }

@@ -17,6 +17,7 @@ use super::metadata::Container;
 use super::profile::{Profiles, Settings};
 use super::sso::{cache_name, Session, Sso};
 use super::sts::{Role, Sts, WebIdentity};
+use crate::signin::fetch::CaBundle;
 use crate::{AwsCredentialSource, AwsCredentials, Error};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,10 +48,8 @@ pub(crate) fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     profiles: &Profiles,
     services: &Services<'_>,
+    ca_bundle: &CaBundle,
 ) -> Result<Resolved, Error> {
-    let ca_bundle = var("SETS3LOCK_CA_BUNDLE")
-        .or_else(|| var("AWS_CA_BUNDLE"))
-        .map(PathBuf::from);
     let chained = |source: Source, tried: Vec<String>| {
         Ok(Resolved::Source(Arc::new(Chained::new(
             source,

@@ -3,10 +3,12 @@
 //! told apart without asking, so the last source asks managed identity, then the CLI, at its
 //! first fetch, and keeps to whichever answered (as `DefaultAzureCredential` does).
 
+use super::certificate::Certificate;
 use super::cli::Cli;
 use super::entra::{Entra, Proof};
 use super::managed::{Managed, IMDS};
 use crate::signin::bearer::{is_true, Chained, Clients, Name, PROBE_LIMIT, SERVICE_LIMIT};
+use crate::signin::fetch::CaBundle;
 use crate::signin::refresh::{Fetch, Fetched};
 use crate::signin::TokenSource;
 use crate::Error;
@@ -101,10 +103,22 @@ fn ambient(a: &mut Ambient, clients: &mut Clients, name: &Name) -> Result<Fetche
     }
 }
 
+/// A managed identity endpoint a variable names: `https`, or in clear only on this machine or
+/// its link (a token comes back from it, and App Service's secret header goes to it).
+fn metadata_url(text: &str, variable: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|e| format!("{variable} {text:?} is not a URL ({e})"))?;
+    if !crate::signin::fetch::safe_for_secrets(&url) {
+        return Err(format!(
+            "{variable} {text:?} is plain http off this machine and its link: a token would cross the network in clear; use https"
+        ));
+    }
+    Ok(url)
+}
+
 /// What makes the fetcher of `source`'s thread (see `Refreshing`).
 fn fetcher(
     source: Source,
-    ca_bundle: Option<PathBuf>,
+    ca_bundle: CaBundle,
     name: Name,
 ) -> impl Fn() -> Fetcher + Send + Sync + 'static {
     move || Fetcher {
@@ -116,12 +130,14 @@ fn fetcher(
 
 /// The chain for an account with no key and no SAS, from `var`: the source that applies,
 /// with what was passed over to reach it.
-pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn TokenSource>, Error> {
+pub(crate) fn resolve(
+    var: &dyn Fn(&str) -> Option<String>,
+    ca_bundle: &CaBundle,
+) -> Result<Arc<dyn TokenSource>, Error> {
     let bad = |reason: String| Error::NoCredentials {
         store: "Azure",
         reason,
     };
-    let ca_bundle = var("SETS3LOCK_CA_BUNDLE").map(PathBuf::from);
     let authority =
         var("AZURE_AUTHORITY_HOST").unwrap_or_else(|| "https://login.microsoftonline.com".into());
     let (tenant, client_id) = (var("AZURE_TENANT_ID"), var("AZURE_CLIENT_ID"));
@@ -167,6 +183,26 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
             ])
         )),
     }
+    match var("AZURE_CLIENT_CERTIFICATE_PATH") {
+        Some(path) if tenant.is_some() && client_id.is_some() => {
+            let send_chain = is_true(var, "AZURE_CLIENT_SEND_CERTIFICATE_CHAIN");
+            let certificate =
+                Certificate::read(std::path::Path::new(&path), send_chain).map_err(bad)?;
+            return entra(
+                Proof::Certificate(certificate),
+                "check AZURE_TENANT_ID and AZURE_CLIENT_ID, and that the app registration has this certificate (its thumbprint is in the source's name)",
+                tried,
+            );
+        }
+        path => tried.push(format!(
+            "a service principal's certificate ({})",
+            missing(&[
+                ("AZURE_TENANT_ID", tenant.is_some()),
+                ("AZURE_CLIENT_ID", client_id.is_some()),
+                ("AZURE_CLIENT_CERTIFICATE_PATH", path.is_some()),
+            ])
+        )),
+    }
     match var("AZURE_FEDERATED_TOKEN_FILE") {
         Some(file) if tenant.is_some() && client_id.is_some() => {
             return entra(
@@ -184,10 +220,17 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
             ])
         )),
     }
+    // Managed identity's other hosts are not supported: each says so, rather than falling
+    // through to another identity (the Azure CLI's user).
+    if var("IDENTITY_SERVER_THUMBPRINT").is_some() {
+        return Err(bad("managed identity on Service Fabric (IDENTITY_SERVER_THUMBPRINT) is not supported: use a service principal (AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH) or workload identity".into()));
+    }
+    if var("IDENTITY_ENDPOINT").is_some() && var("IMDS_ENDPOINT").is_some() {
+        return Err(bad("managed identity on Azure Arc (IMDS_ENDPOINT) is not supported: use a service principal (AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH) or workload identity".into()));
+    }
     let managed = match (var("IDENTITY_ENDPOINT"), var("IDENTITY_HEADER")) {
         (Some(endpoint), Some(header)) => Some(Managed::AppService {
-            endpoint: Url::parse(&endpoint)
-                .map_err(|e| bad(format!("IDENTITY_ENDPOINT {endpoint:?} is not a URL ({e})")))?,
+            endpoint: metadata_url(&endpoint, "IDENTITY_ENDPOINT").map_err(bad)?,
             header,
             client_id: client_id.clone(),
         }),
@@ -200,11 +243,7 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
         _ => {
             let host = var("AZURE_POD_IDENTITY_AUTHORITY_HOST").unwrap_or_else(|| IMDS.into());
             Some(Managed::Imds {
-                authority: Url::parse(&host).map_err(|e| {
-                    bad(format!(
-                        "AZURE_POD_IDENTITY_AUTHORITY_HOST {host:?} is not a URL ({e})"
-                    ))
-                })?,
+                authority: metadata_url(&host, "AZURE_POD_IDENTITY_AUTHORITY_HOST").map_err(bad)?,
                 client_id: client_id.clone(),
             })
         }
@@ -221,7 +260,7 @@ pub(crate) fn resolve(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn To
         cli,
         chosen: None,
     });
-    let fetcher = fetcher(ambient, ca_bundle, name.clone());
+    let fetcher = fetcher(ambient, ca_bundle.clone(), name.clone());
     Ok(Arc::new(
         Chained::new(fetcher, name, tried, FIX, "azure-token").listing_itself(),
     ))
@@ -251,7 +290,7 @@ mod tests {
             ("AZURE_CLIENT_SECRET", "hush-hush".into()),
             ("AZURE_FEDERATED_TOKEN_FILE", "/nonexistent".into()),
         ]);
-        let source = resolve(&var).expect("source");
+        let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
         assert_eq!(source.token().expect("token"), "from-secret");
         assert_eq!(stub.seen()[0].target, "/ten/oauth2/v2.0/token");
@@ -278,7 +317,7 @@ mod tests {
             ("AZURE_POD_IDENTITY_AUTHORITY_HOST", stub.origin()),
             ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
         ]);
-        let source = resolve(&var).expect("source");
+        let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
         assert_eq!(source.token().expect("token"), "from-imds");
         assert!(source.sign_in().source.contains("instance metadata"));
@@ -300,7 +339,7 @@ mod tests {
             ("AZURE_IMDS_DISABLED", "true".into()),
             ("SETS3LOCK_AZURE_CLI", format!("sh {}", script.display())),
         ]);
-        let source = resolve(&var).expect("source");
+        let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
         assert_eq!(source.token().expect("token"), "from-az");
         assert!(source.sign_in().source.contains("Azure CLI"));
@@ -322,10 +361,10 @@ mod tests {
             ("AZURE_CLIENT_ID", "only-a-client".into()),
             ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
         ]);
-        let source = resolve(&var).expect("source");
+        let source = resolve(&var, &CaBundle::default()).expect("source");
         let e = source.ready().expect_err("nothing");
         assert!(
-            e.starts_with("tried a service principal (AZURE_TENANT_ID and AZURE_CLIENT_SECRET not set), workload identity (AZURE_FEDERATED_TOKEN_FILE and AZURE_TENANT_ID not set), managed identity (instance metadata, client only-a-client) ("),
+            e.starts_with("tried a service principal (AZURE_TENANT_ID and AZURE_CLIENT_SECRET not set), a service principal's certificate (AZURE_TENANT_ID and AZURE_CLIENT_CERTIFICATE_PATH not set), workload identity (AZURE_FEDERATED_TOKEN_FILE and AZURE_TENANT_ID not set), managed identity (instance metadata, client only-a-client) ("),
             "{e}"
         );
         assert!(
@@ -337,7 +376,122 @@ mod tests {
             ("AZURE_IMDS_DISABLED", "true".into()),
             ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
         ]);
-        let e = resolve(&off).expect("source").ready().expect_err("nothing");
+        let e = resolve(&off, &CaBundle::default())
+            .expect("source")
+            .ready()
+            .expect_err("nothing");
         assert!(e.contains("turned off by AZURE_IMDS_DISABLED"), "{e}");
+    }
+
+    #[test]
+    fn a_certificate_signs_an_assertion_for_the_tenant_s_endpoint_after_a_secret_and_before_workload_identity(
+    ) {
+        let stub = Stub::start(|_| {
+            (
+                200,
+                r#"{"access_token":"from-certificate","expires_in":3599}"#.into(),
+            )
+        });
+        let pem =
+            std::env::temp_dir().join(format!("sets3lock-az-cert-{}.pem", std::process::id()));
+        std::fs::write(&pem, super::super::certificate::tests::TEST_PEM).expect("write");
+        let var = vars(vec![
+            ("AZURE_AUTHORITY_HOST", stub.origin()),
+            ("AZURE_TENANT_ID", "ten".into()),
+            ("AZURE_CLIENT_ID", "cli".into()),
+            ("AZURE_CLIENT_CERTIFICATE_PATH", pem.display().to_string()),
+            ("AZURE_FEDERATED_TOKEN_FILE", "/nonexistent".into()),
+        ]);
+        let source = resolve(&var, &CaBundle::default()).expect("source");
+        source.ready().expect("ready");
+        assert_eq!(source.token().expect("token"), "from-certificate");
+        let seen = stub.seen();
+        assert_eq!(seen[0].target, "/ten/oauth2/v2.0/token");
+        assert_eq!(
+            seen[0].field("client_assertion_type").as_deref(),
+            Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+        );
+        let assertion = seen[0].field("client_assertion").expect("an assertion");
+        let claims = assertion.split('.').nth(1).expect("claims");
+        let claims: serde_json::Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims)
+                .expect("base64"),
+        )
+        .expect("json");
+        assert_eq!(
+            claims["aud"],
+            format!("{}/ten/oauth2/v2.0/token", stub.origin())
+        );
+        assert_eq!(claims["iss"], "cli");
+        assert!(source
+            .sign_in()
+            .source
+            .contains("AZURE_CLIENT_CERTIFICATE_PATH"));
+        // A secret comes first.
+        let var = vars(vec![
+            ("AZURE_AUTHORITY_HOST", stub.origin()),
+            ("AZURE_TENANT_ID", "ten".into()),
+            ("AZURE_CLIENT_ID", "cli".into()),
+            ("AZURE_CLIENT_SECRET", "s".into()),
+            ("AZURE_CLIENT_CERTIFICATE_PATH", pem.display().to_string()),
+        ]);
+        assert!(resolve(&var, &CaBundle::default())
+            .expect("source")
+            .sign_in()
+            .source
+            .contains("AZURE_CLIENT_SECRET"));
+        // A certificate that cannot be used is an error, never another identity.
+        let var = vars(vec![
+            ("AZURE_TENANT_ID", "ten".into()),
+            ("AZURE_CLIENT_ID", "cli".into()),
+            (
+                "AZURE_CLIENT_CERTIFICATE_PATH",
+                "/nonexistent/cert.pem".into(),
+            ),
+        ]);
+        let e = resolve(&var, &CaBundle::default()).expect_err("unreadable");
+        assert!(e.to_string().contains("cannot be read"), "{e}");
+        let _ = std::fs::remove_file(&pem);
+    }
+
+    #[test]
+    fn service_fabric_and_arc_say_they_are_not_supported_rather_than_fall_through() {
+        for (extra, said) in [
+            ("IDENTITY_SERVER_THUMBPRINT", "Service Fabric"),
+            ("IMDS_ENDPOINT", "Azure Arc"),
+        ] {
+            let var = vars(vec![
+                ("IDENTITY_ENDPOINT", "http://127.0.0.1:9/msi/token".into()),
+                ("IDENTITY_HEADER", "h".into()),
+                (extra, "x".into()),
+            ]);
+            let e = resolve(&var, &CaBundle::default()).expect_err("not supported");
+            assert!(
+                e.to_string().contains(said) && e.to_string().contains("not supported"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn managed_identity_endpoints_in_clear_must_stay_on_this_machine_or_its_link() {
+        for (name, value) in [
+            ("IDENTITY_ENDPOINT", "http://tokens.example.com/msi/token"),
+            ("AZURE_POD_IDENTITY_AUTHORITY_HOST", "http://10.0.0.9/"),
+        ] {
+            let var = vars(vec![(name, value.into()), ("IDENTITY_HEADER", "h".into())]);
+            let e = resolve(&var, &CaBundle::default()).expect_err("in clear");
+            assert!(
+                e.to_string().contains(name) && e.to_string().contains("use https"),
+                "{e}"
+            );
+        }
+        for ok in [
+            "http://127.0.0.1:41741/msi/token",
+            "http://169.254.169.254/",
+            "https://x/",
+        ] {
+            assert!(metadata_url(ok, "IDENTITY_ENDPOINT").is_ok(), "{ok}");
+        }
     }
 }

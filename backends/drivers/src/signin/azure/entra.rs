@@ -2,6 +2,7 @@
 //! credentials grant: a service principal's secret, or (workload identity) a federated token
 //! read from its file at each fetch, since it rotates.
 
+use super::certificate::Certificate;
 use super::SCOPE;
 use crate::signin::bearer::oauth_token;
 use crate::signin::fetch::{form, safe_for_a_users_secret, token_file, Http};
@@ -17,6 +18,8 @@ pub(crate) enum Proof {
     Secret(String),
     /// `AZURE_FEDERATED_TOKEN_FILE`: a token of another issuer that Entra ID trusts.
     Assertion(PathBuf),
+    /// `AZURE_CLIENT_CERTIFICATE_PATH`: an assertion signed with the certificate's key.
+    Certificate(Certificate),
 }
 
 /// An application of a tenant, and its proof.
@@ -39,6 +42,7 @@ impl core::fmt::Debug for Entra {
                 &match &self.proof {
                     Proof::Secret(_) => "a client secret".to_owned(),
                     Proof::Assertion(p) => p.display().to_string(),
+                    Proof::Certificate(c) => format!("a certificate ({})", c.thumbprint()),
                 },
             )
             .finish()
@@ -85,27 +89,40 @@ impl Entra {
                 "workload identity (client {} of tenant {})",
                 self.client_id, self.tenant
             ),
+            Proof::Certificate(_) => format!(
+                "a service principal (client {} of tenant {}, AZURE_CLIENT_CERTIFICATE_PATH)",
+                self.client_id, self.tenant
+            ),
         }
     }
 
     /// A token for Azure Storage.
     pub(crate) fn token(&self, http: &Http) -> Result<Fetched<String>, String> {
-        let assertion;
+        let assertion = match &self.proof {
+            Proof::Secret(_) => None,
+            Proof::Assertion(path) => Some(token_file(path, "the federated token file")?),
+            Proof::Certificate(c) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_err(|_| "this machine's clock is before 1970".to_owned())?
+                    .as_secs();
+                Some(c.assertion(&self.client_id, self.token_url.as_str(), now)?)
+            }
+        };
         let mut fields = vec![
             ("grant_type", "client_credentials"),
             ("client_id", self.client_id.as_str()),
             ("scope", SCOPE),
         ];
-        match &self.proof {
-            Proof::Secret(secret) => fields.push(("client_secret", secret.as_str())),
-            Proof::Assertion(path) => {
-                assertion = token_file(path, "the federated token file")?;
-                fields.push((
-                    "client_assertion_type",
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-                ));
-                fields.push(("client_assertion", assertion.as_str()));
-            }
+        if let Proof::Secret(secret) = &self.proof {
+            fields.push(("client_secret", secret.as_str()));
+        }
+        if let Some(assertion) = &assertion {
+            fields.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ));
+            fields.push(("client_assertion", assertion.as_str()));
         }
         let answer = http.send(Method::POST, &self.token_url, &[], Some(form(&fields)))?;
         oauth_token(&answer, "Entra ID")

@@ -4,7 +4,7 @@
 
 use super::RESOURCE;
 use crate::signin::bearer::{oauth_token, PROBE_LIMIT, SERVICE_LIMIT};
-use crate::signin::fetch::Http;
+use crate::signin::fetch::{Http, Patience};
 use crate::signin::refresh::Fetched;
 use http::Method;
 use std::time::Duration;
@@ -12,6 +12,25 @@ use url::Url;
 
 /// IMDS's address.
 pub(crate) const IMDS: &str = "http://169.254.169.254";
+
+/// How IMDS is asked again, as Azure's SDKs ask it: on 404 and 410 (it is being updated, and
+/// says it will be back within 70 s), 429 and 5xx, and no answer in time; seven tries, the
+/// pauses doubling from 2 s (with jitter, 45 to 90 s in all).
+pub(crate) const IMDS_PATIENCE: Patience = Patience {
+    tries: 7,
+    first_pause: Duration::from_secs(2),
+    most_pause: Duration::from_secs(30),
+    again: |status| matches!(status, 404 | 410 | 429) || status >= 500,
+};
+
+/// How the App Service endpoint is asked again (as MSAL asks it): on 408, 429 and 5xx, three
+/// tries.
+const APP_SERVICE: Patience = Patience {
+    tries: 3,
+    first_pause: Duration::from_secs(1),
+    most_pause: Duration::from_secs(4),
+    again: |status| matches!(status, 408 | 429) || status >= 500,
+};
 
 /// Where the managed identity's tokens come from.
 #[derive(Clone)]
@@ -88,17 +107,24 @@ impl Managed {
         }
     }
 
-    /// A token for Azure Storage.
+    /// A token for Azure Storage, asked again as the endpoint's [`Patience`] says.
     pub(crate) fn token(&self, http: &Http) -> Result<Fetched<String>, String> {
         let url = self.url()?;
         let answer = match self {
-            Managed::AppService { header, .. } => http.send(
+            Managed::AppService { header, .. } => http.send_patiently(
+                &APP_SERVICE,
                 Method::GET,
                 &url,
                 &[("x-identity-header", header.as_str())],
                 None,
             )?,
-            Managed::Imds { .. } => http.send(Method::GET, &url, &[("metadata", "true")], None)?,
+            Managed::Imds { .. } => http.send_patiently(
+                &IMDS_PATIENCE,
+                Method::GET,
+                &url,
+                &[("metadata", "true")],
+                None,
+            )?,
         };
         oauth_token(&answer, "the managed identity endpoint")
     }

@@ -1,8 +1,9 @@
-//! Azure's Entra ID chain, in `DefaultAzureCredential`'s order: a service principal's secret,
-//! workload identity (AKS), managed identity (App Service, Functions, Container Apps; else the
+//! Azure's Entra ID chain, in `DefaultAzureCredential`'s order: a service principal's secret
+//! or certificate, workload identity (AKS), managed identity (App Service, Functions, Container Apps; else the
 //! VM's instance metadata), then the Azure CLI. Each gives bearer tokens for Azure Storage,
 //! fetched on a thread of their own ahead of expiry (see `signin/refresh.rs`).
 
+mod certificate;
 mod chain;
 mod cli;
 mod entra;

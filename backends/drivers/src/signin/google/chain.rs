@@ -5,6 +5,7 @@
 use super::files::{read, FileSource};
 use super::metadata::{Metadata, DEFAULT_HOST};
 use crate::signin::bearer::{is_true, Chained, Clients, Name, Nothing, PROBE_LIMIT};
+use crate::signin::fetch::CaBundle;
 use crate::signin::refresh::{Fetch, Fetched};
 use crate::signin::TokenSource;
 use crate::Error;
@@ -67,8 +68,8 @@ fn well_known(var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 pub(crate) fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     gcloud_file: bool,
+    ca_bundle: &CaBundle,
 ) -> Result<Arc<dyn TokenSource>, Error> {
-    let ca_bundle = var("SETS3LOCK_CA_BUNDLE").map(PathBuf::from);
     let chained = |source: Source, tried: Vec<String>| -> Arc<dyn TokenSource> {
         let (name, fix) = match &source {
             Source::File(f) => (f.name(), f.fix()),
@@ -149,7 +150,7 @@ mod tests {
             ("GCE_METADATA_HOST", stub.host_port()),
             ("HOME", home.display().to_string()),
         ]);
-        let source = resolve(&var, true).expect("source");
+        let source = resolve(&var, true, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
         assert_eq!(source.token().expect("token"), "ya29.gce");
         let r = &stub.seen()[0];
@@ -181,7 +182,7 @@ mod tests {
         )
         .expect("write");
         let var = vars(vec![("HOME", home.display().to_string())]);
-        let source = resolve(&var, true).expect("source");
+        let source = resolve(&var, true, &CaBundle::default()).expect("source");
         assert_eq!(source.token().expect("token"), "ya29.adc");
         let _ = std::fs::remove_dir_all(&home);
     }
@@ -197,7 +198,7 @@ mod tests {
             ("GCE_METADATA_HOST", format!("127.0.0.1:{closed}")),
             ("HOME", home.display().to_string()),
         ]);
-        let e = resolve(&var, true)
+        let e = resolve(&var, true, &CaBundle::default())
             .expect("source")
             .ready()
             .expect_err("nothing");
@@ -210,7 +211,7 @@ mod tests {
         );
         assert!(e.ends_with(FIX), "{e}");
         let off = vars(vec![("NO_GCE_CHECK", "True".into())]);
-        let e = resolve(&off, false)
+        let e = resolve(&off, false, &CaBundle::default())
             .expect("source")
             .ready()
             .expect_err("nothing");
@@ -226,7 +227,7 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "/nonexistent/sets3lock.json".into(),
         )]);
-        let e = resolve(&var, true)
+        let e = resolve(&var, true, &CaBundle::default())
             .map(|_| ())
             .expect_err("refused")
             .to_string();

@@ -115,9 +115,16 @@ impl External {
                         .collect()
                 })
                 .unwrap_or_default();
+            let url =
+                Url::parse(&url).map_err(|e| format!("its credential_source url {url:?}: {e}"))?;
+            // The subject token comes back from it, and its headers may be secrets.
+            if !crate::signin::fetch::safe_for_secrets(&url) {
+                return Err(format!(
+                    "its credential_source url {url} is plain http off this machine and its link: the subject token would cross the network in clear; use https"
+                ));
+            }
             Subject::Url {
-                url: Url::parse(&url)
-                    .map_err(|e| format!("its credential_source url {url:?}: {e}"))?,
+                url,
                 headers,
                 format,
             }
@@ -223,6 +230,19 @@ impl External {
         })
     }
 
+    /// The service account impersonated, from its URL (`…/serviceAccounts/EMAIL:generateAccessToken`).
+    fn impersonated_email(&self) -> Option<String> {
+        let url = self.impersonation_url.as_ref()?;
+        let last = url.path_segments()?.next_back()?;
+        let email = last.strip_suffix(":generateAccessToken").unwrap_or(last);
+        Some(
+            url::form_urlencoded::parse(format!("e={email}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_else(|| email.to_owned()),
+        )
+    }
+
     fn subject_token(&self, clients: &mut Clients) -> Result<String, String> {
         match &self.subject {
             Subject::File { path, format } => {
@@ -252,8 +272,9 @@ impl External {
                 output_file,
             } => {
                 if let Some(file) = output_file {
-                    // A still-valid answer the command left there is used again.
-                    if let Ok(Some(t)) = std::fs::read(file).map(|b| executable_answer(&b).ok()) {
+                    // A still-valid answer the command left there is used again; one without
+                    // an expiry counts as expired (Google's rule), or it would be used forever.
+                    if let Ok(Some(t)) = std::fs::read(file).map(|b| cached_answer(&b)) {
                         return Ok(t);
                     }
                 }
@@ -269,10 +290,33 @@ impl External {
                 if let Some(f) = &file {
                     vars.push(("GOOGLE_EXTERNAL_ACCOUNT_OUTPUT_FILE", f.as_str()));
                 }
-                executable_answer(&run_words(command, &vars, *timeout)?)
+                let email = self.impersonated_email();
+                if let Some(email) = &email {
+                    vars.push(("GOOGLE_EXTERNAL_ACCOUNT_IMPERSONATED_EMAIL", email.as_str()));
+                }
+                let printed = run_words(command, &vars, *timeout)?;
+                // A command that wrote its answer to the output file only, as Google's
+                // libraries allow.
+                match (printed.trim_ascii().is_empty(), output_file) {
+                    (true, Some(file)) => executable_answer(&std::fs::read(file).map_err(|e| {
+                        format!(
+                            "the executable printed nothing, and its output_file {} cannot be read: {e}",
+                            file.display()
+                        )
+                    })?),
+                    _ => executable_answer(&printed),
+                }
             }
         }
     }
+}
+
+/// The token in an answer an executable left in its output file, if it is still good: it
+/// succeeded, has an `expiration_time`, and that is still ahead.
+fn cached_answer(out: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(out).ok()?;
+    json.get("expiration_time").and_then(|v| v.as_u64())?;
+    executable_answer(out).ok()
 }
 
 /// The subject token in `text`, written as `format` says.
@@ -523,5 +567,99 @@ mod tests {
         .expect_err("failed");
         assert_eq!(failed, "the executable failed: 401 no login");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_output_file_without_an_expiry_is_run_again_and_an_empty_stdout_reads_the_file() {
+        let stub = google();
+        let dir = std::env::temp_dir().join(format!("sets3lock-exe-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let out = dir.join("out.json");
+        let runs = dir.join("runs");
+        // The command notes each run, says who it impersonates, and answers in the output
+        // file only (stdout empty).
+        let script = dir.join("token.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh
+echo run >> '{}'
+printf '{{\"version\":1,\"success\":true,\"token_type\":\"urn:ietf:params:oauth:token-type:jwt\",\"id_token\":\"%s\",\"expiration_time\":4000000000}}' \"as-$GOOGLE_EXTERNAL_ACCOUNT_IMPERSONATED_EMAIL\" > \"$GOOGLE_EXTERNAL_ACCOUNT_OUTPUT_FILE\"
+",
+                runs.display()
+            ),
+        )
+        .expect("script");
+        // A cached answer with no expiration_time: Google's rule says expired.
+        std::fs::write(
+            &out,
+            r#"{"version":1,"success":true,"token_type":"urn:ietf:params:oauth:token-type:jwt","id_token":"forever"}"#,
+        )
+        .expect("cached");
+        let allow =
+            |n: &str| (n == "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES").then(|| "1".to_owned());
+        let e = external(
+            serde_json::json!({
+                "type": "external_account",
+                "audience": "aud-1",
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                "token_url": stub.url.join("/sts").expect("url").as_str(),
+                "service_account_impersonation_url": stub.url.join("/v1/projects/-/serviceAccounts/lock%40p.iam.gserviceaccount.com:generateAccessToken").expect("url").as_str(),
+                "credential_source": { "executable": {
+                    "command": format!("sh {}", script.display()),
+                    "timeout_millis": 5000,
+                    "output_file": out.display().to_string(),
+                } },
+            }),
+            &allow,
+        )
+        .expect("external");
+        let _ = e.token(&mut Clients::new(None));
+        let sts = stub
+            .seen()
+            .into_iter()
+            .find(|r| r.target == "/sts")
+            .expect("an exchange at STS");
+        assert_eq!(
+            sts.field("subject_token").as_deref(),
+            Some("as-lock@p.iam.gserviceaccount.com")
+        );
+        assert_eq!(
+            std::fs::read_to_string(&runs).expect("ran").lines().count(),
+            1
+        );
+        // Now the file holds an answer with an expiry ahead: used again, not run.
+        let _ = e.token(&mut Clients::new(None));
+        assert_eq!(
+            std::fs::read_to_string(&runs).expect("ran").lines().count(),
+            1,
+            "a good cached answer was not used"
+        );
+        assert_eq!(
+            cached_answer(br#"{"version":1,"success":true,"id_token":"t"}"#),
+            None
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_url_source_in_clear_must_stay_on_this_machine_or_its_link() {
+        let json = |url: &str| {
+            serde_json::json!({
+                "type": "external_account", "audience": "a", "subject_token_type": "t",
+                "credential_source": { "url": url, "headers": { "Metadata": "True" } },
+            })
+        };
+        let e = external(json("http://tokens.example.com/t"), &|_| None)
+            .map(|_| ())
+            .expect_err("in clear");
+        assert!(e.contains("use https"), "{e}");
+        for ok in [
+            "http://169.254.169.254/metadata/identity/oauth2/token",
+            "http://127.0.0.1:9/t",
+            "https://tokens.example.com/t",
+        ] {
+            assert!(external(json(ok), &|_| None).is_ok(), "{ok}");
+        }
     }
 }
