@@ -122,6 +122,10 @@ stage "fuzz corpora replayed on stable"
 # In the workspace's target directory: the core and its dependencies are built already.
 CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path fuzz/Cargo.toml --no-default-features --locked --test replay
 
+stage "sign-in, proven against the SDK: every AWS profile fixture resolved by aws-config and by sets3lock (differential/, a workspace of its own)"
+# In the workspace's target directory too. Offline: the token services are a stub on loopback.
+CARGO_TARGET_DIR=$PWD/target cargo test --manifest-path differential/Cargo.toml --locked
+
 stage "the release artifacts: each installed where a user would, and used (scripts/test-release.sh)"
 background_done "$release_pid" "$release_log" scripts/release.sh
 release_pid=

@@ -75,6 +75,12 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         }
     };
     if let Gate::Lock(l) | Gate::Adopt(l, _) = &gate {
+        // The first credentials of a source that fetches them (fetched since the locker
+        // opened, on a thread of their own): no credentials is the same one line and exit.
+        if let Err(e) = l.ready().await {
+            say!("{url}: {e}");
+            return CANNOT_LOCK;
+        }
         if let Some(signer) = l.sign_in() {
             log.note(&format!("signed by {signer}"));
         }

@@ -1,0 +1,1 @@
+//! Only tests here (tests/aws.rs).
