@@ -7,6 +7,9 @@
 #   bash scripts/mutants.sh core src/rng.rs ...   # only these files of the core
 #   bash scripts/mutants.sh engine                # the drivers' engine, http and signing
 #   bash scripts/mutants.sh cli                   # the command's argument handling
+#   bash scripts/mutants.sh signin                # AWS profile parsing and chain resolution
+#   bash scripts/mutants.sh refresh               # the credentials cache (its score is reported,
+#                                                 # not held to a bar: see VERIFICATION.md)
 #
 #   ITERATE=1 bash scripts/mutants.sh core       # again, testing only what was not caught
 #
@@ -38,10 +41,26 @@ case "$target" in
   cli)
     package=sets3lock-cli
     files=(--file cli/src/cli.rs) ;;
-  *) echo "unknown target $target: core, engine or cli" >&2; exit 2 ;;
+  signin)
+    package=sets3lock
+    files=(--file backends/drivers/src/signin/aws/profile/parse.rs
+           --file backends/drivers/src/signin/aws/profile/mod.rs
+           --file backends/drivers/src/signin/aws/resolve.rs) ;;
+  refresh)
+    package=sets3lock
+    files=(--file backends/drivers/src/signin/refresh.rs) ;;
+  *) echo "unknown target $target: core, engine, cli, signin or refresh" >&2; exit 2 ;;
+esac
+# Sign-in's unit tests need no server and build fastest unoptimized: the library's own tests of
+# the files under test, nothing else.
+case "$target" in
+  signin | refresh)
+    cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
+      ${ITERATE:+--iterate} --timeout-multiplier 3 -j 1 -o "$out" \
+      -- --lib -- signin:: s3::profile || true ;;
 esac
 # The drivers' and the command's tests need the servers (as in scripts/test.sh).
-if [ "$target" != core ]; then
+if [ "$target" != core ] && [ "$target" != signin ] && [ "$target" != refresh ]; then
   trap 'for s in seaweedfs ministack; do bash scripts/s3-server.sh stop "$s" || true; done' EXIT
   for s in seaweedfs ministack; do
     bash scripts/s3-server.sh start "$s"
@@ -53,9 +72,11 @@ fi
 # The test targets only (`--tests`: the doc tests add minutes per mutant and little else), and
 # not the exhaustive exploration (a minute per mutant; its teeth are shown by planted bugs,
 # docs/VERIFICATION.md): the score is a lower bound.
-cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
-  ${ITERATE:+--iterate} --profile release --timeout-multiplier 3 -j 1 -o "$out" \
-  -- --tests -- --skip every_interleaving || true
+if [ "$target" != signin ] && [ "$target" != refresh ]; then
+  cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
+    ${ITERATE:+--iterate} --profile release --timeout-multiplier 3 -j 1 -o "$out" \
+    -- --tests -- --skip every_interleaving || true
+fi
 count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l < "$out/mutants.out/$1.txt" || echo 0; }
 caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
 score=$(python3 -c "c,m=$caught,$missed; print(f'{100*c/(c+m):.1f}%' if c+m else 'n/a')")

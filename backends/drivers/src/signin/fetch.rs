@@ -615,6 +615,83 @@ mod tests {
         assert_eq!(first_word("ONLY=assignments"), "the command");
     }
 
+    /// A service that never takes the connection: a listener whose queue is full (the
+    /// kernel leaves further connections unanswered), as an address with nothing behind it
+    /// does off the cloud.
+    #[cfg(unix)]
+    fn unanswered() -> (Url, Vec<std::net::TcpStream>) {
+        use nix::sys::socket::{
+            bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, SockaddrIn,
+        };
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .expect("socket");
+        bind(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            &SockaddrIn::new(127, 0, 0, 1, 0),
+        )
+        .expect("bind");
+        listen(&fd, Backlog::new(0).expect("backlog")).expect("listen");
+        let listener = std::net::TcpListener::from(fd);
+        let address = listener.local_addr().expect("addr");
+        // One connection fills the queue.
+        let filler = std::net::TcpStream::connect(address).expect("filler");
+        std::mem::forget(listener);
+        (
+            Url::parse(&format!("http://{address}/")).expect("url"),
+            vec![filler],
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_connection_that_cannot_be_made_in_time_is_tried_once() {
+        let (url, _queue) = unanswered();
+        let http = Http::new(&url, None, Duration::from_secs(1)).expect("client");
+        let patience = Patience {
+            tries: 4,
+            first_pause: Duration::from_millis(10),
+            most_pause: Duration::from_millis(10),
+            again: |_| true,
+        };
+        let started = std::time::Instant::now();
+        let e = http
+            .send_patiently(&patience, Method::GET, &url, &[], None)
+            .err()
+            .expect("never connects");
+        let took = started.elapsed();
+        assert!(
+            e.contains("could not be reached") && !e.contains("tries"),
+            "{e}"
+        );
+        assert!(took < Duration::from_millis(1800), "took {took:?}: {e}");
+    }
+
+    #[test]
+    fn a_service_that_takes_the_connection_and_says_nothing_is_asked_again_and_the_tries_named() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url =
+            Url::parse(&format!("http://{}/", silent.local_addr().expect("addr"))).expect("url");
+        let http = Http::new(&url, None, Duration::from_millis(200)).expect("client");
+        let patience = Patience {
+            tries: 3,
+            first_pause: Duration::from_millis(10),
+            most_pause: Duration::from_millis(20),
+            again: |_| false,
+        };
+        let e = http
+            .send_patiently(&patience, Method::GET, &url, &[], None)
+            .err()
+            .expect("no answer");
+        assert!(e.ends_with("gave no answer in 0.2 s (3 tries)"), "{e}");
+        assert!(patience.pause(1) >= Duration::from_millis(5));
+        assert!(patience.pause(9) <= Duration::from_millis(20));
+    }
+
     #[test]
     fn a_command_that_hangs_is_stopped_at_its_limit() {
         let started = std::time::Instant::now();
