@@ -19,6 +19,9 @@ const PROBE_ANSWER: Duration = Duration::from_secs(5);
 /// A client for one token service.
 pub(crate) struct Http {
     client: Ureq,
+    /// How long the connection may take (the client's own limit).
+    connect: Duration,
+    /// How long the answer may take once connected.
     limit: Duration,
 }
 
@@ -80,7 +83,11 @@ impl Http {
             direct: on_this_link(url),
         };
         match Ureq::new(&settings) {
-            Ok(client) => Ok(Http { client, limit }),
+            Ok(client) => Ok(Http {
+                client,
+                connect,
+                limit,
+            }),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -137,7 +144,10 @@ impl Http {
 
     fn exchange(&self, request: http::Request<Bytes>) -> Result<Answer, HttpFailure> {
         self.client
-            .exchange(request, self.limit)
+            // The connection within `connect`, the answer within `limit` after it: a
+            // connection that cannot be made always fails as such (not sent, never asked
+            // again), never as a request that got no answer.
+            .exchange(request, self.connect + self.limit)
             .map(|reply| Answer {
                 status: reply.status().as_u16(),
                 body: reply.into_body().to_vec(),
