@@ -45,6 +45,7 @@ case "$target" in
     package=sets3lock
     files=(--file backends/drivers/src/signin/aws/profile/parse.rs
            --file backends/drivers/src/signin/aws/profile/mod.rs
+           --file backends/drivers/src/signin/aws/profile/chain.rs
            --file backends/drivers/src/signin/aws/resolve.rs) ;;
   refresh)
     package=sets3lock

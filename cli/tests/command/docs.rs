@@ -38,6 +38,10 @@ const PAGES: [(&str, &str); 15] = [
     ),
     ("src/README.md", include_str!("../../../src/README.md")),
     (
+        "differential/README.md",
+        include_str!("../../../differential/README.md"),
+    ),
+    (
         "backends/mock/README.md",
         include_str!("../../../backends/mock/README.md"),
     ),

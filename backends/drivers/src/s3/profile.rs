@@ -2,8 +2,9 @@
 //! endpoint and credentials (the files' reading is `signin/aws/profile/`, which source applies
 //! `signin/aws/resolve.rs`).
 
+use crate::signin::aws::profile::chain::profile_region;
 use crate::signin::aws::profile::SharedFiles;
-use crate::signin::aws::resolve::{profile_region, resolve, Resolved, Services};
+use crate::signin::aws::resolve::{resolve, Resolved, Services};
 use crate::signin::fetch::CaBundle;
 use crate::{Error, S3Settings};
 

@@ -1,5 +1,6 @@
 //! AWS profiles: the two shared files (`~/.aws/config` and `~/.aws/credentials`) read and
-//! merged as the AWS SDKs merge them (`parse.rs` reads one file's text).
+//! merged as the AWS SDKs merge them (`parse.rs` reads one file's text), and the chain a profile
+//! starts (`chain.rs`).
 //!
 //! - In the config file a profile is `[profile name]`, and the default also `[default]` (a
 //!   `[profile default]` in the same file wins over every `[default]`); other names without
@@ -10,6 +11,7 @@
 //!   a header's words may be separated by any spaces and tabs (`[ profile  ci ]`).
 //! - The same profile in both files: the credentials file's value of a key wins.
 
+pub(crate) mod chain;
 mod parse;
 
 use parse::{parse, Parsed};
