@@ -53,31 +53,27 @@ case "$target" in
   *) echo "unknown target $target: core, engine, cli, signin or refresh" >&2; exit 2 ;;
 esac
 # Sign-in's unit tests need no server and build fastest unoptimized: the library's own tests of
-# the files under test, nothing else.
+# sign-in, nothing else. The rest: the test targets only (`--tests`: the doc tests add minutes
+# per mutant and little else), and not the exhaustive exploration (a minute per mutant; its
+# teeth are shown by planted bugs, docs/VERIFICATION.md): the score is a lower bound.
 case "$target" in
-  signin | refresh)
-    cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
-      ${ITERATE:+--iterate} --timeout-multiplier 3 -j 1 -o "$out" \
-      -- --lib -- signin:: s3::profile || true ;;
+  signin | refresh) build=() tests=(--lib -- signin:: s3::profile) ;;
+  *) build=(--profile release) tests=(--tests -- --skip every_interleaving) ;;
 esac
 # The drivers' and the command's tests need the servers (as in scripts/test.sh).
-if [ "$target" != core ] && [ "$target" != signin ] && [ "$target" != refresh ]; then
-  trap 'for s in seaweedfs ministack; do bash scripts/s3-server.sh stop "$s" || true; done' EXIT
-  for s in seaweedfs ministack; do
-    bash scripts/s3-server.sh start "$s"
-    # shellcheck disable=SC1090
-    . ".local/$s/env"
-  done
-  unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION
-fi
-# The test targets only (`--tests`: the doc tests add minutes per mutant and little else), and
-# not the exhaustive exploration (a minute per mutant; its teeth are shown by planted bugs,
-# docs/VERIFICATION.md): the score is a lower bound.
-if [ "$target" != signin ] && [ "$target" != refresh ]; then
-  cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
-    ${ITERATE:+--iterate} --profile release --timeout-multiplier 3 -j 1 -o "$out" \
-    -- --tests -- --skip every_interleaving || true
-fi
+case "$target" in
+  engine | cli)
+    trap 'for s in seaweedfs ministack; do bash scripts/s3-server.sh stop "$s" || true; done' EXIT
+    for s in seaweedfs ministack; do
+      bash scripts/s3-server.sh start "$s"
+      # shellcheck disable=SC1090
+      . ".local/$s/env"
+    done
+    unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_REGION ;;
+esac
+cargo mutants -p "$package" --test-package "$package" "${files[@]}" \
+  ${ITERATE:+--iterate} "${build[@]}" --timeout-multiplier 3 -j 1 -o "$out" \
+  -- "${tests[@]}" || true
 count() { [ -f "$out/mutants.out/$1.txt" ] && wc -l < "$out/mutants.out/$1.txt" || echo 0; }
 caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
 score=$(python3 -c "c,m=$caught,$missed; print(f'{100*c/(c+m):.1f}%' if c+m else 'n/a')")

@@ -196,7 +196,17 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
     // Why the program was stopped, if it was.
     let mut stopped = None;
+    // A change in the credentials' standing is said once (a refresh that failed, old
+    // credentials kept through an outage of instance metadata), whatever the verbosity.
+    let mut sign_in_problem = None;
     let status = loop {
+        let problem = gate.sign_in_problem();
+        if problem != sign_in_problem {
+            if let Some(p) = &problem {
+                say!("{url}: signing in: {p}");
+            }
+            sign_in_problem = problem;
+        }
         // SIGKILL must land before the hold's validity ends, so SIGTERM goes `--kill-after`
         // earlier; a renewal moves the deadline on. Naps of at most a second re-read the
         // suspend-aware clock.
@@ -378,6 +388,15 @@ impl Gate {
             Gate::Lock(l) => l.acquire(wait).await,
             Gate::Slots(s) => s.acquire(wait).await,
             Gate::Adopt(l, handle) => l.adopt(handle).await,
+        }
+    }
+
+    /// What is wrong with the credentials now, if anything (a refresh that failed, old
+    /// credentials kept through a failure): never a secret.
+    fn sign_in_problem(&self) -> Option<String> {
+        match self {
+            Gate::Lock(l) | Gate::Adopt(l, _) => l.sign_in().and_then(|s| s.problem),
+            Gate::Slots(_) => None,
         }
     }
 

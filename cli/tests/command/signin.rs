@@ -318,3 +318,66 @@ fn instance_metadata_that_holds_its_first_answer_3_s_is_asked_again_and_the_comm
         started.elapsed()
     );
 }
+
+#[test]
+fn instance_metadata_failing_mid_hold_keeps_the_hold_and_the_command_says_so() {
+    let Some((s, _)) = moto() else { return };
+    let (key, secret) = (s.access_key.clone(), s.secret.clone());
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let broken = down.clone();
+    // Credentials living 30 s (asked for again at 15 s), then instance metadata down (503).
+    let imds = TokenService::start(move |asked, n| {
+        if broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return (503, "updating".into());
+        }
+        match asked.target.as_str() {
+            "/latest/api/token" => (200, "imds-token".into()),
+            "/latest/meta-data/iam/security-credentials/" => (200, "locker-role".into()),
+            _ => (
+                200,
+                format!(
+                    r#"{{"Code":"Success","AccessKeyId":"{key}","SecretAccessKey":"{secret}","Token":"session-{n}","Expiration":"{}"}}"#,
+                    in_secs(30)
+                ),
+            ),
+        }
+    });
+    let mut child = TestCommand::new(&s)
+        .without_keys()
+        .env("AWS_EC2_METADATA_DISABLED", "false")
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &imds.url)
+        .args([
+            "--lease",
+            "3s",
+            &s.url(&fresh_key("cli-imds-steady")),
+            "sleep",
+            "33",
+        ])
+        .cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_secs(2));
+    down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "still running 90 s after instance metadata went down"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().expect("output");
+    // Past its credentials' expiry, the program ran to its end on the last ones, and the
+    // command said why once.
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("signing in: instance metadata failed")
+            && said.contains("the last credentials it gave are used until"),
+        "{said}"
+    );
+    assert_eq!(said.matches("signing in:").count(), 1, "{said}");
+}

@@ -51,9 +51,7 @@ impl Auth {
 
 /// The answer that stands for a request with no token to sign it: not sent.
 fn no_token(why: String) -> Response {
-    Response::Ambiguous(Ambiguity::NotSent {
-        detail: format!("no Azure token to sign with: {why}"),
-    })
+    crate::signin::unsigned("Azure token", why)
 }
 
 /// One container: the blob endpoint, who signs, the server's clock (`x-ms-date` must be

@@ -6,7 +6,7 @@
 use crate::TokenSource;
 use base64::Engine as _;
 use core::time::Duration;
-use sets3lock_proto::{Ambiguity, Response};
+use sets3lock_proto::Response;
 use std::sync::Arc;
 
 /// How long a self-signed token is made for (Google's limit is an hour).
@@ -35,9 +35,7 @@ impl Tokens {
 
     /// The answer that stands for a request with no token to sign it: not sent.
     pub(crate) fn unavailable(why: String) -> Response {
-        Response::Ambiguous(Ambiguity::NotSent {
-            detail: format!("no Google token to sign with: {why}"),
-        })
+        crate::signin::unsigned("Google token", why)
     }
 }
 

@@ -133,14 +133,10 @@ impl AwsCredentialSource for Fixed {
 pub(crate) fn to_sign_with(
     source: &dyn AwsCredentialSource,
 ) -> Result<sets3lock_wire::s3::Keys, sets3lock_proto::Response> {
-    source.current().map(|c| c.to_signer()).map_err(not_signed)
-}
-
-/// The answer that stands for a request with no credentials to sign it: not sent.
-pub(crate) fn not_signed(why: String) -> sets3lock_proto::Response {
-    sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::NotSent {
-        detail: format!("no credentials to sign with: {why}"),
-    })
+    source
+        .current()
+        .map(|c| c.to_signer())
+        .map_err(|why| crate::signin::unsigned("credentials", why))
 }
 
 /// The source the options name: a provider of the user's, or fixed credentials, or the one

@@ -7,7 +7,7 @@ use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
-use crate::s3::credentials::{not_signed, source_of, to_sign_with, AwsCredentialSource};
+use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
 use crate::signin::ready::{no_credentials, Readiness};
 use crate::{Error, Observer, Options};
 use core::time::Duration;
@@ -112,7 +112,7 @@ impl S3Store {
             .ready
             .within(limit, &self.transport)
             .await
-            .map_err(not_signed)?;
+            .map_err(|why| crate::signin::unsigned("credentials", why))?;
         let read =
             |r: &Reply| sets3lock_proto::reply::s3::classify(kind, r.status, &r.headers, &r.body);
         let sign = |time: SystemTime| {

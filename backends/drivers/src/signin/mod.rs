@@ -26,6 +26,14 @@ pub(crate) mod stub;
 use std::fmt::Debug;
 use std::time::SystemTime;
 
+/// The answer that stands for a request with no `what` (credentials, a token) to sign it:
+/// not sent, a setback the core retries.
+pub(crate) fn unsigned(what: &str, why: String) -> sets3lock_proto::Response {
+    sets3lock_proto::Response::Ambiguous(sets3lock_proto::Ambiguity::NotSent {
+        detail: format!("no {what} to sign with: {why}"),
+    })
+}
+
 /// Who signs a lock's requests, as `sets3lock doctor` and `--verbose` show it: the source's
 /// name, when its credentials expire, and why the last fetch failed. Never a secret.
 ///

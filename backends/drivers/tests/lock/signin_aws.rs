@@ -870,3 +870,60 @@ fn a_ca_bundle_set_in_code_after_the_settings_were_made_reaches_the_token_servic
         "the token service's client did not use the bundle set in code: {e}"
     );
 }
+
+#[test]
+fn instance_metadata_failing_after_a_first_answer_keeps_the_hold_on_its_last_credentials() {
+    let mock = support::mock(404);
+    let (key, secret) = (mock.access_key.clone(), mock.secret.clone());
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let broken = down.clone();
+    // Credentials living 30 s (asked for again at 15 s), then instance metadata down (503).
+    let service = TokenService::start(move |asked, n| {
+        if broken.load(Ordering::SeqCst) {
+            return (503, "updating".into());
+        }
+        match asked.target.as_str() {
+            "/latest/api/token" => (200, "imds-token".into()),
+            "/latest/meta-data/iam/security-credentials/" => (200, "locker-role".into()),
+            _ => (
+                200,
+                serde_json::json!({
+                    "Code": "Success", "AccessKeyId": key, "SecretAccessKey": secret,
+                    "Token": format!("imds-session-{n}"), "Expiration": in_secs(30),
+                })
+                .to_string(),
+            ),
+        }
+    });
+    let mut options = on_imds(&service, &mock);
+    options.lock.lease = Duration::from_secs(3);
+    let locker = Locker::new(&mock.url(&fresh_key("imds-steady")), options).expect("opens");
+    let held = locker.acquire(Wait::No).expect("acquire");
+    down.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    // Past the credentials' own expiry (30 s, unusable 5 s before): the hold lives on.
+    while started.elapsed() < Duration::from_secs(32) {
+        assert!(
+            held.is_held(),
+            "the hold ended {:?} after instance metadata went down: {:?}; signing in: {:?}",
+            started.elapsed(),
+            held.loss_watch().loss(),
+            locker.sign_in()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let signer = locker.sign_in().expect("signer");
+    let problem = signer.problem.clone().unwrap_or_default();
+    assert!(
+        problem.contains("instance metadata failed")
+            && problem.contains("the last credentials it gave are used until"),
+        "{signer:?}"
+    );
+    assert!(
+        signer
+            .expires
+            .is_some_and(|e| e > std::time::SystemTime::now() + Duration::from_secs(300)),
+        "{signer:?}"
+    );
+    assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+}

@@ -279,4 +279,133 @@ mod tests {
             "http://[fd00:ec2::254]/"
         );
     }
+
+    /// What `resolve` gives for these files and variables, as a line.
+    fn resolved(explicit: Option<&str>, config: &str, vars: &[(&str, &str)]) -> String {
+        let profiles = Profiles::from_texts(config, "").expect("parses");
+        let var = |n: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        };
+        let services = Services {
+            region: "eu-west-1",
+            sts: Some("http://127.0.0.1:9/".into()),
+        };
+        match resolve(explicit, &var, &profiles, &services, &CaBundle::default()) {
+            Ok(Resolved::Keys(k)) => format!("keys {}", k.key()),
+            Ok(Resolved::Source(source)) => match source.ready() {
+                Err(e) if source.sign_in().source == "none" => format!("nothing: {e}"),
+                _ => format!("source {}", source.sign_in().source),
+            },
+            Err(e) => format!("error {e}"),
+        }
+    }
+
+    #[test]
+    fn instance_metadata_is_the_last_resort_unless_turned_off() {
+        let off = resolved(None, "", &[("AWS_EC2_METADATA_DISABLED", "TRUE")]);
+        assert!(
+            off.starts_with("nothing:")
+                && off.contains("instance metadata (turned off by AWS_EC2_METADATA_DISABLED)"),
+            "{off}"
+        );
+        let on = resolved(
+            None,
+            "",
+            &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9")],
+        );
+        assert_eq!(on, "source instance metadata");
+        let not_true = resolved(
+            None,
+            "",
+            &[
+                ("AWS_EC2_METADATA_DISABLED", "false"),
+                ("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9"),
+            ],
+        );
+        assert_eq!(not_true, "source instance metadata");
+    }
+
+    #[test]
+    fn credential_source_environment_assumes_the_role_with_the_environment_s_keys() {
+        let config =
+            "[profile A]\nrole_arn = arn:aws:iam::1:role/a\ncredential_source = Environment\n";
+        let with_keys = resolved(
+            Some("A"),
+            config,
+            &[
+                ("AWS_ACCESS_KEY_ID", "AKIAENV"),
+                ("AWS_SECRET_ACCESS_KEY", "s"),
+            ],
+        );
+        assert_eq!(
+            with_keys,
+            "source profile A (assumes role arn:aws:iam::1:role/a)"
+        );
+        let without = resolved(Some("A"), config, &[]);
+        assert!(
+            without.contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set"),
+            "{without}"
+        );
+    }
+
+    #[test]
+    fn an_sso_portal_in_clear_must_stay_on_this_machine() {
+        let config = "[profile dev]\nsso_start_url = https://x/start\nsso_region = eu-west-1\nsso_account_id = 1\nsso_role_name = R\n";
+        let home = [("HOME", "/nonexistent/sets3lock-home")];
+        let local = resolved(
+            Some("dev"),
+            config,
+            &[home[0], ("AWS_ENDPOINT_URL_SSO", "http://127.0.0.1:9")],
+        );
+        assert!(local.starts_with("source profile dev (SSO"), "{local}");
+        let clear = resolved(
+            Some("dev"),
+            config,
+            &[
+                home[0],
+                ("AWS_ENDPOINT_URL_SSO", "http://portal.example.com"),
+            ],
+        );
+        assert!(clear.contains("in clear; use https"), "{clear}");
+        let partition = resolved(
+            Some("dev"),
+            &config.replace("eu-west-1", "cn-north-1"),
+            &home,
+        );
+        assert!(
+            partition.starts_with("source profile dev (SSO"),
+            "{partition}"
+        );
+    }
+
+    #[test]
+    fn a_role_session_is_named_as_given_or_after_the_time() {
+        assert_eq!(session_name(Some("ci-run-7".into())), "ci-run-7");
+        let made = session_name(None);
+        let secs: i64 = made
+            .strip_prefix("sets3lock-")
+            .and_then(|s| s.parse().ok())
+            .expect("sets3lock-<seconds>");
+        assert!(
+            (secs - jiff::Timestamp::now().as_second()).abs() < 60,
+            "{made}"
+        );
+    }
+
+    #[test]
+    fn instance_metadata_s_address_follows_the_endpoint_mode() {
+        let mode = |m: &'static str| {
+            move |n: &str| (n == "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").then(|| m.to_owned())
+        };
+        assert_eq!(
+            instance_endpoint(&mode("IPv4")).expect("v4").as_str(),
+            "http://169.254.169.254/"
+        );
+        assert_eq!(
+            instance_endpoint(&mode("ipv6")).expect("v6").as_str(),
+            "http://[fd00:ec2::254]/"
+        );
+    }
 }

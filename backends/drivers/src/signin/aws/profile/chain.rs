@@ -639,6 +639,15 @@ mod tests {
             not_there(chain("[profile A]\nregion = x\n", "", "A")),
             "it has no keys, role_arn, SSO role or credential_process"
         );
+        // As a source profile, half a pair is an error that names it.
+        assert_eq!(
+            wrong(chain(
+                "[profile A]\nrole_arn = R\nsource_profile = B\n",
+                "[B]\naws_access_key_id = HALF\n",
+                "A"
+            )),
+            "its source profile B: it has an aws_access_key_id but no aws_secret_access_key"
+        );
         // As a source profile, nothing is an error.
         assert_eq!(
             wrong(chain(

@@ -243,12 +243,17 @@ mod tests {
     #[test]
     fn the_config_file_names_profiles_with_the_prefix_and_the_credentials_file_without() {
         let p = read(
-            "[profile ci]\nregion = a\n[ci2]\nregion = b\n[default]\nregion = c\n",
+            "[profile ci]\nregion = a\n[default]\nregion = c\n[ci2]\nregion = b\nonly_ci2 = x\n",
             "[ci3]\nk = d\n[profile ci4]\nk = e\n",
         );
         assert_eq!(get(&p, "ci", "region"), Some("a"));
         assert!(p.profile("ci2").is_none(), "an unprefixed config section");
         assert_eq!(get(&p, "default", "region"), Some("c"));
+        assert_eq!(
+            get(&p, "default", "only_ci2"),
+            None,
+            "merged into the default"
+        );
         assert_eq!(get(&p, "ci3", "k"), Some("d"));
         assert!(p.profile("ci4").is_none() && p.profile("profile ci4").is_none());
         assert!(p.profile("ci4").is_none());
@@ -373,6 +378,16 @@ mod tests {
         std::fs::write(dir.join("config"), "[profile a]\nk = v\n").expect("write");
         let p = files.read().expect("reads");
         assert_eq!(get(&p, "a", "k"), Some("v"));
+        // Messages name both files.
+        assert_eq!(p.shown(), files.shown());
+        assert!(p.shown().contains("missing") && p.shown().contains("config"));
+        // A file that is there but cannot be read is an error, never a file with no profiles.
+        let unreadable = SharedFiles {
+            credentials: Some(dir.clone()),
+            config: None,
+        };
+        let e = unreadable.read().expect_err("a directory");
+        assert!(e.contains("cannot be read"), "{e}");
         let none = SharedFiles {
             credentials: None,
             config: None,
