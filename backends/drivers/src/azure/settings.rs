@@ -92,15 +92,22 @@ impl AzureSettings {
     ///
     /// An account with no key and no SAS signs in with Entra ID, in the order of
     /// `DefaultAzureCredential`:
-    /// 1. a service principal: `AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`;
+    /// 1. a service principal: `AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, and
+    ///    `AZURE_CLIENT_SECRET`, else `AZURE_CLIENT_CERTIFICATE_PATH` (a PEM file with the
+    ///    certificate and its RSA key; `AZURE_CLIENT_SEND_CERTIFICATE_CHAIN=true` sends the
+    ///    chain);
     /// 2. workload identity (AKS): `AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`,
     ///    `AZURE_TENANT_ID`;
     /// 3. managed identity: `IDENTITY_ENDPOINT` with `IDENTITY_HEADER` (App Service,
     ///    Functions, Container Apps), else the VM's instance metadata at 169.254.169.254
     ///    (`AZURE_POD_IDENTITY_AUTHORITY_HOST` moves it; `AZURE_IMDS_DISABLED=true` skips it),
-    ///    for the identity `AZURE_CLIENT_ID` if set;
-    /// 4. the Azure CLI's account (`az login`); `SETS3LOCK_AZURE_CLI` names another command
-    ///    to run in place of `az` (an `az` off the `PATH`, or a test's stand-in).
+    ///    for the identity `AZURE_CLIENT_ID` if set; Service Fabric and Azure Arc are refused
+    ///    in one line (not supported), never passed over for another identity;
+    /// 4. the Azure CLI's account (`az login`), run from a system directory;
+    ///    `SETS3LOCK_AZURE_CLI` names another command to run in place of `az` (an `az` off the
+    ///    `PATH`, or a test's stand-in).
+    ///
+    /// An endpoint a variable names must be `https`, or on this machine or its link.
     ///
     /// `AZURE_AUTHORITY_HOST` (default `https://login.microsoftonline.com`) is the Entra ID
     /// endpoint of the first two. Nothing is asked until a lock is opened; managed identity

@@ -582,4 +582,40 @@ mod tests {
             Some("old credentials kept")
         );
     }
+
+    #[test]
+    fn a_cached_value_past_its_expiry_never_signs_while_its_refresh_fails() {
+        let calls = Arc::new(AtomicU32::new(0));
+        // Usable for 2 s (7 s less the margin), asked for again at 3.5 s: that fails.
+        let cache = Refreshing::new(
+            maker(Script {
+                calls,
+                answers: vec![
+                    Ok(Fetched {
+                        value: 1,
+                        expires: Some(SystemTime::now() + Duration::from_secs(7)),
+                        note: None,
+                    }),
+                    Err("token service down".into()),
+                ],
+            }),
+            "test",
+        );
+        assert_eq!(cache.get(Duration::from_secs(5)), Ok(1));
+        std::thread::sleep(Duration::from_millis(2500));
+        let e = cache.get(Duration::from_secs(5)).expect_err("expired");
+        assert!(e.starts_with("the credentials expired at"), "{e}");
+    }
+
+    #[test]
+    fn a_fetched_value_shows_its_expiry_and_never_itself() {
+        let f = Fetched {
+            value: "ya29.secret-token",
+            expires: Some(at(0)),
+            note: None,
+        };
+        let shown = format!("{f:?}");
+        assert!(shown.contains("2027-01-15T08:00:00Z"), "{shown}");
+        assert!(!shown.contains("secret-token"), "{shown}");
+    }
 }
