@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Every page: its path from the repository's root, and its text.
-const PAGES: [(&str, &str); 15] = [
+const PAGES: [(&str, &str); 16] = [
     ("README.md", include_str!("../../../README.md")),
     ("docs/GUIDE.md", include_str!("../../../docs/GUIDE.md")),
     ("docs/LIBRARY.md", include_str!("../../../docs/LIBRARY.md")),
