@@ -220,12 +220,19 @@ pub(crate) fn usable(expires: Option<SystemTime>, now: SystemTime) -> bool {
 }
 
 /// When to fetch again after a value that expires at `expires` was fetched at `now`: `AHEAD`
-/// before it expires, or at half its life if that is sooner; `None` if it never expires.
+/// before it expires, or at half its life if that is sooner; and in any case
+/// [`REFRESH_SLACK`] before it stops being usable, so that a short-lived value's successor
+/// is at hand when it is needed; `None` if it never expires.
 pub(crate) fn refresh_at(now: SystemTime, expires: Option<SystemTime>) -> Option<SystemTime> {
     let expires = expires?;
     let life = expires.duration_since(now).unwrap_or_default();
-    Some(now + life.saturating_sub(AHEAD).max(life / 2))
+    let ahead = life.saturating_sub(AHEAD).max(life / 2);
+    Some(now + ahead.min(life.saturating_sub(USABLE_MARGIN + REFRESH_SLACK)))
 }
+
+/// How long before a value stops being usable its successor is asked for, at the latest: the
+/// time a token service takes to answer, with room to spare.
+const REFRESH_SLACK: Duration = Duration::from_secs(1);
 
 /// The pause after `failures` failed fetches in a row.
 pub(crate) fn retry_after(failures: u32) -> Duration {
@@ -357,6 +364,10 @@ mod tests {
         assert_eq!(refresh_at(at(0), Some(at(3600))), Some(at(3300)));
         assert_eq!(refresh_at(at(0), Some(at(400))), Some(at(200)));
         assert_eq!(refresh_at(at(0), Some(at(20))), Some(at(10)));
+        // A value usable 5 s (10 s less the margin) is asked for again a second before then,
+        // not at the very instant it stops being usable.
+        assert_eq!(refresh_at(at(0), Some(at(10))), Some(at(4)));
+        assert_eq!(refresh_at(at(0), Some(at(3))), Some(at(0)));
         assert_eq!(refresh_at(at(0), None), None);
         // Already expired: at once.
         assert_eq!(refresh_at(at(10), Some(at(5))), Some(at(10)));
