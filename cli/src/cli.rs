@@ -4,6 +4,7 @@
 //! usage error is a clap error; `main` dispatches.
 
 use crate::doctor::ProbeUrl;
+use crate::output::human;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, ValueEnum};
 use sets3lock::proto::{ETag, LockUrl};
@@ -446,33 +447,6 @@ fn check_timing(run: &Run) -> Result<(), String> {
     Ok(())
 }
 
-/// A duration as people write it, rounded down to what matters: `38.8s`, `2.58s`, `250ms`,
-/// `5m`, `1h30m`.
-pub(crate) fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs = d.as_secs();
-    if d.subsec_millis() == 0 && secs >= 60 {
-        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-        let mut out = String::new();
-        for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-            if n > 0 {
-                out.push_str(&format!("{n}{unit}"));
-            }
-        }
-        return out;
-    }
-    // Two decimals, rounded down (an upper bound stays an upper bound), zeros trimmed.
-    let hundredths = ms / 10;
-    let text = format!("{}.{:02}", hundredths / 100, hundredths % 100);
-    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
-}
-
 /// Parses `30s`, `5m`, `1h30m`, `1.5s`, `250ms`, or `0`.
 pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {s:?}: write it like 30s, 5m, 1h30m or 250ms");
@@ -676,18 +650,6 @@ mod tests {
             command_first(&os(&["sets3lock", "--lease", "5m", "s3://b/k", "doctor"])),
             None
         );
-    }
-
-    #[test]
-    fn durations_print_as_people_write_them() {
-        assert_eq!(human(Duration::from_millis(38_800)), "38.8s");
-        assert_eq!(human(Duration::from_nanos(2_587_458_746)), "2.58s");
-        assert_eq!(human(Duration::from_nanos(1_940_594_059)), "1.94s");
-        assert_eq!(human(Duration::from_secs(10)), "10s");
-        assert_eq!(human(Duration::from_millis(250)), "250ms");
-        assert_eq!(human(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(human(Duration::from_secs(90)), "1m30s");
-        assert_eq!(human(Duration::ZERO), "0s");
     }
 
     #[test]

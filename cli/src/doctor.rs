@@ -178,7 +178,7 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16, timeout: Du
     if client.left().is_none() {
         out!(
             "  note    --timeout {} ran out: what was not sent by then counts as an error, and probe keys named {prefix}sets3lock-doctor-{run}-* may be left (remove them by hand)",
-            crate::cli::human(timeout)
+            crate::output::human(timeout)
         );
     }
     let delete_failed = matches!(checks[2].1, Verdict::Fail(_));

@@ -110,7 +110,10 @@ pub(crate) fn renew(
             Ok(valid) => {
                 log.unparked_since(before, handle.lease);
                 if let Some(v) = valid {
-                    log.note(&format!("renewed: held for {} more", crate::cli::human(v)));
+                    log.note(&format!(
+                        "renewed: held for {} more",
+                        crate::output::human(v)
+                    ));
                 }
                 OK
             }

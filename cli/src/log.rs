@@ -207,7 +207,7 @@ impl Log {
             } if self.verbose => {
                 let how = if offset_ms >= 0 { "ahead of" } else { "behind" };
                 let by =
-                    crate::cli::human(std::time::Duration::from_millis(offset_ms.unsigned_abs()));
+                    crate::output::human(std::time::Duration::from_millis(offset_ms.unsigned_abs()));
                 let again = if resending {
                     "; the request it refused for its time is signed again and resent"
                 } else {
@@ -275,7 +275,7 @@ impl Log {
                 say!(
                     "{}: the lock stays held, but its record may not have been marked parked ({why}): a release from this handle may then keep the lock resting for about one lease ({}) instead of freeing it at once",
                     self.url,
-                    crate::cli::human(lease)
+                    crate::output::human(lease)
                 );
             }
         }

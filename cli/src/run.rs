@@ -151,9 +151,9 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     if !args.lease().is_zero() {
         log.note(&format!(
             "lease {}, renewed every {}; if renewals stop getting through, the program gets SIGTERM {} before the lease could run out (--kill-after{}), then SIGKILL",
-            crate::cli::human(args.lease()),
-            crate::cli::human(args.lease() / 3),
-            crate::cli::human(args.kill_after()),
+            crate::output::human(args.lease()),
+            crate::output::human(args.lease() / 3),
+            crate::output::human(args.kill_after()),
             if args.kill_after.is_none() { ", the default that fits this lease" } else { "" }
         ));
     }
@@ -243,7 +243,7 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
                 } else {
                     format!(
                         "no renewal got through and the lease runs out in {}",
-                        crate::cli::human(grace)
+                        crate::output::human(grace)
                     )
                 };
                 break stop(&url, &why, &mut child, pid, grace).await;
@@ -359,7 +359,7 @@ async fn stop(
     }
     say!(
         "{url}: {why}: stopping the program (SIGTERM, then SIGKILL after {})",
-        crate::cli::human(kill_after)
+        crate::output::human(kill_after)
     );
     if let Some(pid) = pid {
         let _ = kill(pid, Signal::SIGTERM);
@@ -444,7 +444,7 @@ async fn give_up(gate: &Gate, url: &LockUrl, lease: Duration) {
     let fate = if lease.is_zero() {
         "never expires (lease 0)".to_owned()
     } else {
-        format!("expires after its lease ({})", crate::cli::human(lease))
+        format!("expires after its lease ({})", crate::output::human(lease))
     };
     say!(
         "{url}: a request that would have taken the lock got no answer; if the store applied it, the lock object it wrote {fate}: remove it with `sets3lock unlock {url}`"
@@ -460,7 +460,7 @@ async fn finish(gate: &Gate, url: &LockUrl) {
     {
         say!(
             "{url}: could not confirm the release in {}; the lock expires after its lease",
-            crate::cli::human(CONFIRM)
+            crate::output::human(CONFIRM)
         );
     }
 }

@@ -11,7 +11,7 @@ pub(crate) fn status(url: &LockUrl, options: &Options, json: bool) -> u8 {
         Err(e) if e.kind() == sets3lock::ErrorKind::Unreachable => {
             say!(
                 "{url}: {e} (each request waits up to --timeout, {})",
-                crate::cli::human(options.request_timeout)
+                crate::output::human(options.request_timeout)
             );
             CANNOT_LOCK
         }

@@ -25,7 +25,7 @@ pub(crate) fn unlock(url: &LockUrl, options: &Options, etag: &ETag) -> u8 {
         Err(e) if e.kind() == ErrorKind::Unreachable => {
             say!(
                 "{url}: not unlocked, or its outcome is unknown ({e}; each request waits up to --timeout, {}); run sets3lock status",
-                crate::cli::human(options.request_timeout)
+                crate::output::human(options.request_timeout)
             );
             return CANNOT_LOCK;
         }

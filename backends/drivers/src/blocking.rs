@@ -16,15 +16,12 @@ use crate::driver::clock::{nap_until, Stamp};
 use crate::driver::http::Io;
 use crate::driver::mode::{sealed::Waiting, Mode};
 use crate::driver::state::{Shared, Snapshot, Standing};
-use crate::driver::threads;
+use crate::driver::threads::{self, block_on};
 use crate::driver::ureq_http::Ureq;
 use crate::{Error, Loss};
 use core::future::Future;
-use core::pin::pin;
-use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use sets3lock_proto::{ReleaseOutcome, Wait};
-use std::sync::Arc;
 
 /// The blocking mode: a thread drives the lock.
 #[derive(Clone, Copy, Debug)]
@@ -129,26 +126,6 @@ pub(crate) fn io() -> Io {
         http: |settings| Ok(std::sync::Arc::new(Ureq::new(settings)?)),
         pause: |d| Box::pin(async move { std::thread::sleep(d) }),
         blocks: true,
-    }
-}
-
-/// Runs one of this mode's futures to completion on this thread. They block inside `poll`
-/// and are ready the first time; parking on a waker keeps this correct even if one were not.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut context) {
-            return out;
-        }
-        std::thread::park();
     }
 }
 

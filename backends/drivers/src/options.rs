@@ -100,7 +100,7 @@ impl Options {
     }
 
     /// Options for an `s3://` lock with this S3 part (from
-    /// [`S3Settings::from_env_and_profile`], `S3Settings::from_aws_config`, or your own), and
+    /// [`S3Settings::from_env_and_profile`], or your own), and
     /// what every store shares from the environment (the CA bundle).
     pub fn from_env_with_s3(s3: S3Settings) -> Options {
         Options {

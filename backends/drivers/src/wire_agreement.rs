@@ -133,7 +133,7 @@ fn check(
         .build()
         .expect("runtime");
     let run = |f: crate::BoxFuture<'_, ()>| match blocking {
-        true => crate::blocking::block_on(f),
+        true => crate::driver::threads::block_on(f),
         false => runtime.block_on(f),
     };
     let mut cases: Vec<Option<Intent>> = intents().into_iter().map(Some).collect();

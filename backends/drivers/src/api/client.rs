@@ -2,8 +2,8 @@
 //! (`status`, `unlock`, `doctor`) and tests need.
 
 use crate::api::open::{bucket_url, open_store};
-use crate::blocking::block_on;
 use crate::driver::store::{Store, StoreId};
+use crate::driver::threads::block_on;
 use crate::{Error, Options};
 use sets3lock_proto::{ETag, Holder, Intent, LockUrl, Response, Scheme};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The driver: the core, the clock, and the one loop both modes run, over any store.
 
+use crate::driver::clock::time_limit;
 use crate::driver::clock::Stamp;
-use crate::driver::http::time_limit;
 use crate::driver::meter::Meter;
 use crate::driver::mode::Mode;
 use crate::driver::state::{FinishOnDrop, Shared, Snapshot};
@@ -28,7 +28,7 @@ pub(crate) struct Engine {
     /// How long one request may take.
     request_timeout: Duration,
     /// While acquiring: when the wait ends. No request of the acquisition may run on past it
-    /// by more than `http::LAST_REQUEST` (none with lease 0).
+    /// by more than `clock::LAST_REQUEST` (none with lease 0).
     deadline: Option<Stamp>,
     /// The instruments (feature `metrics`).
     meter: Meter,

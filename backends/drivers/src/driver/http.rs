@@ -7,7 +7,6 @@
 //! connection that could not be made `Ambiguity::NotSent`. What a reply *means* is the store's
 //! business (its reply table), not this module's.
 
-use crate::driver::clock::Stamp;
 use crate::driver::store::BoxFuture;
 use crate::rt::{HttpClient, HttpFailure};
 use crate::Error;
@@ -157,41 +156,9 @@ pub(crate) struct Reply {
     pub(crate) body: Vec<u8>,
 }
 
-/// The least time a request is given, even at the deadline: a write sent then may land, and
-/// its reply says whether we hold the lock.
-pub(crate) const LAST_REQUEST: Duration = Duration::from_secs(1);
-
-/// How long a request may take: `timeout`, but ending at `deadline` (if any), though never
-/// less than [`LAST_REQUEST`].
-pub(crate) fn time_limit(timeout: Duration, deadline: Option<Stamp>) -> Duration {
-    match deadline {
-        Some(d) => d
-            .since(Stamp::now())
-            .clamp(LAST_REQUEST.min(timeout), timeout),
-        None => timeout,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_request_ends_at_the_deadline_but_gets_a_second_at_least() {
-        let t = Duration::from_secs(20);
-        assert_eq!(time_limit(t, None), t);
-        let soon = Stamp::now().plus(Duration::from_secs(5));
-        let limit = time_limit(t, Some(soon));
-        assert!(
-            limit <= Duration::from_secs(5) && limit > Duration::from_secs(4),
-            "{limit:?}"
-        );
-        assert_eq!(time_limit(t, Some(Stamp::now())), LAST_REQUEST);
-        // Never more than the request timeout, even if that is under a second.
-        let short = Duration::from_millis(300);
-        assert_eq!(time_limit(short, Some(Stamp::now())), short);
-        assert_eq!(time_limit(short, Some(soon)), short);
-    }
 
     #[test]
     fn a_plain_http_endpoint_reads_no_certificates_and_a_bad_bundle_is_named() {

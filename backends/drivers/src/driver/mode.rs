@@ -4,7 +4,7 @@
 //! Everything else (the core, the stores, the loop that sends and feeds back, the handle's
 //! view of the lock) is written once, generic over a [`Mode`]. Every [`Runtime`] is a mode;
 //! the blocking mode's "futures" do their waiting inside `poll` and are run to completion by
-//! a plain `block_on` (see `blocking.rs`), so the async code is the one body of both.
+//! a plain `block_on` (see `threads.rs`), so the async code is the one body of both.
 
 use crate::driver::clock::{nap_until, Stamp};
 use crate::driver::http::Io;

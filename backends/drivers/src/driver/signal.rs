@@ -80,7 +80,7 @@ mod tests {
         let signal = Arc::new(Signal::default());
         let before = signal.listen();
         signal.notify_all();
-        crate::blocking::block_on(before);
+        crate::driver::threads::block_on(before);
         let after = signal.listen();
         let mut cx = Context::from_waker(Waker::noop());
         let mut after = core::pin::pin!(after);
@@ -90,7 +90,7 @@ mod tests {
             std::thread::sleep(core::time::Duration::from_millis(20));
             notifier.notify_all();
         });
-        crate::blocking::block_on(after);
+        crate::driver::threads::block_on(after);
         thread.join().expect("the notifier ends");
     }
 }

@@ -6,8 +6,8 @@
 //! store check and the operator client) see only [`Intent`]s and [`Response`]s, so they are
 //! written once for every store.
 
+use crate::driver::clock::time_limit;
 use crate::driver::clock::Stamp;
-use crate::driver::http::time_limit;
 use crate::Observer;
 use core::fmt;
 use core::future::Future;

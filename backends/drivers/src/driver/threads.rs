@@ -17,10 +17,31 @@
 //! it would leave the lock written with nobody to renew or release it.
 
 use core::future::Future;
-use core::pin::Pin;
+use core::pin::{pin, Pin};
+use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Runs one of the blocking mode's futures to completion on this thread. They block inside `poll`
+/// and are ready the first time; parking on a waker keeps this correct even if one were not.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut context) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
 
 /// A driver, run to its end by the pool's `run` on the thread that takes it.
 pub(crate) type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -32,7 +53,7 @@ pub(crate) const LINGER: Duration = Duration::from_secs(10);
 pub(crate) const KEPT: usize = 16;
 
 /// The blocking mode's pool: its drivers run by `block_on`.
-static POOL: Pool = Pool::new(LINGER, KEPT, crate::blocking::block_on::<Job>);
+static POOL: Pool = Pool::new(LINGER, KEPT, block_on::<Job>);
 
 /// Reserves one of the blocking mode's driver threads (see [`Pool::reserve`]).
 pub(crate) fn reserve() -> std::io::Result<Reserved> {
@@ -208,7 +229,7 @@ mod tests {
     use std::sync::mpsc;
 
     fn block_on(job: Job) {
-        crate::blocking::block_on(job);
+        super::block_on(job);
     }
 
     /// A pool of the tests' own, leaked: pools live as long as the process, as the real one.

@@ -126,7 +126,7 @@ pub(crate) fn no_credentials(cloud: &'static str, reason: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocking::block_on;
+    use crate::driver::threads::block_on;
     use core::future::Future;
     use core::task::{Context, Poll, Waker};
     use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! SigV4 for one kind of request: a form POST to STS (`AssumeRole`), signed in its headers.
-//! (The lock's own S3 requests are presigned by `s3/sign.rs`; this is the token service's.)
+//! (The lock's own S3 requests are presigned by the wire layer, `sets3lock_wire::s3`; this is the
+//! token service's.)
 
 use crate::AwsCredentials;
 use hmac::{Hmac, KeyInit as _, Mac as _};
