@@ -187,14 +187,14 @@ fn sets3lock(run: &Run) -> Outcome {
         return Outcome::Failed("no credentials".into());
     };
     if let Err(e) = signer.ready() {
-        return Outcome::Failed(e);
+        return Outcome::Failed(e.to_string());
     }
     match signer.current() {
         Ok(c) => Outcome::Signed {
             key: c.key().to_owned(),
             region: settings.region.clone(),
         },
-        Err(e) => Outcome::Failed(e),
+        Err(e) => Outcome::Failed(e.to_string()),
     }
 }
 

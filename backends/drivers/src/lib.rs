@@ -50,7 +50,8 @@
 //! SSO or processes, web identity, the container endpoint, instance metadata), Entra ID for
 //! Azure, Application Default Credentials for Google. Temporary credentials are refreshed on
 //! a thread of their own, ahead of expiry; [`Locker::sign_in`](generic::Locker::sign_in) says
-//! who signs. Your own source plugs in as an [`AwsCredentialSource`] or a [`TokenSource`].
+//! who signs. Your own source plugs in as a [`CredentialSource`] of keys or of a
+//! [`BearerToken`].
 //! Every failure is an [`Error`] whose message names the problem and the fix; [`Error::kind`] sorts
 //! it into what a caller can do about it ([`ErrorKind`]).
 //!
@@ -121,7 +122,7 @@ pub use error::{EndpointError, Error, ErrorKind};
 #[cfg(feature = "gcs")]
 pub use gcs::settings::GcsSettings;
 pub use options::{parse_endpoint, Options};
-pub use s3::credentials::{AwsCredentialSource, AwsCredentials};
+pub use s3::credentials::AwsCredentials;
 pub use s3::settings::S3Settings;
 /// The sans-IO protocol core these drivers run (the `sets3lock-proto` crate), for naming
 /// any of its types without a second dependency.
@@ -136,7 +137,8 @@ pub use sets3lock_proto::{
 /// the core's intents, and the reading of its reply, as pure functions. The drivers here send
 /// exactly what it builds; use it to drive the core on a runtime of your own.
 pub use sets3lock_wire as wire;
-pub use signin::{SignIn, TokenSource};
+pub use signin::source::{BearerToken, CredentialError, CredentialSource};
+pub use signin::SignIn;
 #[cfg(feature = "tokio")]
 pub use tokio::{Election, Held, Locker, Locks, LossWatch, Semaphore, Watcher};
 

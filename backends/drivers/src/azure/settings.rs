@@ -3,7 +3,7 @@
 //! (Shared Key) or `AZURE_STORAGE_SAS_TOKEN`, else Entra ID bearer tokens found the way
 //! `DefaultAzureCredential` finds them (see `signin/azure/`).
 
-use crate::{Error, TokenSource};
+use crate::{BearerToken, CredentialSource, Error};
 use std::sync::Arc;
 use url::Url;
 
@@ -49,7 +49,7 @@ pub struct AzureSettings {
     /// own source, or the chain [`from_vars`](AzureSettings::from_vars) finds (a service
     /// principal, workload identity, managed identity, the Azure CLI). Bearer tokens need an
     /// `https` endpoint.
-    pub token_source: Option<Arc<dyn TokenSource>>,
+    pub token_source: Option<Arc<dyn CredentialSource<BearerToken>>>,
     /// The CA bundle of the chain's token services, when `from_vars` made the source (see
     /// `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,

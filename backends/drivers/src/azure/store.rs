@@ -23,7 +23,7 @@ enum Auth {
     /// Shared Key or a SAS, as the wire layer takes them.
     Fixed(sets3lock_wire::azure::Auth),
     /// `Authorization: Bearer <token>`, the token asked of the source for each request.
-    Bearer(Arc<dyn crate::TokenSource>),
+    Bearer(Arc<dyn crate::CredentialSource<crate::BearerToken>>),
 }
 
 impl core::fmt::Debug for Auth {
@@ -42,9 +42,9 @@ impl Auth {
         match self {
             Auth::Fixed(auth) => Ok(auth.clone()),
             Auth::Bearer(source) => source
-                .token()
-                .map(sets3lock_wire::azure::Auth::Bearer)
-                .map_err(no_token),
+                .current()
+                .map(|t| sets3lock_wire::azure::Auth::Bearer(t.secret().to_owned()))
+                .map_err(|why| no_token(why.to_string())),
         }
     }
 }
@@ -126,7 +126,11 @@ impl AzureStore {
             Auth::Fixed(_) => Readiness::at_once(),
             Auth::Bearer(source) => {
                 let source = source.clone();
-                Readiness::of(move || source.ready(), io, "Azure")?
+                Readiness::of(
+                    move || source.ready().map_err(|e| e.to_string()),
+                    io,
+                    "Azure",
+                )?
             }
         };
         Ok(AzureStore {

@@ -2,7 +2,7 @@
 //! preconditions (`ifGenerationMatch`, `ifGenerationNotMatch`); the generation plays the part
 //! S3's ETag plays. Bearer tokens from Application Default Credentials (a credentials file
 //! of any of its three types, gcloud's file, the metadata server), a token given, or your own
-//! `TokenSource`; none for an emulator. Replies are read by the core's GCS reply table
+//! `CredentialSource`; none for an emulator. Replies are read by the core's GCS reply table
 //! ([`sets3lock_proto::reply::gcs::classify`]).
 
 pub(crate) mod settings;

@@ -3,7 +3,7 @@
 //! `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server (see
 //! `signin/google/`).
 
-use crate::{Error, TokenSource};
+use crate::{BearerToken, CredentialSource, Error};
 use std::path::PathBuf;
 use std::sync::Arc;
 use url::Url;
@@ -41,11 +41,11 @@ pub struct GcsSettings {
     /// Where bearer tokens come from, used when there is no `token`: your own source, or
     /// the Application Default Credentials chain [`from_vars`](GcsSettings::from_vars)
     /// finds. Without one, `credentials_file`, else the metadata server, is used.
-    pub token_source: Option<Arc<dyn TokenSource>>,
+    pub token_source: Option<Arc<dyn CredentialSource<BearerToken>>>,
     /// The source made from `credentials_file` or `metadata_host` when there is none of the
     /// above: made once for these settings and their clones, so that the stores they open
     /// share one cache (and one try of the metadata server).
-    pub(crate) fallback: Arc<std::sync::Mutex<Option<Arc<dyn TokenSource>>>>,
+    pub(crate) fallback: Arc<std::sync::Mutex<Option<Arc<dyn CredentialSource<BearerToken>>>>>,
     /// The CA bundle of the chain's token services, when `from_vars` or the fallback made
     /// the source (see `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
@@ -55,8 +55,8 @@ impl GcsSettings {
     /// The fallback source, made by `make` the first time.
     pub(crate) fn fallback_source(
         &self,
-        make: impl FnOnce() -> Result<Arc<dyn TokenSource>, crate::Error>,
-    ) -> Result<Arc<dyn TokenSource>, crate::Error> {
+        make: impl FnOnce() -> Result<Arc<dyn CredentialSource<BearerToken>>, crate::Error>,
+    ) -> Result<Arc<dyn CredentialSource<BearerToken>>, crate::Error> {
         let mut made = self.fallback.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(source) = made.as_ref() {
             return Ok(source.clone());

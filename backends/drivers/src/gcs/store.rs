@@ -96,7 +96,11 @@ impl GcsStore {
         let ready = match &tokens {
             Tokens::Source(source) if gcs.token.is_none() => {
                 let source = source.clone();
-                Readiness::of(move || source.ready(), io, "Google")?
+                Readiness::of(
+                    move || source.ready().map_err(|e| e.to_string()),
+                    io,
+                    "Google",
+                )?
             }
             _ => Readiness::at_once(),
         };

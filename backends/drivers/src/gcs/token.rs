@@ -1,9 +1,9 @@
-//! Bearer tokens for GCS: none (an emulator), one given, or one from a [`TokenSource`] (the
+//! Bearer tokens for GCS: none (an emulator), one given, or one from a [`CredentialSource`] (the
 //! ADC chain of `signin/google/`, or your own), asked before each request and never fetched
 //! on the request's path. Also the self-signed JWT a service account's key makes (RS256; no
 //! token exchange, so no request to Google's token endpoint).
 
-use crate::TokenSource;
+use crate::{BearerToken, CredentialError, CredentialSource};
 use base64::Engine as _;
 use core::time::Duration;
 use sets3lock_proto::Response;
@@ -20,7 +20,7 @@ pub(crate) enum Tokens {
     /// No token (an emulator).
     Anonymous,
     /// A source asked before each request.
-    Source(Arc<dyn TokenSource>),
+    Source(Arc<dyn CredentialSource<BearerToken>>),
 }
 
 impl Tokens {
@@ -29,7 +29,10 @@ impl Tokens {
     pub(crate) fn current(&self) -> Result<Option<String>, Response> {
         match self {
             Tokens::Anonymous => Ok(None),
-            Tokens::Source(s) => s.token().map(Some).map_err(Tokens::unavailable),
+            Tokens::Source(s) => s
+                .current()
+                .map(|t| Some(t.secret().to_owned()))
+                .map_err(|why| Tokens::unavailable(why.to_string())),
         }
     }
 
@@ -48,9 +51,9 @@ impl core::fmt::Debug for Fixed {
     }
 }
 
-impl TokenSource for Fixed {
-    fn token(&self) -> Result<String, String> {
-        Ok(self.0.clone())
+impl CredentialSource<BearerToken> for Fixed {
+    fn current(&self) -> Result<BearerToken, CredentialError> {
+        Ok(BearerToken::new(self.0.clone()))
     }
 
     fn sign_in(&self) -> crate::SignIn {

@@ -1,6 +1,7 @@
 //! AWS signing credentials, and where they come from: asked once per request so that
 //! temporary credentials can be refreshed underneath a long hold.
 
+use crate::signin::source::{CredentialError, CredentialSource};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -79,47 +80,12 @@ impl Debug for AwsCredentials {
     }
 }
 
-/// A source of AWS signing credentials, asked before every request.
-///
-/// Implement it to plug in your own provider; it must answer quickly (serve a cached value and
-/// refresh in the background). Without one,
-/// [`S3Settings::from_env_and_profile`](crate::S3Settings::from_env_and_profile) finds
-/// credentials the way the AWS SDKs do.
-///
-/// ```
-/// use sets3lock::{AwsCredentialSource, AwsCredentials};
-/// #[derive(Debug)]
-/// struct Vault;
-/// impl AwsCredentialSource for Vault {
-///     fn current(&self) -> Result<AwsCredentials, String> {
-///         Ok(AwsCredentials::new("AKID", "secret"))
-///     }
-/// }
-/// assert_eq!(Vault.current().unwrap().key(), "AKID");
-/// ```
-pub trait AwsCredentialSource: Send + Sync + Debug {
-    /// The credentials to sign the next request with, or why there are none right now.
-    fn current(&self) -> Result<AwsCredentials, String>;
-
-    /// Waits (a bounded time) until first credentials are at hand; why not, if there are
-    /// none. Called once when a lock is opened, so that a source that cannot work says so
-    /// then, in one line.
-    fn ready(&self) -> Result<(), String> {
-        Ok(())
-    }
-
-    /// Who signs, for `doctor` and `--verbose`.
-    fn sign_in(&self) -> crate::SignIn {
-        crate::SignIn::new("your own credential source")
-    }
-}
-
 /// Fixed credentials.
 #[derive(Debug)]
 pub(crate) struct Fixed(pub(crate) AwsCredentials);
 
-impl AwsCredentialSource for Fixed {
-    fn current(&self) -> Result<AwsCredentials, String> {
+impl CredentialSource<AwsCredentials> for Fixed {
+    fn current(&self) -> Result<AwsCredentials, CredentialError> {
         Ok(self.0.clone())
     }
 
@@ -131,17 +97,19 @@ impl AwsCredentialSource for Fixed {
 /// The credentials to sign a request with now, or (when the source has none) the answer that
 /// stands for the request: not sent, so a setback the core retries.
 pub(crate) fn to_sign_with(
-    source: &dyn AwsCredentialSource,
+    source: &dyn CredentialSource<AwsCredentials>,
 ) -> Result<sets3lock_wire::s3::Keys, sets3lock_proto::Response> {
     source
         .current()
         .map(|c| c.to_signer())
-        .map_err(|why| crate::signin::unsigned("credentials", why))
+        .map_err(|why| crate::signin::unsigned("credentials", why.to_string()))
 }
 
 /// The source the options name: a provider of the user's, or fixed credentials, or the one
 /// the chain found, or none.
-pub(crate) fn source_of(options: &crate::S3Settings) -> Option<Arc<dyn AwsCredentialSource>> {
+pub(crate) fn source_of(
+    options: &crate::S3Settings,
+) -> Option<Arc<dyn CredentialSource<AwsCredentials>>> {
     options
         .credential_source
         .clone()
@@ -149,7 +117,7 @@ pub(crate) fn source_of(options: &crate::S3Settings) -> Option<Arc<dyn AwsCreden
             options
                 .credentials
                 .clone()
-                .map(|c| Arc::new(Fixed(c)) as Arc<dyn AwsCredentialSource>)
+                .map(|c| Arc::new(Fixed(c)) as Arc<dyn CredentialSource<AwsCredentials>>)
         })
         .or_else(|| options.chain.clone())
 }

@@ -2,7 +2,8 @@
 //! presigned request stays valid.
 
 use crate::options::parse_endpoint;
-use crate::s3::credentials::{AwsCredentialSource, AwsCredentials};
+use crate::s3::credentials::AwsCredentials;
+use crate::signin::source::CredentialSource;
 use crate::Error;
 use core::time::Duration;
 use std::sync::Arc;
@@ -39,11 +40,11 @@ pub struct S3Settings {
     pub credentials: Option<AwsCredentials>,
     /// A provider of your own, asked before every request (refreshing temporary
     /// credentials); takes precedence over `credentials` and over the chain.
-    pub credential_source: Option<Arc<dyn AwsCredentialSource>>,
+    pub credential_source: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
     /// The source the AWS chain found ([`S3Settings::from_env_and_profile`]), when it is not
     /// static keys: used only when neither field above is set. Without any of the three,
     /// opening a lock fails with [`Error::MissingCredentials`].
-    pub(crate) chain: Option<Arc<dyn AwsCredentialSource>>,
+    pub(crate) chain: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
     /// The CA bundle of the chain's token services (see `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
     /// How long a presigned request stays valid after it is signed (15 s): the window in
@@ -79,7 +80,7 @@ impl S3Settings {
     /// s3.credentials = Some(AwsCredentials::new("AKID", "secret"));
     /// assert_eq!(s3.signer().unwrap().current().unwrap().key(), "AKID");
     /// ```
-    pub fn signer(&self) -> Option<Arc<dyn AwsCredentialSource>> {
+    pub fn signer(&self) -> Option<Arc<dyn CredentialSource<AwsCredentials>>> {
         crate::s3::credentials::source_of(self)
     }
 

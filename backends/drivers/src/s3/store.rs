@@ -7,8 +7,9 @@ use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
-use crate::s3::credentials::{source_of, to_sign_with, AwsCredentialSource};
+use crate::s3::credentials::{source_of, to_sign_with, AwsCredentials};
 use crate::signin::ready::{no_credentials, Readiness};
+use crate::signin::source::CredentialSource;
 use crate::{Error, Observer, Options};
 use core::time::Duration;
 use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
@@ -24,7 +25,7 @@ const GCS_HOST: &str = "storage.googleapis.com";
 pub(crate) struct S3Store {
     id: StoreId,
     bucket: Bucket,
-    credentials: Arc<dyn AwsCredentialSource>,
+    credentials: Arc<dyn CredentialSource<AwsCredentials>>,
     /// Whether the first credentials are at hand.
     ready: Arc<Readiness>,
     expiry: Duration,
@@ -82,7 +83,7 @@ impl S3Store {
             (None, Some(_)) => Readiness::at_once(),
             _ => {
                 let source = credentials.clone();
-                Readiness::of(move || source.ready(), io, "AWS")?
+                Readiness::of(move || source.ready().map_err(|e| e.to_string()), io, "AWS")?
             }
         };
         Ok(S3Store {

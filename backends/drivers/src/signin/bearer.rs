@@ -1,14 +1,10 @@
 //! What Azure's and Google's chains share: OAuth token answers, the HTTP clients of a source,
-//! and the [`TokenSource`] over a [`Refreshing`] cache whose `ready()` says what was tried.
+//! the time limits of their services.
 
 use crate::signin::fetch::{seconds_from_now, unix_seconds, Answer};
-use crate::signin::refresh::{Fetch, Fetched, Refreshing};
-use crate::signin::{SignIn, TokenSource};
-use std::sync::{Arc, Mutex};
+use crate::signin::refresh::Fetched;
 use std::time::Duration;
 
-/// How long opening a lock waits for the first token.
-pub(crate) const FIRST_WAIT: Duration = crate::signin::refresh::FIRST_WAIT;
 /// How long a token service may take for one request.
 pub(crate) const SERVICE_LIMIT: Duration = Duration::from_secs(10);
 /// How long a metadata endpoint may take when it is asked whether it is there at all (off
@@ -81,124 +77,6 @@ pub(crate) fn oauth_token(answer: &Answer, what: &str) -> Result<Fetched<String>
 }
 
 pub(crate) use crate::signin::fetch::Clients;
-
-/// A source's name, which its fetcher may change (a chain that settles on one of two
-/// sources at its first fetch says which).
-#[derive(Clone)]
-pub(crate) struct Name(Arc<Mutex<String>>);
-
-impl Name {
-    pub(crate) fn new(name: impl Into<String>) -> Name {
-        Name(Arc::new(Mutex::new(name.into())))
-    }
-
-    pub(crate) fn get(&self) -> String {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
-    pub(crate) fn set(&self, name: impl Into<String>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = name.into();
-    }
-}
-
-/// A source of a chain, with its cache.
-pub(crate) struct Chained<F: Fetch<Value = String>> {
-    name: Name,
-    /// What was passed over to reach this source, for the error when it fails too.
-    tried: Vec<String>,
-    /// Whether the fetcher's error already names each source it tried ("A (why), B (why)").
-    lists_itself: bool,
-    fix: String,
-    cache: Refreshing<F>,
-}
-
-impl<F: Fetch<Value = String>> core::fmt::Debug for Chained<F> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Chained")
-            .field("source", &self.name.get())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<F: Fetch<Value = String>> Chained<F> {
-    /// The fetchers `make` makes, under `name`, reached after `tried`; `fix` is the advice
-    /// when it fails.
-    pub(crate) fn new(
-        make: impl Fn() -> F + Send + Sync + 'static,
-        name: Name,
-        tried: Vec<String>,
-        fix: impl Into<String>,
-        thread: &'static str,
-    ) -> Chained<F> {
-        Chained {
-            name,
-            tried,
-            lists_itself: false,
-            fix: fix.into(),
-            cache: Refreshing::new(make, thread),
-        }
-    }
-
-    /// The fetcher's errors name every source it tried.
-    #[cfg_attr(not(feature = "azure"), allow(dead_code))]
-    pub(crate) fn listing_itself(mut self) -> Chained<F> {
-        self.lists_itself = true;
-        self
-    }
-}
-
-impl<F: Fetch<Value = String>> TokenSource for Chained<F> {
-    fn token(&self) -> Result<String, String> {
-        self.cache
-            .get(FIRST_WAIT)
-            .map_err(|e| format!("{}: {e}", self.name.get()))
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        self.cache.wait_first(FIRST_WAIT).map_err(|e| {
-            let mut tried = self.tried.clone();
-            if self.lists_itself {
-                tried.push(e);
-            } else {
-                tried.push(format!("{} ({e})", self.name.get()));
-            }
-            format!("tried {}; {}", tried.join(", "), self.fix)
-        })
-    }
-
-    fn sign_in(&self) -> SignIn {
-        SignIn::from_status(&self.name.get(), self.cache.status())
-    }
-}
-
-/// No source at all: what was tried, for the error when a lock is opened.
-#[cfg_attr(not(feature = "gcs"), allow(dead_code))]
-#[derive(Debug)]
-pub(crate) struct Nothing {
-    pub(crate) tried: Vec<String>,
-    pub(crate) fix: String,
-}
-
-impl Nothing {
-    fn reason(&self) -> String {
-        format!("tried {}; {}", self.tried.join(", "), self.fix)
-    }
-}
-
-impl TokenSource for Nothing {
-    fn token(&self) -> Result<String, String> {
-        Err(self.reason())
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        Err(self.reason())
-    }
-
-    fn sign_in(&self) -> SignIn {
-        SignIn::new("none")
-    }
-}
 
 /// A variable that turns something off: `true` (any case) or `1`.
 pub(crate) fn is_true(var: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {

@@ -8,22 +8,27 @@
 //! - `aws/`: the AWS chain;
 //! - `azure/`: Entra ID (service principal, workload identity, managed identity, Azure CLI);
 //! - `google/`: Application Default Credentials (credentials files, the metadata server);
-//! - `bearer.rs`: what the last two share (OAuth token answers, the chained token source).
+//! - `source.rs`: the public trait every source answers to, over what it gives (AWS keys, a
+//!   bearer token), and its error;
+//! - `chained.rs`: the source a chain settles on (a cache over a fetcher), and the one it
+//!   gives when nothing applies, for every cloud;
+//! - `bearer.rs`: what Azure's and Google's chains share (OAuth token answers).
 
 pub(crate) mod aws;
 #[cfg(feature = "azure")]
 pub(crate) mod azure;
 #[cfg(any(feature = "azure", feature = "gcs"))]
 pub(crate) mod bearer;
+pub(crate) mod chained;
 pub(crate) mod fetch;
 #[cfg(feature = "gcs")]
 pub(crate) mod google;
 pub(crate) mod ready;
 pub(crate) mod refresh;
+pub(crate) mod source;
 #[cfg(all(test, any(feature = "azure", feature = "gcs")))]
 pub(crate) mod stub;
 
-use std::fmt::Debug;
 use std::time::SystemTime;
 
 /// The answer that stands for a request with no `what` (credentials, a token) to sign it:
@@ -82,39 +87,5 @@ impl core::fmt::Display for SignIn {
             write!(f, " (the last refresh failed: {p})")?;
         }
         Ok(())
-    }
-}
-
-/// A source of bearer tokens (Azure's Entra ID, Google's OAuth), asked before every request:
-/// plug in your own through `AzureSettings::token_source` or `GcsSettings::token_source`.
-///
-/// It must answer quickly: serve a cached token and refresh it in the background.
-///
-/// ```
-/// use sets3lock::TokenSource;
-/// #[derive(Debug)]
-/// struct FromVault;
-/// impl TokenSource for FromVault {
-///     fn token(&self) -> Result<String, String> {
-///         Ok("eyJ0eXAiOiJKV1Qi...".into())
-///     }
-/// }
-/// assert!(FromVault.token().is_ok());
-/// assert_eq!(FromVault.sign_in().source, "your own token source");
-/// ```
-pub trait TokenSource: Send + Sync + Debug {
-    /// The token to send with the next request, or why there is none right now (the request
-    /// is then not sent, a setback the lock retries).
-    fn token(&self) -> Result<String, String>;
-
-    /// Waits (a bounded time) until a first token is at hand; why not, if there is none.
-    /// Called once when a lock is opened, so that a source that cannot work says so then.
-    fn ready(&self) -> Result<(), String> {
-        Ok(())
-    }
-
-    /// Who signs, for `doctor` and `--verbose`.
-    fn sign_in(&self) -> SignIn {
-        SignIn::new("your own token source")
     }
 }

@@ -12,10 +12,10 @@ use super::metadata::{self, Container};
 use super::process;
 use super::sso::{self, Sso};
 use super::sts::{self, Role, Sts, WebIdentity};
+use crate::signin::chained::{Chained, Name, Nothing};
 use crate::signin::fetch::{CaBundle, Clients};
-use crate::signin::refresh::{Fetch, Fetched, Refreshing, FIRST_WAIT};
-use crate::signin::SignIn;
-use crate::{AwsCredentialSource, AwsCredentials};
+use crate::signin::refresh::{Fetch, Fetched};
+use crate::AwsCredentials;
 use std::time::{Duration, SystemTime};
 use url::Url;
 
@@ -173,7 +173,7 @@ fn steady(
 /// minutes of jitter, so that a fleet does not come back at once).
 const STEADY_FOR: Duration = Duration::from_secs(600);
 
-struct Fetcher {
+pub(crate) struct Fetcher {
     source: Source,
     clients: Clients,
     /// Instance metadata's last good credentials (see `steady`).
@@ -187,94 +187,40 @@ impl Fetch for Fetcher {
     }
 }
 
-/// A source of the chain, with its cache.
-pub(crate) struct Chained {
-    name: String,
-    /// What was passed over to reach this source ("the environment (...), ..."), for the
-    /// error when it fails too.
-    tried: Vec<String>,
-    fix: &'static str,
-    cache: Refreshing<Fetcher>,
-}
-
-impl core::fmt::Debug for Chained {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Chained")
-            .field("source", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Chained {
-    pub(crate) fn new(source: Source, tried: Vec<String>, ca_bundle: CaBundle) -> Chained {
-        let fix = match &source {
-            Source::Instance { .. } => "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config (`aws configure`, or `aws configure sso` then `aws sso login`)",
-            Source::Sso(_) => "log in again with `aws sso login`",
-            Source::WebIdentity { .. } => "check that the role trusts the token's issuer and audience (sts:AssumeRoleWithWebIdentity)",
-            Source::AssumeRole { .. } => "check that the source credentials may call sts:AssumeRole on the role, and the role's trust policy",
-            _ => "check the source named",
-        };
-        Chained {
-            name: source.name(),
-            tried,
-            fix,
-            cache: Refreshing::new(
-                move || Fetcher {
-                    source: source.clone(),
-                    clients: Clients::new(ca_bundle.clone()),
-                    kept: None,
-                },
-                "aws-credentials",
-            ),
-        }
-    }
-}
-
-impl AwsCredentialSource for Chained {
-    fn current(&self) -> Result<AwsCredentials, String> {
-        self.cache
-            .get(FIRST_WAIT)
-            .map_err(|e| format!("{}: {e}", self.name))
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        self.cache.wait_first(FIRST_WAIT).map_err(|e| {
-            let mut tried = self.tried.clone();
-            tried.push(format!("{} ({e})", self.name));
-            format!("tried {}; {}", tried.join(", "), self.fix)
-        })
-    }
-
-    fn sign_in(&self) -> SignIn {
-        SignIn::from_status(&self.name, self.cache.status())
-    }
+/// The source the chain settled on, `tried` passed over to reach it, with its cache (whose
+/// thread's client trusts `ca_bundle`).
+pub(crate) fn chained(source: Source, tried: Vec<String>, ca_bundle: CaBundle) -> Chained<Fetcher> {
+    let fix = match &source {
+        Source::Instance { .. } => FIX,
+        Source::Sso(_) => "log in again with `aws sso login`",
+        Source::WebIdentity { .. } => "check that the role trusts the token's issuer and audience (sts:AssumeRoleWithWebIdentity)",
+        Source::AssumeRole { .. } => "check that the source credentials may call sts:AssumeRole on the role, and the role's trust policy",
+        _ => "check the source named",
+    };
+    let name = Name::new(source.name());
+    Chained::new(
+        move || Fetcher {
+            source: source.clone(),
+            clients: Clients::new(ca_bundle.clone()),
+            kept: None,
+        },
+        name,
+        tried,
+        fix,
+        "aws-credentials",
+    )
 }
 
 /// No source at all: what was tried, for the error when a lock is opened.
-#[derive(Debug)]
-pub(crate) struct Nothing {
-    pub(crate) tried: Vec<String>,
+pub(crate) fn nothing(tried: Vec<String>) -> Nothing {
+    Nothing {
+        tried,
+        fix: FIX.into(),
+    }
 }
 
+/// The advice when nothing gave credentials.
 const FIX: &str = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config (`aws configure`, or `aws configure sso` then `aws sso login`)";
-
-impl AwsCredentialSource for Nothing {
-    fn current(&self) -> Result<AwsCredentials, String> {
-        Err(self.reason())
-    }
-    fn ready(&self) -> Result<(), String> {
-        Err(self.reason())
-    }
-    fn sign_in(&self) -> SignIn {
-        SignIn::new("none")
-    }
-}
-
-impl Nothing {
-    fn reason(&self) -> String {
-        format!("tried {}; {FIX}", self.tried.join(", "))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -2,14 +2,15 @@
 //! alone, in the SDKs' order: the profile (its chain is `profile/chain.rs`'s), web identity, the
 //! container endpoint, instance metadata; and the sources that fetch what it says.
 
-use super::chain::{Chained, Nothing, Source};
+use super::chain::{chained, nothing, Source};
 use super::metadata::Container;
 use super::profile::chain::{plan, Base, Named, Plan, Refusal, SsoSettings};
 use super::profile::Profiles;
 use super::sso::{cache_name, Session, Sso};
 use super::sts::{Role, Sts, WebIdentity};
 use crate::signin::fetch::CaBundle;
-use crate::{AwsCredentialSource, AwsCredentials, Error};
+use crate::signin::source::CredentialSource;
+use crate::{AwsCredentials, Error};
 use std::path::PathBuf;
 use std::sync::Arc;
 use url::Url;
@@ -19,7 +20,7 @@ pub(crate) enum Resolved {
     /// Keys to use as they are.
     Keys(AwsCredentials),
     /// A source that fetches them (or one that says there are none).
-    Source(Arc<dyn AwsCredentialSource>),
+    Source(Arc<dyn CredentialSource<AwsCredentials>>),
 }
 
 /// Where the token services are, as the settings found them: the region (the environment's,
@@ -42,7 +43,7 @@ pub(crate) fn resolve(
     ca_bundle: &CaBundle,
 ) -> Result<Resolved, Error> {
     let chained = |source: Source, tried: Vec<String>| {
-        Ok(Resolved::Source(Arc::new(Chained::new(
+        Ok(Resolved::Source(Arc::new(chained(
             source,
             tried,
             ca_bundle.clone(),
@@ -97,7 +98,7 @@ pub(crate) fn resolve(
     }
     if metadata_disabled(var) {
         tried.push("instance metadata (turned off by AWS_EC2_METADATA_DISABLED)".into());
-        return Ok(Resolved::Source(Arc::new(Nothing { tried })));
+        return Ok(Resolved::Source(Arc::new(nothing(tried))));
     }
     chained(
         Source::Instance {

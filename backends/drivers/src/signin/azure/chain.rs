@@ -7,10 +7,11 @@ use super::certificate::Certificate;
 use super::cli::Cli;
 use super::entra::{Entra, Proof};
 use super::managed::{Managed, IMDS};
-use crate::signin::bearer::{is_true, Chained, Clients, Name, PROBE_LIMIT, SERVICE_LIMIT};
+use crate::signin::bearer::{is_true, Clients, PROBE_LIMIT, SERVICE_LIMIT};
+use crate::signin::chained::{Chained, Name};
 use crate::signin::fetch::CaBundle;
 use crate::signin::refresh::{Fetch, Fetched};
-use crate::signin::TokenSource;
+use crate::signin::source::{BearerToken, CredentialSource};
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -133,7 +134,7 @@ fn fetcher(
 pub(crate) fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     ca_bundle: &CaBundle,
-) -> Result<Arc<dyn TokenSource>, Error> {
+) -> Result<Arc<dyn CredentialSource<BearerToken>>, Error> {
     let bad = |reason: String| Error::NoCredentials {
         store: "Azure",
         reason,
@@ -150,7 +151,7 @@ pub(crate) fn resolve(
         let fetcher = fetcher(Source::Entra(e), ca_bundle.clone(), name.clone());
         Ok(
             Arc::new(Chained::new(fetcher, name, tried, fix, "azure-token"))
-                as Arc<dyn TokenSource>,
+                as Arc<dyn CredentialSource<BearerToken>>,
         )
     };
     let missing = |names: &[(&str, bool)]| {
@@ -261,9 +262,10 @@ pub(crate) fn resolve(
         chosen: None,
     });
     let fetcher = fetcher(ambient, ca_bundle.clone(), name.clone());
-    Ok(Arc::new(
-        Chained::new(fetcher, name, tried, FIX, "azure-token").listing_itself(),
-    ))
+    Ok(
+        Arc::new(Chained::new(fetcher, name, tried, FIX, "azure-token").listing_itself())
+            as Arc<dyn CredentialSource<BearerToken>>,
+    )
 }
 
 #[cfg(test)]
@@ -292,7 +294,7 @@ mod tests {
         ]);
         let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
-        assert_eq!(source.token().expect("token"), "from-secret");
+        assert_eq!(source.current().expect("token").secret(), "from-secret");
         assert_eq!(stub.seen()[0].target, "/ten/oauth2/v2.0/token");
         let shown = format!("{source:?} {}", source.sign_in());
         assert!(
@@ -319,7 +321,7 @@ mod tests {
         ]);
         let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
-        assert_eq!(source.token().expect("token"), "from-imds");
+        assert_eq!(source.current().expect("token").secret(), "from-imds");
         assert!(source.sign_in().source.contains("instance metadata"));
         assert_eq!(stub.seen().len(), 1);
     }
@@ -341,7 +343,7 @@ mod tests {
         ]);
         let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
-        assert_eq!(source.token().expect("token"), "from-az");
+        assert_eq!(source.current().expect("token").secret(), "from-az");
         assert!(source.sign_in().source.contains("Azure CLI"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -362,7 +364,7 @@ mod tests {
             ("SETS3LOCK_AZURE_CLI", "sets3lock-no-such-az".into()),
         ]);
         let source = resolve(&var, &CaBundle::default()).expect("source");
-        let e = source.ready().expect_err("nothing");
+        let e = source.ready().expect_err("nothing").to_string();
         assert!(
             e.starts_with("tried a service principal (AZURE_TENANT_ID and AZURE_CLIENT_SECRET not set), a service principal's certificate (AZURE_TENANT_ID and AZURE_CLIENT_CERTIFICATE_PATH not set), workload identity (AZURE_FEDERATED_TOKEN_FILE and AZURE_TENANT_ID not set), managed identity (instance metadata, client only-a-client) ("),
             "{e}"
@@ -379,7 +381,8 @@ mod tests {
         let e = resolve(&off, &CaBundle::default())
             .expect("source")
             .ready()
-            .expect_err("nothing");
+            .expect_err("nothing")
+            .to_string();
         assert!(e.contains("turned off by AZURE_IMDS_DISABLED"), "{e}");
     }
 
@@ -404,7 +407,10 @@ mod tests {
         ]);
         let source = resolve(&var, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
-        assert_eq!(source.token().expect("token"), "from-certificate");
+        assert_eq!(
+            source.current().expect("token").secret(),
+            "from-certificate"
+        );
         let seen = stub.seen();
         assert_eq!(seen[0].target, "/ten/oauth2/v2.0/token");
         assert_eq!(

@@ -4,10 +4,11 @@
 
 use super::files::{read, FileSource};
 use super::metadata::{Metadata, DEFAULT_HOST};
-use crate::signin::bearer::{is_true, Chained, Clients, Name, Nothing, PROBE_LIMIT};
+use crate::signin::bearer::{is_true, Clients, PROBE_LIMIT};
+use crate::signin::chained::{Chained, Name, Nothing};
 use crate::signin::fetch::CaBundle;
 use crate::signin::refresh::{Fetch, Fetched};
-use crate::signin::TokenSource;
+use crate::signin::source::{BearerToken, CredentialSource};
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,8 +70,8 @@ pub(crate) fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     gcloud_file: bool,
     ca_bundle: &CaBundle,
-) -> Result<Arc<dyn TokenSource>, Error> {
-    let chained = |source: Source, tried: Vec<String>| -> Arc<dyn TokenSource> {
+) -> Result<Arc<dyn CredentialSource<BearerToken>>, Error> {
+    let chained = |source: Source, tried: Vec<String>| -> Arc<dyn CredentialSource<BearerToken>> {
         let (name, fix) = match &source {
             Source::File(f) => (f.name(), f.fix()),
             Source::Metadata(m) => (m.name(), FIX),
@@ -152,7 +153,7 @@ mod tests {
         ]);
         let source = resolve(&var, true, &CaBundle::default()).expect("source");
         source.ready().expect("ready");
-        assert_eq!(source.token().expect("token"), "ya29.gce");
+        assert_eq!(source.current().expect("token").secret(), "ya29.gce");
         let r = &stub.seen()[0];
         assert_eq!(
             r.target,
@@ -183,7 +184,7 @@ mod tests {
         .expect("write");
         let var = vars(vec![("HOME", home.display().to_string())]);
         let source = resolve(&var, true, &CaBundle::default()).expect("source");
-        assert_eq!(source.token().expect("token"), "ya29.adc");
+        assert_eq!(source.current().expect("token").secret(), "ya29.adc");
         let _ = std::fs::remove_dir_all(&home);
     }
 
@@ -201,7 +202,8 @@ mod tests {
         let e = resolve(&var, true, &CaBundle::default())
             .expect("source")
             .ready()
-            .expect_err("nothing");
+            .expect_err("nothing")
+            .to_string();
         assert!(
             e.starts_with(&format!(
                 "tried GOOGLE_APPLICATION_CREDENTIALS (not set), gcloud's {}/.config/gcloud/application_default_credentials.json (not found), the metadata server (127.0.0.1:{closed}) (",
@@ -214,7 +216,8 @@ mod tests {
         let e = resolve(&off, false, &CaBundle::default())
             .expect("source")
             .ready()
-            .expect_err("nothing");
+            .expect_err("nothing")
+            .to_string();
         assert_eq!(
             e,
             format!("tried GOOGLE_APPLICATION_CREDENTIALS (not set), the metadata server (skipped: NO_GCE_CHECK); {FIX}")
