@@ -6,7 +6,7 @@ use sets3lock_proto::{ETag, Event, Holder, LostReason};
 /// Why opening, acquiring or releasing a lock failed.
 ///
 /// ```
-/// let e = sets3lock::Error::MissingCredentials;
+/// let e = sets3lock::Error::from(sets3lock::SettingsError::MissingCredentials);
 /// assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -15,9 +15,11 @@ pub enum Error {
     /// The `s3://bucket/key` URL is malformed.
     #[error(transparent)]
     Url(#[from] sets3lock_proto::UrlError),
-    /// Options built in code name no AWS credentials and no source.
-    #[error("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)")]
-    MissingCredentials,
+    /// The settings cannot open a lock: no credentials or an unusable source of them, an AWS
+    /// profile, a CA bundle, an Azure key or connection string, a Google credentials file,
+    /// an endpoint that cannot hold a lock, a store this build lacks.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
     /// No source of the store's credential chain gave credentials when the lock was opened:
     /// every source tried, with what each said, and the likeliest fix.
     #[error("no {store} credentials: {reason}")]
@@ -36,29 +38,12 @@ pub enum Error {
         #[source]
         reason: EndpointError,
     },
-    /// A named profile cannot be used.
-    #[error("AWS profile {profile:?}: {reason}")]
-    Profile {
-        /// The profile name.
-        profile: String,
-        /// What is wrong with it.
-        reason: String,
-    },
     /// The lock settings are unusable.
     #[error(transparent)]
     Config(#[from] sets3lock_proto::ConfigError),
     /// The HTTP client could not be built (its TLS setup failed).
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// The CA bundle ([`Options::ca_bundle`](crate::Options::ca_bundle): `SETS3LOCK_CA_BUNDLE`,
-    /// or `AWS_CA_BUNDLE` for S3) cannot be used.
-    #[error("the CA bundle {path:?} (SETS3LOCK_CA_BUNDLE, or AWS_CA_BUNDLE for s3://) cannot be used: {reason}; point the variable at a PEM file of the CA certificates to trust, or unset it to use the system's")]
-    CaBundle {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
     /// The operating system's random source failed; owner ids are drawn from it, and a lock
     /// must not run without them.
     #[error("the operating system's random source failed ({reason}): owner ids cannot be drawn; check that the process may read it (getrandom, /dev/urandom)")]
@@ -126,12 +111,6 @@ pub enum Error {
     /// The core reported an outcome this driver does not know: the operation failed.
     #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock release that matches sets3lock-proto")]
     UnknownEvent(Box<Event>),
-    /// The credential source had nothing to sign with.
-    #[error("no credentials to sign with: {reason}")]
-    Credentials {
-        /// What the credential source said.
-        reason: String,
-    },
     /// The store check found a store that ignores a condition header (a lock there protects
     /// nothing), or refuses `If-Match` on its own ETags, or gives different bodies one ETag.
     #[error("the store at {endpoint}, {bucket} there, {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
@@ -155,6 +134,81 @@ pub enum Error {
         bucket: String,
         /// What its `DELETE If-Match` does.
         conditional_delete: sets3lock_proto::ConditionalDelete,
+    },
+    /// The hold a handle names has ended (taken over, gone, released, or past its lease):
+    /// there is nothing to continue, and nothing was written.
+    #[error("the hold this handle names has ended: {0}")]
+    HoldEnded(Box<sets3lock_proto::HoldEnded>),
+    /// [`Locker::adopt`](crate::Locker::adopt) (or a release from a handle) of a hold
+    /// with lease 0 whose record is not parked: a process may still be running under it, and
+    /// it never renews, so it would never learn of us. Nothing was written.
+    #[error("a process may still run under this hold ({holder}), and with lease 0 it would never learn of another: left to it; once you know it has stopped, `sets3lock unlock URL --etag {etag}` removes it")]
+    HoldInUse {
+        /// The hold's record.
+        holder: Box<Holder>,
+        /// The lock object's ETag.
+        etag: ETag,
+    },
+    /// A handle was given to a locker of another lock.
+    #[error("the handle names the lock {handle}, not {locker}: use a locker for the handle's URL")]
+    HandleElsewhere {
+        /// The handle's lock.
+        handle: String,
+        /// The locker's lock.
+        locker: String,
+    },
+    /// An ETag the store cannot have given (see [`Client::unlock`](crate::Client::unlock)).
+    #[error("{etag:?} is not an ETag of this store: {why} (sets3lock status shows it)")]
+    BadETag {
+        /// The ETag given.
+        etag: String,
+        /// What the store's ETags look like.
+        why: &'static str,
+    },
+    /// The background driver stopped (its runtime shut down, or it panicked). In the
+    /// blocking mode an acquisition is driven on the caller's thread, so a panic there (in a
+    /// store of your own) unwinds to the caller instead.
+    #[error("the lock's background driver stopped; the lock expires after its lease")]
+    DriverGone,
+}
+
+/// Why a store's settings cannot open a lock, each with what to do about it. Nested in
+/// [`Error::Settings`]; [`Error::kind`] sorts each as it did when it stood on its own.
+///
+/// ```
+/// use sets3lock::{Error, ErrorKind, SettingsError};
+/// let e = Error::from(SettingsError::AzureKey);
+/// assert!(e.to_string().contains("AZURE_STORAGE_KEY"));
+/// assert_eq!(e.kind(), ErrorKind::Misconfigured);
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// Options built in code name no AWS credentials and no source.
+    #[error("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)")]
+    MissingCredentials,
+    /// A named profile cannot be used.
+    #[error("AWS profile {profile:?}: {reason}")]
+    Profile {
+        /// The profile name.
+        profile: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The CA bundle ([`Options::ca_bundle`](crate::Options::ca_bundle): `SETS3LOCK_CA_BUNDLE`,
+    /// or `AWS_CA_BUNDLE` for S3) cannot be used.
+    #[error("the CA bundle {path:?} (SETS3LOCK_CA_BUNDLE, or AWS_CA_BUNDLE for s3://) cannot be used: {reason}; point the variable at a PEM file of the CA certificates to trust, or unset it to use the system's")]
+    CaBundle {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The credential source had nothing to sign with.
+    #[error("no credentials to sign with: {reason}")]
+    Credentials {
+        /// What the credential source said.
+        reason: String,
     },
     /// The endpoint is Google Cloud Storage's S3-compatible (XML) API, which accepts
     /// `If-None-Match` and `If-Match` and ignores them.
@@ -195,41 +249,6 @@ pub enum Error {
         /// The store named.
         scheme: sets3lock_proto::Scheme,
     },
-    /// The hold a handle names has ended (taken over, gone, released, or past its lease):
-    /// there is nothing to continue, and nothing was written.
-    #[error("the hold this handle names has ended: {0}")]
-    HoldEnded(Box<sets3lock_proto::HoldEnded>),
-    /// [`Locker::adopt`](crate::Locker::adopt) (or a release from a handle) of a hold
-    /// with lease 0 whose record is not parked: a process may still be running under it, and
-    /// it never renews, so it would never learn of us. Nothing was written.
-    #[error("a process may still run under this hold ({holder}), and with lease 0 it would never learn of another: left to it; once you know it has stopped, `sets3lock unlock URL --etag {etag}` removes it")]
-    HoldInUse {
-        /// The hold's record.
-        holder: Box<Holder>,
-        /// The lock object's ETag.
-        etag: ETag,
-    },
-    /// A handle was given to a locker of another lock.
-    #[error("the handle names the lock {handle}, not {locker}: use a locker for the handle's URL")]
-    HandleElsewhere {
-        /// The handle's lock.
-        handle: String,
-        /// The locker's lock.
-        locker: String,
-    },
-    /// An ETag the store cannot have given (see [`Client::unlock`](crate::Client::unlock)).
-    #[error("{etag:?} is not an ETag of this store: {why} (sets3lock status shows it)")]
-    BadETag {
-        /// The ETag given.
-        etag: String,
-        /// What the store's ETags look like.
-        why: &'static str,
-    },
-    /// The background driver stopped (its runtime shut down, or it panicked). In the
-    /// blocking mode an acquisition is driven on the caller's thread, so a panic there (in a
-    /// store of your own) unwinds to the caller instead.
-    #[error("the lock's background driver stopped; the lock expires after its lease")]
-    DriverGone,
 }
 
 /// What kind of failure an [`Error`] is: what the caller can do about it. The command's exit
@@ -237,7 +256,7 @@ pub enum Error {
 ///
 /// ```
 /// use sets3lock::{Error, ErrorKind};
-/// assert_eq!(Error::MissingCredentials.kind(), ErrorKind::Misconfigured);
+/// assert_eq!(Error::NoRuntime.kind(), ErrorKind::Misconfigured);
 /// assert_eq!(Error::AlreadyExpired.kind(), ErrorKind::Lost);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -269,6 +288,27 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl SettingsError {
+    /// What kind of failure this is (see [`ErrorKind`]): a profile named explicitly is the
+    /// caller's argument, an endpoint that cannot hold a lock the store's refusal, the rest
+    /// the configuration.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SettingsError::Profile { .. } => ErrorKind::InvalidInput,
+            SettingsError::GcsIgnoresConditions => ErrorKind::Refused,
+            SettingsError::MissingCredentials
+            | SettingsError::CaBundle { .. }
+            | SettingsError::Credentials { .. }
+            | SettingsError::MissingAzureCredentials
+            | SettingsError::BearerOverHttp { .. }
+            | SettingsError::AzureKey
+            | SettingsError::AzureConnectionString { .. }
+            | SettingsError::GcsCredentials { .. }
+            | SettingsError::StoreNotBuilt { .. } => ErrorKind::Misconfigured,
+        }
+    }
+}
+
 impl Error {
     /// What kind of failure this is (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
@@ -280,22 +320,12 @@ impl Error {
             Error::TimedOut { .. } | Error::Cancelled => ErrorKind::TimedOut,
             Error::Url(_)
             | Error::InvalidEndpoint { .. }
-            | Error::Profile { .. }
             | Error::Config(_)
             | Error::Slots { .. }
             | Error::BadETag { .. }
             | Error::HandleElsewhere { .. } => ErrorKind::InvalidInput,
-            Error::MissingCredentials
-            | Error::NoCredentials { .. }
-            | Error::CaBundle { .. }
-            | Error::Credentials { .. }
-            | Error::MissingAzureCredentials
-            | Error::BearerOverHttp { .. }
-            | Error::AzureKey
-            | Error::AzureConnectionString { .. }
-            | Error::GcsCredentials { .. }
-            | Error::StoreNotBuilt { .. }
-            | Error::NoRuntime => ErrorKind::Misconfigured,
+            Error::Settings(s) => s.kind(),
+            Error::NoCredentials { .. } | Error::NoRuntime => ErrorKind::Misconfigured,
             Error::Store(Store::NoSuchBucket { .. } | Store::MissingContainer { .. }) => {
                 ErrorKind::MissingBucket
             }
@@ -305,8 +335,7 @@ impl Error {
             Error::Store(Store::GaveUp { .. }) => ErrorKind::Unreachable,
             Error::Store(_)
             | Error::StoreIgnoresConditions { .. }
-            | Error::ConditionalDeleteUnsafe { .. }
-            | Error::GcsIgnoresConditions => ErrorKind::Refused,
+            | Error::ConditionalDeleteUnsafe { .. } => ErrorKind::Refused,
             Error::AlreadyLost(_)
             | Error::AlreadyExpired
             | Error::HoldEnded(_)

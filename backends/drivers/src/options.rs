@@ -88,7 +88,7 @@ impl Options {
 
     /// Like [`from_env`](Options::from_env), with an AWS profile named explicitly for
     /// `s3://` locks (the AWS CLI's `--profile`): its keys win over the environment's, and
-    /// it must have some ([`Error::Profile`] otherwise); no other profile is read. Other
+    /// it must have some ([`SettingsError::Profile`](crate::SettingsError::Profile) otherwise); no other profile is read. Other
     /// stores ignore it.
     pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
         match scheme {

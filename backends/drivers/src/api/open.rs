@@ -36,6 +36,8 @@ pub(crate) fn open_store(
             bucket, options, io,
         )?)),
         #[allow(unreachable_patterns)] // with every store's feature on
-        other => Err(Error::StoreNotBuilt { scheme: other }),
+        other => Err(Error::Settings(crate::SettingsError::StoreNotBuilt {
+            scheme: other,
+        })),
     }
 }

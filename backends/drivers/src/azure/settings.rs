@@ -165,7 +165,9 @@ impl AzureSettings {
     /// assert!(AzureSettings::from_connection_string("AccountKey=a2V5").is_err());
     /// ```
     pub fn from_connection_string(text: &str) -> Result<AzureSettings, Error> {
-        let bad = |reason: String| Error::AzureConnectionString { reason };
+        let bad = |reason: String| {
+            Error::Settings(crate::SettingsError::AzureConnectionString { reason })
+        };
         let mut fields = std::collections::HashMap::new();
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((name, value)) = part.split_once('=') else {

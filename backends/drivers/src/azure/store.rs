@@ -78,7 +78,11 @@ impl AzureStore {
             (None, Some(account)) => {
                 crate::parse_endpoint(&format!("https://{account}.blob.core.windows.net"))?
             }
-            (None, None) => return Err(Error::MissingAzureCredentials),
+            (None, None) => {
+                return Err(Error::Settings(
+                    crate::SettingsError::MissingAzureCredentials,
+                ))
+            }
         };
         // A key wins, then a SAS, then bearer tokens (your own source, or the chain
         // `AzureSettings::from_vars` found).
@@ -88,7 +92,7 @@ impl AzureStore {
                     account: account.clone(),
                     key: base64::engine::general_purpose::STANDARD
                         .decode(key.trim())
-                        .map_err(|_| Error::AzureKey)?,
+                        .map_err(|_| Error::Settings(crate::SettingsError::AzureKey))?,
                 })
             }
             (_, Some(sas), _, _) => Auth::Fixed(sets3lock_wire::azure::Auth::Sas(
@@ -98,13 +102,17 @@ impl AzureStore {
                 // The chain's token services trust what the store trusts.
                 azure.chain_ca.set(options.ca_bundle.clone());
                 if endpoint.scheme() != "https" {
-                    return Err(Error::BearerOverHttp {
+                    return Err(Error::Settings(crate::SettingsError::BearerOverHttp {
                         endpoint: endpoint.to_string(),
-                    });
+                    }));
                 }
                 Auth::Bearer(source.clone())
             }
-            _ => return Err(Error::MissingAzureCredentials),
+            _ => {
+                return Err(Error::Settings(
+                    crate::SettingsError::MissingAzureCredentials,
+                ))
+            }
         };
         let settings = Settings {
             endpoint: Some(endpoint.clone()),

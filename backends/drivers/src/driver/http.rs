@@ -131,9 +131,11 @@ pub(crate) fn roots(options: &Settings) -> Result<Roots, Error> {
     let Some(path) = &options.ca_bundle else {
         return Ok(Roots::System);
     };
-    let bad = |reason: String| Error::CaBundle {
-        path: path.clone(),
-        reason,
+    let bad = |reason: String| {
+        Error::Settings(crate::SettingsError::CaBundle {
+            path: path.clone(),
+            reason,
+        })
     };
     let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
     let mut certs = Vec::new();

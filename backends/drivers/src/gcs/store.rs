@@ -74,9 +74,9 @@ impl GcsStore {
         if let Tokens::Source(_) = &tokens {
             // A token never goes in clear off this machine.
             if !crate::signin::fetch::safe_for_secrets(&base) {
-                return Err(Error::BearerOverHttp {
+                return Err(Error::Settings(crate::SettingsError::BearerOverHttp {
                     endpoint: base.to_string(),
-                });
+                }));
             }
         }
         let settings = Settings {

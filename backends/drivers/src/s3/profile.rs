@@ -44,11 +44,11 @@ impl S3Settings {
     ///
     /// The files are read as the AWS SDKs read them (comments, `[profile name]` and `[name]`,
     /// nested settings, the credentials file's values winning); one that cannot be parsed is
-    /// an [`Error::Profile`] naming its line, never a line skipped. They are not read at all
+    /// an [`SettingsError::Profile`](crate::SettingsError::Profile) naming its line, never a line skipped. They are not read at all
     /// when the environment gives the keys, the region and the endpoint. A profile named
-    /// explicitly must exist and give credentials ([`Error::Profile`] otherwise); a profile
+    /// explicitly must exist and give credentials ([`SettingsError::Profile`](crate::SettingsError::Profile) otherwise); a profile
     /// that is wrong (a `role_arn` without a source, half a pair of keys, a loop of
-    /// `source_profile`s) is an [`Error::Profile`] too, whoever named it: never a fall through
+    /// `source_profile`s) is an [`SettingsError::Profile`](crate::SettingsError::Profile) too, whoever named it: never a fall through
     /// to another identity.
     pub fn from_env_and_profile(profile: Option<&str>) -> Result<S3Settings, Error> {
         S3Settings::from_vars_and_profile(profile, crate::options::env_var)
@@ -97,9 +97,11 @@ impl S3Settings {
             .or_else(|| var("AWS_PROFILE"))
             .unwrap_or_else(|| "default".to_owned());
         let files = SharedFiles::from_vars(&var);
-        let profiles = files.read().map_err(|reason| Error::Profile {
-            profile: name.clone(),
-            reason,
+        let profiles = files.read().map_err(|reason| {
+            Error::Settings(crate::SettingsError::Profile {
+                profile: name.clone(),
+                reason,
+            })
         })?;
         let selected = profiles.profile(&name);
         let setting = |key: &str| selected.and_then(|p| p.get(key)).cloned();
@@ -247,7 +249,7 @@ s3 =
         );
         let missing = files.options(Some("missing")).expect_err("no such profile");
         assert!(
-            matches!(&missing, Error::Profile { profile, .. } if profile == "missing"),
+            matches!(&missing, Error::Settings(crate::SettingsError::Profile { profile, .. }) if profile == "missing"),
             "{missing:?}"
         );
         assert!(
@@ -355,7 +357,10 @@ s3 =
             line.contains("credentials line 3: a profile's header must end with ']'"),
             "{line}"
         );
-        assert!(matches!(e, Error::Profile { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Settings(crate::SettingsError::Profile { .. })),
+            "{e:?}"
+        );
         // Not read at all when the environment gives keys, region and endpoint.
         let files = files
             .with("AWS_ACCESS_KEY_ID", "ENVKEY")

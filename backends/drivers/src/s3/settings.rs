@@ -43,7 +43,7 @@ pub struct S3Settings {
     pub credential_source: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
     /// The source the AWS chain found ([`S3Settings::from_env_and_profile`]), when it is not
     /// static keys: used only when neither field above is set. Without any of the three,
-    /// opening a lock fails with [`Error::MissingCredentials`].
+    /// opening a lock fails with [`SettingsError::MissingCredentials`](crate::SettingsError::MissingCredentials).
     pub(crate) chain: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
     /// The CA bundle of the chain's token services (see `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,

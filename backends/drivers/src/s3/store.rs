@@ -56,10 +56,11 @@ impl S3Store {
             .host_str()
             .is_some_and(|h| h == GCS_HOST || h.ends_with(&format!(".{GCS_HOST}")))
         {
-            return Err(Error::GcsIgnoresConditions);
+            return Err(Error::Settings(crate::SettingsError::GcsIgnoresConditions));
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
-        let credentials = source_of(s3).ok_or(Error::MissingCredentials)?;
+        let credentials =
+            source_of(s3).ok_or(Error::Settings(crate::SettingsError::MissingCredentials))?;
         // The chain's token services trust what the store trusts.
         s3.chain_ca.set(options.ca_bundle.clone());
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));

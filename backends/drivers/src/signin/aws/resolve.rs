@@ -62,17 +62,17 @@ pub(crate) fn resolve(
         Ok(Source::Static(keys)) => return Ok(Resolved::Keys(keys)),
         Ok(source) => return chained(source, tried),
         Err(Refusal::NotThere(why)) if explicit.is_some() => {
-            return Err(Error::Profile {
+            return Err(Error::Settings(crate::SettingsError::Profile {
                 profile: name,
                 reason: why,
-            })
+            }))
         }
         Err(Refusal::NotThere(why)) => tried.push(format!("profile {name} ({why})")),
         Err(Refusal::Wrong(reason)) => {
-            return Err(Error::Profile {
+            return Err(Error::Settings(crate::SettingsError::Profile {
                 profile: name,
                 reason,
-            })
+            }))
         }
     }
     match (var("AWS_WEB_IDENTITY_TOKEN_FILE"), var("AWS_ROLE_ARN")) {

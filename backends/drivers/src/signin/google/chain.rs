@@ -94,7 +94,9 @@ pub(crate) fn resolve(
     let file = |path: PathBuf| {
         read(&path, var)
             .map(|f| Source::File(Box::new(f)))
-            .map_err(|reason| Error::GcsCredentials { path, reason })
+            .map_err(|reason| {
+                Error::Settings(crate::SettingsError::GcsCredentials { path, reason })
+            })
     };
     let mut tried = Vec::new();
     if let Some(path) = var("GOOGLE_APPLICATION_CREDENTIALS") {
