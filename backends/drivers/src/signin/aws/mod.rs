@@ -8,6 +8,7 @@ pub(crate) mod partition;
 mod process;
 pub(crate) mod profile;
 pub(crate) mod resolve;
+mod settings;
 mod sigv4;
 mod sso;
 mod sts;

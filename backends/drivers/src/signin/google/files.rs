@@ -3,7 +3,7 @@
 //! application-default login`), and workload identity federation (`external_account`).
 
 use super::external::External;
-use crate::gcs::token::{rsa_key, self_signed, BACKDATED, LIFETIME};
+use super::jwt::{rsa_key, self_signed, BACKDATED, LIFETIME};
 use crate::signin::bearer::{oauth_token, Clients, SERVICE_LIMIT};
 use crate::signin::fetch::form;
 use crate::signin::fetch::safe_for_a_users_secret;

@@ -8,6 +8,7 @@
 mod chain;
 mod external;
 mod files;
+mod jwt;
 mod metadata;
 
 pub(crate) use chain::resolve;

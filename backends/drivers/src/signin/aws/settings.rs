@@ -1,6 +1,6 @@
 //! S3's settings completed from an AWS profile, as the AWS tools complete theirs: region,
-//! endpoint and credentials (the files' reading is `signin/aws/profile/`, which source applies
-//! `signin/aws/resolve.rs`).
+//! endpoint and credentials (the files are read by `profile/`, the source is chosen by
+//! `resolve.rs`).
 
 use crate::signin::aws::profile::chain::profile_region;
 use crate::signin::aws::profile::SharedFiles;
