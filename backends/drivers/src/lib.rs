@@ -80,9 +80,10 @@
 //!
 //! `api/` (what a user holds), `driver/` (keeping cores running on any store: the [`Store`]
 //! seam, the driver loop, the HTTP transports, signing at the server's time, the store check),
-//! `s3/` (the wire layer's requests at the server's time, credentials, AWS profiles),
-//! `signin/` (credential chains and the cache that refreshes them), `azure/` (credentials,
-//! connection strings), `gcs/` (tokens, the pause after a 429); the faces: `tokio.rs`,
+//! `s3/` (the wire layer's requests at the server's time, its settings and keys),
+//! `signin/` (one credential design for every store: the trait, each cloud's chain, the cache
+//! that refreshes them), `azure/` (connection strings), `gcs/` (tokens, the pause after a
+//! 429); the faces: `tokio.rs`,
 //! `async_face.rs`, `blocking.rs`, and `rt.rs` (the runtime seam).
 
 #![forbid(unsafe_code)]
