@@ -198,7 +198,7 @@ impl Log {
             }),
             // Said whatever the verbosity: something is left in the user's bucket.
             Observation::ProbeLeftBehind { key } => say!(
-                "{}: the store check's probe object {key} could not be removed (the store kept failing); it holds no lock: delete it when the store answers",
+                "{}: the store check's probe object {key} could not be removed; it holds no lock: delete it once the store allows",
                 self.url
             ),
             Observation::ServerClock {

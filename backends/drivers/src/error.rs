@@ -111,30 +111,11 @@ pub enum Error {
     /// The core reported an outcome this driver does not know: the operation failed.
     #[error("the lock's core reported an outcome this driver does not know ({0:?}): use the sets3lock release that matches sets3lock-proto")]
     UnknownEvent(Box<Event>),
-    /// The store check found a store that ignores a condition header (a lock there protects
-    /// nothing), or refuses `If-Match` on its own ETags, or gives different bodies one ETag.
-    #[error("the store at {endpoint}, {bucket} there, {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
-    StoreIgnoresConditions {
-        /// The endpoint.
-        endpoint: String,
-        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
-        /// NAME` or `container NAME`.
-        bucket: String,
-        /// What it does wrong, and how that showed.
-        what: &'static str,
-    },
-    /// The store check found that `DELETE If-Match` cannot be trusted, and the lock is in
-    /// presence mode (which releases with it).
-    #[error("the store at {endpoint}, {bucket} there, {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
-    ConditionalDeleteUnsafe {
-        /// The endpoint.
-        endpoint: String,
-        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
-        /// NAME` or `container NAME`.
-        bucket: String,
-        /// What its `DELETE If-Match` does.
-        conditional_delete: sets3lock_proto::ConditionalDelete,
-    },
+    /// The store check found that this store, or these credentials, cannot hold this lock:
+    /// a condition header ignored, `DELETE If-Match` untrustworthy for presence mode, or no
+    /// permission to delete.
+    #[error(transparent)]
+    StoreCheck(#[from] StoreCheckError),
     /// The hold a handle names has ended (taken over, gone, released, or past its lease):
     /// there is nothing to continue, and nothing was written.
     #[error("the hold this handle names has ended: {0}")]
@@ -251,6 +232,88 @@ pub enum SettingsError {
     },
 }
 
+/// What the store check found that stops a lock, each naming the store and the fix. Nested in
+/// [`Error::StoreCheck`].
+///
+/// ```
+/// use sets3lock::{Error, ErrorKind, StoreCheckError};
+/// use sets3lock::proto::Scheme;
+/// let e = Error::from(StoreCheckError::MayNotDelete {
+///     scheme: Scheme::Azure,
+///     endpoint: "https://acct.blob.core.windows.net".into(),
+///     bucket: "container locks".into(),
+///     answer: "HTTP 403 AuthorizationPermissionMismatch".into(),
+/// });
+/// assert!(e.to_string().contains("sp=rwd"));
+/// assert_eq!(e.kind(), ErrorKind::AccessDenied);
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreCheckError {
+    /// The store ignores a condition header (a lock there protects nothing), or refuses
+    /// `If-Match` on its own ETags, or gives different bodies one ETag.
+    #[error("the store at {endpoint}, {bucket} there, {what}: a lock cannot work there; use a store that honours conditional writes (`sets3lock doctor` shows what it does), or skip this check with --no-store-check (StoreCheck::Off) only if you know better")]
+    IgnoresConditions {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
+        /// NAME` or `container NAME`.
+        bucket: String,
+        /// What it does wrong, and how that showed.
+        what: &'static str,
+    },
+    /// `DELETE If-Match` cannot be trusted there, and the lock is in presence mode (which
+    /// releases with it).
+    #[error("the store at {endpoint}, {bucket} there, {conditional_delete}: a presence-mode lock cannot be released safely there; use fenced mode (--fenced, Config::fenced), which never deletes the lock object")]
+    DeleteUnsafe {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
+        /// NAME` or `container NAME`.
+        bucket: String,
+        /// What its `DELETE If-Match` does.
+        conditional_delete: sets3lock_proto::ConditionalDelete,
+    },
+    /// The credentials may read and write beside the lock but not delete there, and the
+    /// lock is in presence mode (which releases by deleting). Found before anything was
+    /// written.
+    #[error("the credentials may not delete in {bucket} at {endpoint} (the store check's DELETE got {answer}): a presence-mode lock is released by deleting it; {}, or use fenced mode (--fenced, Config::fenced), which never deletes", grant_delete(*.scheme))]
+    MayNotDelete {
+        /// The store.
+        scheme: sets3lock_proto::Scheme,
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket (S3, GCS) or container (Azure), named as the user named it: `bucket
+        /// NAME` or `container NAME`.
+        bucket: String,
+        /// The store's answer: status and code.
+        answer: String,
+    },
+}
+
+impl StoreCheckError {
+    /// What kind of failure this is: [`AccessDenied`](ErrorKind::AccessDenied) for
+    /// credentials that may not delete, [`Refused`](ErrorKind::Refused) for the store's own
+    /// ways.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StoreCheckError::MayNotDelete { .. } => ErrorKind::AccessDenied,
+            StoreCheckError::IgnoresConditions { .. } | StoreCheckError::DeleteUnsafe { .. } => {
+                ErrorKind::Refused
+            }
+        }
+    }
+}
+
+/// How each store's credentials are given delete permission.
+fn grant_delete(scheme: sets3lock_proto::Scheme) -> &'static str {
+    match scheme {
+        sets3lock_proto::Scheme::Azure => "use a SAS whose sp= has d (sp=rwd), or a role that may delete blobs (Storage Blob Data Contributor)",
+        sets3lock_proto::Scheme::Gcs => "grant storage.objects.delete (roles/storage.objectUser has it)",
+        _ => "allow s3:DeleteObject and s3:GetObject on the lock's key (a conditional DELETE needs both)",
+    }
+}
+
 /// What kind of failure an [`Error`] is: what the caller can do about it. The command's exit
 /// codes and the Python package's exceptions are mapped from it.
 ///
@@ -333,9 +396,8 @@ impl Error {
                 status: 401 | 403, ..
             }) => ErrorKind::AccessDenied,
             Error::Store(Store::GaveUp { .. }) => ErrorKind::Unreachable,
-            Error::Store(_)
-            | Error::StoreIgnoresConditions { .. }
-            | Error::ConditionalDeleteUnsafe { .. } => ErrorKind::Refused,
+            Error::StoreCheck(c) => c.kind(),
+            Error::Store(_) => ErrorKind::Refused,
             Error::AlreadyLost(_)
             | Error::AlreadyExpired
             | Error::HoldEnded(_)

@@ -119,7 +119,7 @@ pub use driver::observe::{Observation, Observer};
 pub use driver::state::{drivers_running, Loss};
 pub use driver::store::{BoxFuture, Store, StoreId};
 pub use driver::store_check::StoreCheck;
-pub use error::{EndpointError, Error, ErrorKind, SettingsError};
+pub use error::{EndpointError, Error, ErrorKind, SettingsError, StoreCheckError};
 #[cfg(feature = "gcs")]
 pub use gcs::settings::GcsSettings;
 pub use options::{parse_endpoint, Options};

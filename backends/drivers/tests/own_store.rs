@@ -6,7 +6,7 @@ use sets3lock::proto::{Intent, LockUrl, ReleaseOutcome, Response, Scheme};
 use sets3lock::BoxFuture;
 use sets3lock::{Options, Store, StoreCheck, StoreId, Wait};
 use sets3lock_mock::{Dialect, MockS3, Semantics};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +19,11 @@ struct InProcess {
     /// How many discards to leave undone (a store failing its DELETEs), and the keys asked.
     ignore_discards: AtomicU64,
     discarded: Mutex<Vec<String>>,
+    /// Credentials that may not delete: every DELETE refused with 403, as S3 without
+    /// s3:DeleteObject or Azure with a SAS of `sp=rcw` answer.
+    may_not_delete: AtomicBool,
+    /// Reads of missing keys refused with 403, as S3 answers without s3:ListBucket.
+    may_not_list: AtomicBool,
 }
 
 impl InProcess {
@@ -40,6 +45,8 @@ impl InProcess {
             sent: AtomicU64::new(0),
             ignore_discards: AtomicU64::new(0),
             discarded: Mutex::new(Vec::new()),
+            may_not_delete: AtomicBool::new(false),
+            may_not_list: AtomicBool::new(false),
         })
     }
 }
@@ -54,6 +61,22 @@ impl Store for InProcess {
         Box::pin(async move {
             self.sent.fetch_add(1, Ordering::SeqCst);
             let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
+            let denied = match intent {
+                Intent::DeleteIfMatch { .. } => self.may_not_delete.load(Ordering::SeqCst),
+                Intent::Get { .. } => {
+                    self.may_not_list.load(Ordering::SeqCst) && mock.object("bucket", key).is_none()
+                }
+                _ => false,
+            };
+            if denied {
+                return Response::Refused(sets3lock::proto::Error::Refused {
+                    op: intent.kind(),
+                    status: 403,
+                    code: Some("AccessDenied".into()),
+                    message: None,
+                    hint: "check the credentials' permissions",
+                });
+            }
             mock.execute("bucket", key, intent).classify(intent.kind())
         })
     }
@@ -67,7 +90,7 @@ impl Store for InProcess {
             let ignored =
                 self.ignore_discards
                     .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-            if ignored.is_ok() {
+            if ignored.is_ok() || self.may_not_delete.load(Ordering::SeqCst) {
                 return;
             }
             let mut mock = self.mock.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,6 +273,128 @@ fn the_store_check_removes_its_probe_or_says_it_is_left() {
             assert!(said.is_empty(), "{said:?}");
         }
     }
+}
+
+/// Credentials that may not delete: a presence-mode lock is refused before anything is
+/// written (where reads of missing keys are refused too, only the kept probe is written), and
+/// asked again once they may; fenced mode locks, with one kept probe that a later check
+/// uses again.
+#[test]
+fn credentials_that_may_not_delete_are_named_and_leave_one_kept_probe_at_most() {
+    let _serial = serial();
+    for may_not_list in [false, true] {
+        let store = InProcess::named(Dialect::S3, &format!("may-not-delete-{may_not_list}"));
+        store.may_not_delete.store(true, Ordering::SeqCst);
+        store.may_not_list.store(may_not_list, Ordering::SeqCst);
+        let keys = || {
+            let mock = store.mock.lock().unwrap_or_else(|e| e.into_inner());
+            mock.keys("bucket").collect::<Vec<_>>()
+        };
+        let url = LockUrl::new("bucket", "locks/a").expect("url");
+        let presence =
+            sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), options())
+                .expect("locker");
+        match presence.acquire(Wait::No) {
+            Err(
+                e @ sets3lock::Error::StoreCheck(sets3lock::StoreCheckError::MayNotDelete {
+                    ..
+                }),
+            ) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("may not delete")
+                        && text.contains("s3:DeleteObject")
+                        && text.contains("--fenced"),
+                    "{text}"
+                );
+                assert_eq!(e.kind(), sets3lock::ErrorKind::AccessDenied);
+            }
+            other => panic!("may_not_list {may_not_list}: not refused: {other:?}"),
+        }
+        let kept: Vec<String> = if may_not_list {
+            vec!["locks/a.sets3lock-store-check".into()]
+        } else {
+            vec![]
+        };
+        assert_eq!(keys(), kept, "may_not_list {may_not_list}");
+        // Fenced: it locks, and the kept probe is the only one.
+        let mut fenced = options();
+        fenced.lock.fenced = true;
+        let locker = sets3lock::blocking::Locker::with_store(store.clone(), url.clone(), fenced)
+            .expect("locker");
+        let held = locker.acquire(Wait::No).expect("a fenced lock");
+        held.release().expect("release");
+        assert_eq!(
+            keys(),
+            vec!["locks/a".to_owned(), "locks/a.sets3lock-store-check".into()],
+            "may_not_list {may_not_list}"
+        );
+        // A verdict for fenced mode is not one for presence mode: asked again, refused again,
+        // and, once deletes are allowed, passed.
+        let other = LockUrl::new("bucket", "locks/b").expect("url");
+        let presence =
+            sets3lock::blocking::Locker::with_store(store.clone(), other.clone(), options())
+                .expect("locker");
+        assert!(
+            matches!(
+                presence.acquire(Wait::No),
+                Err(sets3lock::Error::StoreCheck(
+                    sets3lock::StoreCheckError::MayNotDelete { .. }
+                ))
+            ),
+            "may_not_list {may_not_list}"
+        );
+        store.may_not_delete.store(false, Ordering::SeqCst);
+        let held = presence.acquire(Wait::No).expect("deletes allowed now");
+        assert_eq!(held.release().expect("release"), ReleaseOutcome::Deleted);
+    }
+}
+
+/// A probe kept by an earlier check (credentials that may not delete) is used again: refused
+/// as a create, read, replaced; the check passes, and nothing else is written beside it.
+#[test]
+fn a_kept_probe_left_by_an_earlier_check_is_used_again() {
+    let _serial = serial();
+    let store = InProcess::named(Dialect::Azure, "kept-probe");
+    store.may_not_delete.store(true, Ordering::SeqCst);
+    let before = bytes::Bytes::from_static(b"{\"sets3lock-store-check\":4}");
+    store.mock.lock().unwrap_or_else(|e| e.into_inner()).force(
+        "bucket",
+        "locks/k.sets3lock-store-check",
+        Some(before.clone()),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut fenced = options();
+    fenced.lock.fenced = true;
+    fenced.observer = Some(sets3lock::Observer::new(move |o| {
+        if let sets3lock::Observation::StoreChecked(found) = o {
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(found);
+        }
+    }));
+    let url = LockUrl::new("bucket", "locks/k").expect("url");
+    let locker =
+        sets3lock::blocking::Locker::with_store(store.clone(), url, fenced).expect("locker");
+    locker
+        .acquire(Wait::No)
+        .expect("a fenced lock")
+        .release()
+        .expect("release");
+    assert_eq!(
+        *seen.lock().unwrap_or_else(|e| e.into_inner()),
+        vec![Some(sets3lock::proto::ConditionalDelete::NotImplemented)],
+        "a verdict, not an inconclusive check"
+    );
+    let mock = store.mock.lock().unwrap_or_else(|e| e.into_inner());
+    let after = mock
+        .object("bucket", "locks/k.sets3lock-store-check")
+        .expect("the kept probe stays");
+    assert_ne!(after.body, before, "the check replaced it");
+    let beside: Vec<String> = mock.keys("bucket").collect();
+    assert_eq!(
+        beside,
+        vec!["locks/k".to_owned(), "locks/k.sets3lock-store-check".into()]
+    );
 }
 
 /// The threads each request of `options`' lockers was sent from, in order.

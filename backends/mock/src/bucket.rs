@@ -465,6 +465,23 @@ impl MockS3 {
         self.buckets.get(bucket)?.get(key)
     }
 
+    /// The keys in `bucket`, in order (none for a bucket that does not exist): what a
+    /// listing shows, for tests that look for what was left behind.
+    ///
+    /// ```
+    /// let mut s3 = sets3lock_mock::MockS3::new();
+    /// s3.force("b", "k2", Some("x".into()));
+    /// s3.force("b", "k1", Some("y".into()));
+    /// assert_eq!(s3.keys("b").collect::<Vec<_>>(), ["k1", "k2"]);
+    /// assert_eq!(s3.keys("none").count(), 0);
+    /// ```
+    pub fn keys(&self, bucket: &str) -> impl Iterator<Item = String> + '_ {
+        self.buckets
+            .get(bucket)
+            .into_iter()
+            .flat_map(|objects| objects.keys().cloned())
+    }
+
     /// Deletes (`None`) or overwrites the object behind everyone's back, as an operator or a
     /// lifecycle rule would; creates the bucket if needed.
     ///

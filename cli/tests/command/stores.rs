@@ -1115,9 +1115,11 @@ fn handles_and_hold_at_least_on_every_store() {
 }
 
 /// A store check's verdict is remembered for the credentials that passed it, not for the
-/// container: after the account key passed, a SAS that may not delete is still checked, and
-/// refused at once (its program never runs). Run past the check, its release is refused:
-/// a loud failure (exit 111, one line naming the permission), not the program's 0.
+/// container: after the account key passed, a SAS that may not delete (`sp=rcw`) is still
+/// checked, and refused at once in one line that names the permission (its program never
+/// runs), with no probe object left behind. Run past the check, its release is refused: a
+/// loud failure (exit 111, one line naming the permission), not the program's 0. In fenced
+/// mode, which never deletes, the same SAS locks, and every check uses one kept probe.
 #[test]
 fn a_verdict_is_kept_for_its_credentials_and_a_refused_release_is_loud() {
     let Some(s) = azurite() else { return };
@@ -1150,12 +1152,60 @@ fn a_verdict_is_kept_for_its_credentials_and_a_refused_release_is_loud() {
     };
     let o = no_delete(&[]);
     assert_eq!(code(&o), 111, "{}", stderr(&o));
+    one_line(&o, "may not delete");
+    one_line(&o, "sp=rwd");
     assert!(
         !std::path::Path::new(&witness).exists(),
         "the program ran under a SAS that cannot release"
+    );
+    let key = url.trim_start_matches(&format!("az://{}/", s.bucket));
+    assert_eq!(
+        blobs_beside(&s, key),
+        Vec::<String>::new(),
+        "the refusal left something behind"
     );
     let o = no_delete(&["--no-store-check"]);
     assert!(std::path::Path::new(&witness).exists(), "{}", stderr(&o));
     assert_eq!(code(&o), 111, "{}", stderr(&o));
     one_line(&o, "refused the release");
+    // Fenced, on a lock of its own (the last one is held until its lease ends): locked, and
+    // each check (a fresh cache each time) uses the one kept probe.
+    let fenced = support::fresh_key("cli-sas-fenced");
+    let url = format!("az://{}/{fenced}", s.bucket);
+    for run in 0..2 {
+        let fresh_cache = scratch_dir(&format!("stores-identity-fenced-{run}"));
+        let o = StoreCommand::bare(&fresh_cache)
+            .env("AZURE_STORAGE_ACCOUNT", &account)
+            .env("AZURE_STORAGE_SAS_TOKEN", &sas)
+            .args(["--endpoint", &endpoint, "--fenced", "-v", &url, "true"])
+            .output();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("store-check: conditional writes honoured"),
+            "run {run}: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            blobs_beside(&s, &fenced),
+            vec![fenced.clone(), format!("{fenced}.sets3lock-store-check")],
+            "run {run}"
+        );
+    }
+}
+
+/// The names of the blobs whose names start with `key`, listed with the account key.
+fn blobs_beside(s: &Store, key: &str) -> Vec<String> {
+    let list = support::sas::service_sas(&s.vars["ACCOUNT"], &s.vars["KEY"], &s.bucket, "rl");
+    let url = format!(
+        "{}/{}?restype=container&comp=list&prefix={key}&{list}",
+        s.vars["ENDPOINT"], s.bucket
+    );
+    let text = reqwest::blocking::get(&url)
+        .and_then(|r| r.error_for_status())
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("listing {url}: {e}"));
+    text.split("<Name>")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("</Name>").map(|(name, _)| name.to_owned()))
+        .collect()
 }

@@ -3,8 +3,18 @@
 //! s3rver) would let every client "acquire" at once, silently. The probes are intents sent
 //! through the store seam, so the same check runs on every store.
 //!
-//! Five requests on a throw-away key beside the lock's key (so a policy on the lock's prefix
-//! suffices), and one to remove it:
+//! First, before anything is written, whether these credentials may delete beside the lock:
+//! `DELETE If-Match` on a fresh key where nothing is (so nothing is deleted, whatever the
+//! store does with the condition). A `403` there means they may not, if they may read that
+//! key (it is absent) or, where reads of missing keys are refused too (S3 without
+//! `s3:ListBucket`), write the kept probe below. A presence-mode lock, which releases by
+//! deleting, is then refused in one line that names the permission, with nothing new left
+//! behind. Fenced mode never deletes, so it goes on, on a probe kept under one name per lock
+//! (`KEY.sets3lock-store-check`) that every such check uses again, since these credentials
+//! cannot remove it.
+//!
+//! Then five requests on a throw-away key beside the lock's key (so a policy on the lock's
+//! prefix suffices), and one to remove it:
 //! 1. `PUT If-None-Match: *` on the fresh key (written);
 //! 2. the same again: it must be refused (412), or creates are not conditional;
 //! 3. `PUT If-Match` with a wrong ETag: refused, or replacements are not conditional;
@@ -19,7 +29,7 @@
 //! a file, so that a command run every minute pays for it once a day.
 
 use crate::driver::store::Sender;
-use crate::Error;
+use crate::{Error, StoreCheckError};
 use bytes::Bytes;
 use sets3lock_proto::{ConditionalDelete, ETag, Intent, Response};
 use std::collections::HashMap;
@@ -69,14 +79,54 @@ impl StoreCheck {
 /// How long a passed check is trusted with [`StoreCheck::Cached`].
 const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 
-/// Passed checks in this process, by endpoint and bucket.
-static PASSED: Mutex<Option<HashMap<String, ConditionalDelete>>> = Mutex::new(None);
+/// What a check found, as it is remembered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Conditional writes are honoured; this is what `DELETE If-Match` does.
+    Honours(ConditionalDelete),
+    /// Conditional writes are honoured, and these credentials may not delete: enough for
+    /// fenced mode, which never does.
+    MayNotDelete,
+}
 
-/// Runs the check for the sender's store (beside `key`) as `how` says (unless this process or the cache has passed it
-/// already), and refuses a store that cannot hold this lock: one that ignores condition
-/// headers, or, for a presence-mode lock (`fenced` false), one whose `DELETE If-Match` does
-/// not work. A check that cannot finish (timeouts, 5xx) is not held against the store: the
-/// lock goes ahead, and the next lock checks again.
+impl Verdict {
+    /// As an observer is told: credentials that may not delete see `DELETE If-Match` refused.
+    fn seen(self) -> ConditionalDelete {
+        match self {
+            Verdict::Honours(d) => d,
+            Verdict::MayNotDelete => ConditionalDelete::NotImplemented,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Verdict::Honours(ConditionalDelete::Honored) => "honored",
+            Verdict::Honours(ConditionalDelete::IgnoresIfMatch) => "ignores-if-match",
+            Verdict::Honours(ConditionalDelete::NotImplemented) => "not-implemented",
+            Verdict::MayNotDelete => "may-not-delete",
+        }
+    }
+
+    fn named(name: &str) -> Option<Verdict> {
+        Some(match name {
+            "honored" => Verdict::Honours(ConditionalDelete::Honored),
+            "ignores-if-match" => Verdict::Honours(ConditionalDelete::IgnoresIfMatch),
+            "not-implemented" => Verdict::Honours(ConditionalDelete::NotImplemented),
+            "may-not-delete" => Verdict::MayNotDelete,
+            _ => return None,
+        })
+    }
+}
+
+/// Passed checks in this process, by endpoint, bucket and credentials.
+static PASSED: Mutex<Option<HashMap<String, Verdict>>> = Mutex::new(None);
+
+/// Runs the check for the sender's store (beside `key`) as `how` says (unless this process or
+/// the cache has passed it already), and refuses a store that cannot hold this lock: one that
+/// ignores condition headers, or, for a presence-mode lock (`fenced` false), one whose
+/// `DELETE If-Match` does not work or credentials that may not delete. A check that cannot
+/// finish (timeouts, 5xx) is not held against the store: the lock goes ahead, and the next
+/// lock checks again.
 ///
 /// Each request ends at the sender's time limit, and no probe is sent past its deadline; an
 /// inconclusive check that ran into the deadline ends the acquisition ([`Error::TimedOut`]):
@@ -97,11 +147,14 @@ pub(crate) async fn ensure(
     // not be allowed to do what the check did (a SAS without delete permission, say).
     let who = link.store.identity().unwrap_or_default();
     let id = format!("{}|{endpoint}|{bucket}|{who}", store.scheme());
-    let verdict = match remembered(how, &id) {
+    // Credentials found unable to delete are asked again by a presence-mode lock: a
+    // permission granted since is seen at once, and one still missing costs two requests.
+    let known = remembered(how, &id).filter(|v| fenced || *v != Verdict::MayNotDelete);
+    let verdict = match known {
         Some(v) => v,
-        None => match probe(key, link).await.inspect(|found| {
+        None => match probe(key, link, fenced).await.inspect(|found| {
             if let Some(o) = link.observer() {
-                o.see(crate::Observation::StoreChecked(*found));
+                o.see(crate::Observation::StoreChecked(found.map(Verdict::seen)));
             }
         })? {
             Some(v) => {
@@ -112,14 +165,17 @@ pub(crate) async fn ensure(
             None => return Ok(()),
         },
     };
-    if !fenced && !verdict.is_safe_for_presence_mode() {
-        return Err(Error::ConditionalDeleteUnsafe {
-            endpoint,
-            bucket: named(store),
-            conditional_delete: verdict,
-        });
+    match verdict {
+        Verdict::Honours(d) if !fenced && !d.is_safe_for_presence_mode() => {
+            Err(StoreCheckError::DeleteUnsafe {
+                endpoint,
+                bucket: named(store),
+                conditional_delete: d,
+            }
+            .into())
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The bucket or container, as the user calls it: `bucket NAME` (S3, GCS), `container NAME`
@@ -131,12 +187,12 @@ fn named(store: &crate::StoreId) -> String {
     }
 }
 
-fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, ConditionalDelete>>> {
+fn passed() -> std::sync::MutexGuard<'static, Option<HashMap<String, Verdict>>> {
     // Poisoned only by a panic while inserting: the map is still a map.
     PASSED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn remembered(how: &StoreCheck, id: &str) -> Option<ConditionalDelete> {
+fn remembered(how: &StoreCheck, id: &str) -> Option<Verdict> {
     if let Some(v) = passed().as_ref().and_then(|m| m.get(id).copied()) {
         return Some(v);
     }
@@ -150,7 +206,7 @@ fn remembered(how: &StoreCheck, id: &str) -> Option<ConditionalDelete> {
     Some(v)
 }
 
-fn remember(how: &StoreCheck, id: &str, v: ConditionalDelete) {
+fn remember(how: &StoreCheck, id: &str, v: Verdict) {
     passed()
         .get_or_insert_with(HashMap::new)
         .insert(id.to_owned(), v);
@@ -160,7 +216,7 @@ fn remember(how: &StoreCheck, id: &str, v: ConditionalDelete) {
     }
 }
 
-/// One file per endpoint and bucket, named by a stable hash of both.
+/// One file per endpoint, bucket and credentials, named by a stable hash of them.
 fn cache_file(dir: &Path, id: &str) -> PathBuf {
     // FNV-1a: stable across Rust versions, unlike the standard hasher.
     let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -169,15 +225,7 @@ fn cache_file(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("store-check-{hash:016x}"))
 }
 
-fn verdict_name(v: ConditionalDelete) -> &'static str {
-    match v {
-        ConditionalDelete::Honored => "honored",
-        ConditionalDelete::IgnoresIfMatch => "ignores-if-match",
-        ConditionalDelete::NotImplemented => "not-implemented",
-    }
-}
-
-fn read_cache(file: &Path, id: &str) -> Option<ConditionalDelete> {
+fn read_cache(file: &Path, id: &str) -> Option<Verdict> {
     let age = std::fs::metadata(file)
         .and_then(|m| m.modified())
         .ok()
@@ -190,94 +238,139 @@ fn read_cache(file: &Path, id: &str) -> Option<ConditionalDelete> {
     if lines.next()? != "sets3lock store check 1" || lines.next()? != id {
         return None;
     }
-    match lines.next()? {
-        "honored" => Some(ConditionalDelete::Honored),
-        "ignores-if-match" => Some(ConditionalDelete::IgnoresIfMatch),
-        "not-implemented" => Some(ConditionalDelete::NotImplemented),
-        _ => None,
-    }
+    Verdict::named(lines.next()?)
 }
 
-fn write_cache(dir: &Path, file: &Path, id: &str, v: ConditionalDelete) -> std::io::Result<()> {
+fn write_cache(dir: &Path, file: &Path, id: &str, v: Verdict) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let text = format!("sets3lock store check 1\n{id}\n{}\n", verdict_name(v));
+    let text = format!("sets3lock store check 1\n{id}\n{}\n", v.name());
     // Write aside, then rename: a reader never sees half a file.
     let tmp = file.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, file)
 }
 
-/// The five probes and the clean-up. `Ok(None)`: inconclusive (no reply, 5xx, 409).
-async fn probe(key: &str, link: &Sender<'_>) -> Result<Option<ConditionalDelete>, Error> {
+/// The check. `Ok(None)`: inconclusive (no reply, 5xx, 409).
+async fn probe(key: &str, link: &Sender<'_>, fenced: bool) -> Result<Option<Verdict>, Error> {
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(Error::no_randomness)?;
-    let key = format!(
-        "{key}.sets3lock-store-check-{:016x}",
-        u64::from_le_bytes(nonce)
-    );
-    let probe = Probe { link, key: &key };
+    let nonce = u64::from_le_bytes(nonce);
+    let fresh = format!("{key}.sets3lock-store-check-{nonce:016x}");
+    let kept = format!("{key}.sets3lock-store-check");
+    let probe = Probe {
+        link,
+        key: &fresh,
+        nonce,
+    };
+    let kept = Probe {
+        link,
+        key: &kept,
+        nonce,
+    };
+    if let Some(answer) = probe.may_not_delete(&kept).await? {
+        if !fenced {
+            let store = link.store.id();
+            return Err(StoreCheckError::MayNotDelete {
+                scheme: store.scheme(),
+                endpoint: store.endpoint().to_owned(),
+                bucket: named(store),
+                answer,
+            }
+            .into());
+        }
+        return Ok(kept.run_kept().await?.map(|()| Verdict::MayNotDelete));
+    }
     let result = probe.run().await;
     // Past the acquisition's deadline the removal would hold the caller up longer still; a
     // probe object left behind is a few bytes beside the lock's key.
     if !link.past_deadline() {
         probe.remove().await;
     }
-    result
+    Ok(result?.map(Verdict::Honours))
 }
 
 /// How many times the store check tries to remove its probe object.
 const REMOVALS: usize = 3;
 
+/// A version no store gave: opaque to S3 and Azure, and to GCS a generation that is neither 0
+/// (which would mean "must not exist") nor one it hands out.
+fn wrong_etag() -> ETag {
+    ETag::parse("1000000000000000001").expect("a valid ETag")
+}
+
 struct Probe<'a> {
     link: &'a Sender<'a>,
     key: &'a str,
+    /// This check's own: in every body, so that no two checks write the same bytes (on a
+    /// kept probe, a body written again would keep its ETag).
+    nonce: u64,
 }
 
 impl Probe<'_> {
+    fn body(&self, n: u8) -> Bytes {
+        Bytes::from(format!(
+            "{{\"sets3lock-store-check\":{n},\"check\":\"{:016x}\"}}",
+            self.nonce
+        ))
+    }
+
+    /// Whether these credentials may not delete here: `DELETE If-Match` on this key, where
+    /// nothing is yet (so nothing is deleted, whatever the store does with the condition),
+    /// refused with 403, where they may read (the key is absent) or write (the `kept` probe
+    /// is created, or is there). `Some`: the refusal, as the store said it. A policy on the
+    /// lock's own key alone refuses everything beside it: that says nothing about deleting,
+    /// and the lock's own requests will say what they may do.
+    async fn may_not_delete(&self, kept: &Probe<'_>) -> Result<Option<String>, Error> {
+        let answer = match self
+            .send_raw(&Intent::DeleteIfMatch { etag: wrong_etag() })
+            .await?
+        {
+            Response::Refused(sets3lock_proto::Error::Refused {
+                status: 403, code, ..
+            }) => match code {
+                Some(code) => format!("HTTP 403 {code}"),
+                None => "HTTP 403".to_owned(),
+            },
+            _ => return Ok(None),
+        };
+        let read = Intent::Get {
+            if_none_match: None,
+        };
+        Ok(match self.send_raw(&read).await? {
+            Response::Absent => Some(answer),
+            // S3 refuses a read of a missing key without s3:ListBucket: whether they may
+            // write is asked on the kept probe, so that nothing new is left behind.
+            Response::Refused(sets3lock_proto::Error::Refused { status: 403, .. }) => {
+                let create = Intent::PutIfNoneMatch { body: kept.body(1) };
+                match kept.send_raw(&create).await? {
+                    Response::Written { .. } | Response::Exists => Some(answer),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+    }
+
     async fn run(&self) -> Result<Option<ConditionalDelete>, Error> {
-        let body = |n: u8| Bytes::from(format!("{{\"sets3lock-store-check\":{n}}}"));
-        // A version no store gave: opaque to S3 and Azure, and to GCS a generation that is
-        // neither 0 (which would mean "must not exist") nor one it hands out.
-        let wrong = ETag::parse("1000000000000000001").expect("a valid ETag");
-        let first = match self.send(&Intent::PutIfNoneMatch { body: body(1) }).await? {
+        let wrong = wrong_etag();
+        let first = match self
+            .send(&Intent::PutIfNoneMatch { body: self.body(1) })
+            .await?
+        {
             Some(Response::Written { etag }) => etag,
             _ => return Ok(None),
         };
-        match self.send(&Intent::PutIfNoneMatch { body: body(2) }).await? {
-            Some(Response::Exists) => {}
-            Some(Response::Written { .. }) => {
-                return Err(
-                    self.unusable("ignores If-None-Match: * (a second create overwrote the first)")
-                )
-            }
-            _ => return Ok(None),
+        if !self.second_create_refused().await? {
+            return Ok(None);
         }
-        let replace = Intent::PutIfMatch {
-            etag: wrong.clone(),
-            body: body(3),
-        };
-        match self.send(&replace).await? {
-            Some(Response::Mismatch) => {}
-            Some(Response::Written { .. }) => {
-                return Err(self
-                    .unusable("ignores If-Match (a PUT with a wrong ETag overwrote the object)"))
-            }
-            _ => return Ok(None),
+        if !self.wrong_etag_refused().await? {
+            return Ok(None);
         }
-        // Renewals and grants need If-Match to accept the ETag the store gave, and a new body
-        // to get a new ETag (or a waiter would never see a renewal).
-        let renew = Intent::PutIfMatch {
-            etag: first.clone(),
-            body: body(4),
-        };
-        match self.send(&renew).await? {
-            Some(Response::Written { etag }) if etag != first => {}
-            Some(Response::Written { .. }) => {
-                return Err(self.unusable("gives the same ETag to different bodies (renewals would look like no change)"))
-            }
+        match self.renew(&first).await? {
             Some(Response::Mismatch | Response::Absent) => {
                 return Err(self.unusable("refuses If-Match on the ETag it reports (weak ETags, or a proxy that rewrites them): renewals would always fail"))
             }
+            Some(Response::Written { .. }) => {}
             _ => return Ok(None),
         }
         // Anything but a refusal of the wrong ETag makes DELETE If-Match unusable for presence
@@ -296,6 +389,87 @@ impl Probe<'_> {
                 _ => None,
             },
         )
+    }
+
+    /// The write probes on a probe object kept between checks (these credentials cannot
+    /// remove it), which other checks may be using at the same moment: an answer another
+    /// check could have caused is inconclusive, never held against the store. `Some(())`:
+    /// conditional writes are honoured.
+    async fn run_kept(&self) -> Result<Option<()>, Error> {
+        let create = Intent::PutIfNoneMatch { body: self.body(1) };
+        let current = match self.send(&create).await? {
+            Some(Response::Written { etag }) => {
+                if !self.second_create_refused().await? {
+                    return Ok(None);
+                }
+                etag
+            }
+            // Left by an earlier check, and refused as a create must be: its ETag is read.
+            Some(Response::Exists) => {
+                let read = Intent::Get {
+                    if_none_match: None,
+                };
+                match self.send(&read).await? {
+                    Some(Response::Object { etag, .. }) => etag,
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        if !self.wrong_etag_refused().await? {
+            return Ok(None);
+        }
+        // Refused, it may be another check that replaced it first.
+        Ok(match self.renew(&current).await? {
+            Some(Response::Written { .. }) => Some(()),
+            _ => None,
+        })
+    }
+
+    /// Probe 2: a second create of the object just written must be refused. `false`:
+    /// inconclusive.
+    async fn second_create_refused(&self) -> Result<bool, Error> {
+        let create = Intent::PutIfNoneMatch { body: self.body(2) };
+        match self.send(&create).await? {
+            Some(Response::Exists) => Ok(true),
+            Some(Response::Written { .. }) => {
+                Err(self.unusable("ignores If-None-Match: * (a second create overwrote the first)"))
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Probe 3: a replacement naming a version no store gave must be refused. `false`:
+    /// inconclusive.
+    async fn wrong_etag_refused(&self) -> Result<bool, Error> {
+        let replace = Intent::PutIfMatch {
+            etag: wrong_etag(),
+            body: self.body(3),
+        };
+        match self.send(&replace).await? {
+            Some(Response::Mismatch) => Ok(true),
+            Some(Response::Written { .. }) => {
+                Err(self
+                    .unusable("ignores If-Match (a PUT with a wrong ETag overwrote the object)"))
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Probe 4: a replacement naming the ETag the store gave, with a new body. Renewals and
+    /// grants need If-Match to accept it, and the new body to get a new ETag (or a waiter
+    /// would never see a renewal). The answer, unless it is an error.
+    async fn renew(&self, current: &ETag) -> Result<Option<Response>, Error> {
+        let renew = Intent::PutIfMatch {
+            etag: current.clone(),
+            body: self.body(4),
+        };
+        match self.send(&renew).await? {
+            Some(Response::Written { etag }) if etag == *current => Err(self.unusable(
+                "gives the same ETag to different bodies (renewals would look like no change)",
+            )),
+            other => Ok(other),
+        }
     }
 
     /// Sends one probe: `None` when the answer says nothing (no reply, 5xx, 409; or 403: a
@@ -354,11 +528,12 @@ impl Probe<'_> {
 
     fn unusable(&self, what: &'static str) -> Error {
         let store = self.link.store.id();
-        Error::StoreIgnoresConditions {
+        StoreCheckError::IgnoresConditions {
             endpoint: store.endpoint().to_owned(),
             bucket: named(store),
             what,
         }
+        .into()
     }
 }
 
@@ -374,9 +549,10 @@ mod tests {
         let file = cache_file(&dir, id);
         assert_eq!(read_cache(&file, id), None);
         for v in [
-            ConditionalDelete::Honored,
-            ConditionalDelete::IgnoresIfMatch,
-            ConditionalDelete::NotImplemented,
+            Verdict::Honours(ConditionalDelete::Honored),
+            Verdict::Honours(ConditionalDelete::IgnoresIfMatch),
+            Verdict::Honours(ConditionalDelete::NotImplemented),
+            Verdict::MayNotDelete,
         ] {
             write_cache(&dir, &file, id, v).expect("writable temp dir");
             assert_eq!(read_cache(&file, id), Some(v));

@@ -750,10 +750,10 @@ fn an_azure_server_40_minutes_off_this_machines_clock_is_locked_on_all_the_same(
         ReleaseOutcome::Deleted
     );
     let sent = m.requests.load(std::sync::atomic::Ordering::SeqCst);
-    // The store check's 5 probes, its clean-up and the read that the probe is gone, the create
-    // and the release, and one resend after the first refusal (every later request is signed
-    // at the server's time).
-    assert_eq!(sent, 10, "requests");
+    // The store check's question whether it may delete, its 5 probes, its clean-up and the
+    // read that the probe is gone, the create and the release, and one resend after the first
+    // refusal (every later request is signed at the server's time).
+    assert_eq!(sent, 11, "requests");
 }
 
 /// Azurite: the whole suite, both modes, both drivers. (Azurite answers 412 where Azure
@@ -770,7 +770,8 @@ fn azurite_through_both_drivers_in_both_modes() {
 }
 
 /// A SAS instead of the account key: one with read, write and delete holds a lock; a
-/// read-only one is refused at the first write, with a line that names the permission.
+/// read-only one is refused by the store check before anything is written, with a line that
+/// names the permissions a presence-mode lock needs.
 #[cfg(feature = "azure")]
 #[test]
 fn an_azure_sas_with_rwd_holds_a_lock_and_a_read_only_one_is_refused_naming_the_permission() {
@@ -795,9 +796,21 @@ fn an_azure_sas_with_rwd_holds_a_lock_and_a_read_only_one_is_refused_naming_the_
         Blocking::release(held).expect("release"),
         ReleaseOutcome::Deleted
     );
-    // The store check's probes are refused too (403 is not held against the store: a policy
-    // may cover only the lock's key); the lock's own write then says why.
     match Blocking::acquire(&s.url(&fresh_key("sas-r")), with_sas("r"), Wait::No) {
+        Err(e @ Error::StoreCheck(sets3lock::StoreCheckError::MayNotDelete { .. })) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("AuthorizationPermissionMismatch") && text.contains("sp=rwd"),
+                "{text}"
+            );
+        }
+        other => panic!("a read-only SAS was not refused: {other:?}"),
+    }
+    // Fenced, it may not write the kept probe either (a 403 is not held against the store: a
+    // policy may cover only the lock's key): the lock's own write says why.
+    let mut fenced = with_sas("r");
+    fenced.lock.fenced = true;
+    match Blocking::acquire(&s.url(&fresh_key("sas-r-fenced")), fenced, Wait::No) {
         Err(Error::Store(e @ sets3lock::proto::Error::Refused { status: 403, .. })) => {
             let text = e.to_string();
             assert!(
@@ -829,7 +842,7 @@ fn fake_gcs_takes_fenced_locks_through_both_drivers_and_refuses_presence_ones() 
         Tokio::acquire(&s.url(&fresh_key("presence")), s.options(), Wait::No).map(|_| ()),
     ] {
         match refused {
-            Err(e @ Error::ConditionalDeleteUnsafe { .. }) => {
+            Err(e @ Error::StoreCheck(sets3lock::StoreCheckError::DeleteUnsafe { .. })) => {
                 assert!(e.to_string().contains("--fenced"), "{e}")
             }
             other => panic!("{}: presence mode was not refused: {other:?}", s.name),
@@ -860,7 +873,7 @@ fn stores_without_a_safe_conditional_delete_take_fenced_locks_and_refuse_presenc
             .map(|_| ()),
         ] {
             match refused {
-                Err(e @ Error::ConditionalDeleteUnsafe { .. }) => {
+                Err(e @ Error::StoreCheck(sets3lock::StoreCheckError::DeleteUnsafe { .. })) => {
                     assert!(e.to_string().contains("--fenced"), "{e}")
                 }
                 other => panic!("{}: presence mode was not refused: {other:?}", server.name),
