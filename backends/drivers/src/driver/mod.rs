@@ -2,6 +2,7 @@
 //! the state a driver shares with its handle, how each mode waits, the store seam, and the
 //! store check. Nothing in here knows a store's wire format.
 
+pub(crate) mod certificate;
 pub(crate) mod clock;
 pub(crate) mod engine;
 pub(crate) mod http;

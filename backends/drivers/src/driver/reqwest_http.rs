@@ -105,9 +105,40 @@ fn no_reply(e: reqwest::Error) -> Response {
         detail.push_str(&s.to_string());
         source = s.source();
     }
+    // A refused server certificate ends the handshake before the request is written.
+    if let Some(why) = super::certificate::refused(&detail) {
+        return Response::Ambiguous(Ambiguity::NotSent { detail: why });
+    }
     Response::Ambiguous(if sent {
         Ambiguity::Connection { detail }
     } else {
         Ambiguity::NotSent { detail }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_certificate_that_is_a_ca_is_named_in_one_line_and_nothing_was_sent() {
+        let (endpoint, settings) =
+            crate::driver::certificate::tests::server_with_a_ca_as_its_certificate(1);
+        let client = ReqwestAsync::new(&settings).expect("client");
+        let request = http::Request::get(format!("{endpoint}/b/k"))
+            .body(Bytes::new())
+            .expect("request");
+        let got = client.send(request, Duration::from_secs(5)).await;
+        let Err(HttpFailure::NotSent(why)) = got else {
+            panic!("not sent, with the reason: {got:?}");
+        };
+        assert!(
+            why.starts_with("the server's TLS certificate is a CA certificate"),
+            "{why}"
+        );
+        assert!(
+            why.contains("mkcert") && why.contains("CaUsedAsEndEntity"),
+            "{why}"
+        );
+    }
 }

@@ -107,6 +107,10 @@ impl HttpClient for Ureq {
 /// connection), timed out, or broken.
 fn failure(e: ureq::Error) -> HttpFailure {
     use ureq::Timeout as T;
+    // A refused server certificate ends the handshake before the request is written.
+    if let Some(why) = super::certificate::refused(&e.to_string()) {
+        return HttpFailure::NotSent(why);
+    }
     match e {
         ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {
             HttpFailure::NotSent(e.to_string())
@@ -239,6 +243,25 @@ mod tests {
         assert!(matches!(&got, Err(HttpFailure::NotSent(_))), "{got:?}");
         let text = format!("{got:?}");
         assert!(!text.contains("/b/k"), "no URL in the detail: {text}");
+    }
+
+    #[test]
+    fn a_server_certificate_that_is_a_ca_is_named_in_one_line_and_nothing_was_sent() {
+        let (endpoint, settings) =
+            crate::driver::certificate::tests::server_with_a_ca_as_its_certificate(1);
+        let client = Ureq::new(&settings).expect("client");
+        let got = client.exchange(get(&format!("{endpoint}/b/k")), Duration::from_secs(5));
+        let Err(HttpFailure::NotSent(why)) = got else {
+            panic!("not sent, with the reason: {got:?}");
+        };
+        assert!(
+            why.starts_with("the server's TLS certificate is a CA certificate"),
+            "{why}"
+        );
+        assert!(
+            why.contains("mkcert") && why.contains("CaUsedAsEndEntity"),
+            "{why}"
+        );
     }
 
     #[test]
