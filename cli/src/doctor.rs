@@ -57,6 +57,8 @@ enum Verdict {
     Fail(String),
     /// The store refused or failed: no verdict.
     Error(String),
+    /// No request reached the store (no connection, a refused certificate).
+    Unreachable(String),
 }
 
 /// Where the probe keys go: `s3://bucket/prefix/` (or `az://`, `gs://`).
@@ -120,11 +122,19 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16, timeout: Du
     };
     let run = format!("{:016x}", nonce());
     let key = |name: &str| format!("{prefix}sets3lock-doctor-{run}-{name}");
+    out!("sets3lock doctor: {scheme}://{bucket}/{prefix}");
+    if let Some(signer) = client.client.sign_in() {
+        out!("  signed  by {signer}");
+    }
+    let first = second_create(&client, &key("create"));
+    if let Verdict::Unreachable(detail) = &first {
+        // Nothing was sent: every other check would say the same.
+        out!("  ERROR   the store could not be asked: {detail}");
+        out!("verdict: inconclusive (no request reached the store)");
+        return CANNOT_LOCK;
+    }
     let checks: Vec<(&str, Verdict)> = vec![
-        (
-            "a second If-None-Match: * PUT is refused",
-            second_create(&client, &key("create")),
-        ),
+        ("a second If-None-Match: * PUT is refused", first),
         (
             "PUT If-Match with a wrong ETag is refused",
             put_if_match(&client, &key("put-if-match")),
@@ -139,10 +149,6 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16, timeout: Du
         ),
     ];
     let (mut failed, mut errors) = (0, 0);
-    out!("sets3lock doctor: {scheme}://{bucket}/{prefix}");
-    if let Some(signer) = client.client.sign_in() {
-        out!("  signed  by {signer}");
-    }
     for (name, verdict) in &checks {
         match verdict {
             Verdict::Pass(detail) => out!("  ok      {name}: {detail}"),
@@ -150,7 +156,7 @@ pub(crate) fn doctor(url: &ProbeUrl, options: &Options, racers: u16, timeout: Du
                 failed += 1;
                 out!("  FAILED  {name}: {detail}");
             }
-            Verdict::Error(detail) => {
+            Verdict::Error(detail) | Verdict::Unreachable(detail) => {
                 errors += 1;
                 out!("  ERROR   {name}: {detail}");
             }
@@ -234,8 +240,10 @@ fn create(client: &Probe, key: &str) -> Result<ETag, Verdict> {
     ) {
         Response::Written { etag } => Ok(etag),
         Response::Refused(e) => Err(Verdict::Error(e.to_string())),
+        Response::Ambiguous(Ambiguity::NotSent { detail }) => Err(Verdict::Unreachable(detail)),
         other => Err(Verdict::Error(format!(
-            "the first create of a fresh key got {other:?}"
+            "the first create of a fresh key got {}",
+            said(&other)
         ))),
     }
 }
@@ -249,6 +257,22 @@ fn current(client: &Probe, key: &str) -> Option<ETag> {
     ) {
         Response::Object { etag, .. } => Some(etag),
         _ => None,
+    }
+}
+
+/// A reply as a line of the report says it.
+fn said(reply: &Response) -> String {
+    match reply {
+        Response::Ambiguous(a) => a.to_string(),
+        Response::Refused(e) => e.to_string(),
+        Response::Written { .. } => "written".into(),
+        Response::Deleted => "deleted".into(),
+        Response::Object { .. } => "the object".into(),
+        Response::NotModified => "not modified (304)".into(),
+        Response::Exists => "exists (412)".into(),
+        Response::Mismatch => "ETag mismatch (412)".into(),
+        Response::Absent => "absent (404)".into(),
+        Response::Conflict { code } => format!("conflict (409 {})", code.as_deref().unwrap_or("")),
     }
 }
 
@@ -273,8 +297,8 @@ fn second_create(client: &Probe, key: &str) -> Verdict {
         }
         Response::Refused(e) => Verdict::Error(e.to_string()),
         other => match current(client, key) {
-            Some(e) if e == first => Verdict::Pass(format!("not applied ({other:?})")),
-            _ => Verdict::Error(format!("{other:?}")),
+            Some(e) if e == first => Verdict::Pass(format!("not applied ({})", said(&other))),
+            _ => Verdict::Error(said(&other)),
         },
     }
 }
@@ -296,7 +320,7 @@ fn put_if_match(client: &Probe, key: &str) -> Verdict {
             return Verdict::Fail("a PUT with a wrong If-Match overwrote the object".into())
         }
         Response::Refused(e) => return Verdict::Error(e.to_string()),
-        other => return Verdict::Error(format!("{other:?}")),
+        other => return Verdict::Error(said(&other)),
     }
     match client.send(
         key,
@@ -309,7 +333,7 @@ fn put_if_match(client: &Probe, key: &str) -> Verdict {
             Verdict::Pass("wrong ETag refused (412), right ETag accepted".into())
         }
         Response::Refused(e) => Verdict::Error(format!("the right ETag was refused too: {e}")),
-        other => Verdict::Fail(format!("the right ETag was not accepted: {other:?}")),
+        other => Verdict::Fail(format!("the right ETag was not accepted: {}", said(&other))),
     }
 }
 
@@ -331,7 +355,7 @@ fn delete_if_match(client: &Probe, key: &str) -> Verdict {
             return Verdict::Fail(format!("the store refuses DELETE If-Match (HTTP {status}): a presence-mode lock cannot be released; use --fenced, which never deletes"))
         }
         Response::Refused(e) => return Verdict::Error(e.to_string()),
-        other => return Verdict::Error(format!("{other:?}")),
+        other => return Verdict::Error(said(&other)),
     }
     if current(client, key).as_ref() != Some(&first) {
         return Verdict::Fail("the object changed after a refused DELETE".into());
@@ -341,51 +365,139 @@ fn delete_if_match(client: &Probe, key: &str) -> Verdict {
             Verdict::Pass("wrong ETag refused (412), right ETag deleted".into())
         }
         Response::Refused(e) => Verdict::Error(format!("the right ETag was refused: {e}")),
-        other => Verdict::Fail(format!("the right ETag did not delete: {other:?}")),
+        other => Verdict::Fail(format!("the right ETag did not delete: {}", said(&other))),
     }
 }
 
+/// How many times a racer sends its create while the answer is unknown.
+const RACE_TRIES: u32 = 5;
+
+/// Many simultaneous creates of one key: exactly one may be applied. An answer that says
+/// nothing (S3 answers simultaneous PUTs to one key with `503 SlowDown`; a 429; a reply lost
+/// or slow past the request timeout) is not a verdict: that racer sends its create again, as
+/// the lock does, and the object's body then says whose create was applied.
 fn race(client: &Probe, key: &str, racers: usize) -> Verdict {
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(racers));
-    let outcomes: Vec<Response> = std::thread::scope(|scope| {
+    let outcomes: Vec<Racer> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..racers)
             .map(|i| {
                 let (client, barrier) = (client.clone(), barrier.clone());
                 scope.spawn(move || {
                     barrier.wait();
-                    client.send(
-                        key,
-                        &Intent::PutIfNoneMatch {
-                            body: body(&format!("racer-{i}")),
-                        },
-                    )
+                    racer(&client, key, i)
                 })
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let winners = outcomes
-        .iter()
-        .filter(|r| matches!(r, Response::Written { .. }))
-        .count();
-    let losers = outcomes
-        .iter()
-        .filter(|r| matches!(r, Response::Exists | Response::Conflict { .. }))
-        .count();
-    let unknown = outcomes.len() - winners - losers;
-    if let Some(Response::Refused(e)) = outcomes.iter().find(|r| matches!(r, Response::Refused(_)))
-    {
+    if let Some(e) = outcomes.iter().find_map(|r| match &r.last {
+        Response::Refused(e) => Some(e),
+        _ => None,
+    }) {
         return Verdict::Error(e.to_string());
     }
-    match (winners, unknown) {
-        (1, 0) => Verdict::Pass(format!("1 of {racers} won, {losers} refused")),
-        (w, _) if w > 1 => Verdict::Fail(format!(
-            "{w} of {racers} parallel creates won: conditional writes are not atomic"
-        )),
-        (_, u) => Verdict::Error(format!(
-            "{winners} won, {losers} refused, {u} unknown (timeouts or errors)"
-        )),
+    let holder = match client.send(
+        key,
+        &Intent::Get {
+            if_none_match: None,
+        },
+    ) {
+        Response::Object { body, .. } => (0..racers).find(|&i| {
+            let tag = format!("\"racer-{i}\"");
+            body.windows(tag.len()).any(|w| w == tag.as_bytes())
+        }),
+        _ => None,
+    };
+    judge(&outcomes, holder)
+}
+
+/// What one racer ended with.
+struct Racer {
+    /// Its last answer.
+    last: Response,
+    /// What the answers that said nothing said (a try among them may have been applied).
+    unknown: Vec<String>,
+}
+
+fn racer(client: &Probe, key: &str, i: usize) -> Racer {
+    let mut unknown = Vec::new();
+    loop {
+        let last = client.send(
+            key,
+            &Intent::PutIfNoneMatch {
+                body: body(&format!("racer-{i}")),
+            },
+        );
+        let tries = unknown.len() as u32 + 1;
+        match &last {
+            Response::Ambiguous(a) if tries < RACE_TRIES && client.left().is_some() => {
+                unknown.push(a.to_string());
+                // Apart, as the lock's backoff would: 100, 200, 400, 800 ms, and a jitter.
+                let pause = Duration::from_millis((100 << (tries - 1)) + nonce() % 100);
+                std::thread::sleep(pause);
+            }
+            _ => return Racer { last, unknown },
+        }
     }
+}
+
+/// The verdict on the racers' answers and on `holder`, the racer whose body the object holds.
+fn judge(outcomes: &[Racer], holder: Option<usize>) -> Verdict {
+    let racers = outcomes.len();
+    let written: Vec<usize> = (0..racers)
+        .filter(|&i| matches!(outcomes[i].last, Response::Written { .. }))
+        .collect();
+    // A racer whose answer was lost, though its create was applied, holds the object.
+    let lost_winner = holder.filter(|h| !written.contains(h) && !outcomes[*h].unknown.is_empty());
+    let applied = written.len() + usize::from(lost_winner.is_some());
+    let still_unknown: Vec<&Racer> = outcomes
+        .iter()
+        .filter(|r| matches!(r.last, Response::Ambiguous(_)))
+        .collect();
+    let resent = outcomes.iter().filter(|r| !r.unknown.is_empty()).count();
+    let answers = |rs: &mut dyn Iterator<Item = &String>| {
+        let mut seen: Vec<&String> = Vec::new();
+        for a in rs {
+            if !seen.contains(&a) {
+                seen.push(a);
+            }
+        }
+        seen.iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if applied > 1 {
+        return Verdict::Fail(format!(
+            "{applied} of {racers} parallel creates were applied: conditional writes are not atomic"
+        ));
+    }
+    if applied == 1 && still_unknown.is_empty() {
+        let refused = racers - 1;
+        let mut detail = format!("1 of {racers} won, {refused} refused");
+        if lost_winner.is_some() {
+            detail.push_str(" (the winner's answer was lost; the object holds its body)");
+        }
+        if resent > 0 {
+            let said = answers(&mut outcomes.iter().flat_map(|r| r.unknown.iter()));
+            detail.push_str(&format!(
+                "; {resent} answered {said} first and were sent again"
+            ));
+        }
+        return Verdict::Pass(detail);
+    }
+    let last = still_unknown
+        .iter()
+        .find_map(|r| match &r.last {
+            Response::Ambiguous(a) => Some(a.to_string()),
+            _ => None,
+        })
+        .unwrap_or_else(|| "none".into());
+    Verdict::Error(format!(
+        "{applied} won, {} refused, {} still unknown after {RACE_TRIES} tries each (the last answer: {last})",
+        racers - applied - still_unknown.len(),
+        still_unknown.len()
+    ))
 }
 
 fn cleanup(client: &Probe, key: &str) {
@@ -396,7 +508,67 @@ fn cleanup(client: &Probe, key: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{versioning_note, ProbeUrl};
+    use super::{judge, versioning_note, ProbeUrl, Racer, Verdict};
+    use sets3lock::proto::{Ambiguity, ETag, Response};
+
+    fn racer(last: Response, unknown: &[&str]) -> Racer {
+        Racer {
+            last,
+            unknown: unknown.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    fn written() -> Response {
+        Response::Written {
+            etag: ETag::parse("e1").expect("an ETag"),
+        }
+    }
+
+    fn slow_down() -> Response {
+        Response::Ambiguous(Ambiguity::Status {
+            status: 503,
+            code: Some("SlowDown".into()),
+        })
+    }
+
+    #[test]
+    fn a_racer_whose_lost_create_holds_the_object_beside_a_written_one_fails_the_race() {
+        // Racer 1's first answer was lost and its retry refused, yet the object holds its
+        // body while racer 0 was told it wrote: two creates applied.
+        let outcomes = [
+            racer(written(), &[]),
+            racer(Response::Exists, &["connection failed: reset"]),
+            racer(Response::Exists, &[]),
+        ];
+        assert!(matches!(judge(&outcomes, Some(1)), Verdict::Fail(d) if d.contains("2 of 3")));
+        // The same answers with racer 0's body in the object: one applied, and a pass.
+        let Verdict::Pass(d) = judge(&outcomes, Some(0)) else {
+            panic!("a pass");
+        };
+        assert!(d.contains("1 of 3 won") && d.contains("sent again"), "{d}");
+    }
+
+    #[test]
+    fn a_lost_winner_passes_and_answers_still_unknown_leave_it_inconclusive() {
+        let lost_winner = [
+            racer(Response::Exists, &["no reply before the request timeout"]),
+            racer(Response::Exists, &[]),
+        ];
+        assert!(matches!(judge(&lost_winner, Some(0)), Verdict::Pass(d) if d.contains("lost")));
+        // Without the body to say so, nobody is known to have won.
+        assert!(matches!(judge(&lost_winner, None), Verdict::Error(_)));
+        let throttled = [
+            racer(written(), &[]),
+            racer(slow_down(), &["HTTP 503 SlowDown"; 4]),
+        ];
+        let Verdict::Error(d) = judge(&throttled, Some(0)) else {
+            panic!("inconclusive");
+        };
+        assert!(
+            d.contains("1 still unknown") && d.contains("HTTP 503 SlowDown"),
+            "{d}"
+        );
+    }
 
     #[test]
     fn the_versioning_note_names_the_cost_and_a_rule_scoped_to_the_prefix() {

@@ -577,6 +577,46 @@ fn doctor_passes_on_azurite_and_says_fake_gcs_is_safe_for_fenced_locks_only() {
     }
 }
 
+/// `doctor`'s race, when the store throttles it as S3 answers simultaneous PUTs to one key
+/// (`503 SlowDown`), or when replies are lost on the way: a racer whose answer said nothing
+/// sends its create again, and the object's body says whose create was applied. The verdict
+/// is the store's, not "inconclusive" (as it was when each such racer counted as unknown).
+#[test]
+fn doctor_sends_again_the_racers_answered_slow_down_or_nothing_and_still_judges() {
+    use support::proxy::{Fate, Plan};
+    let Some(s) = seaweedfs() else { return };
+    for (fate, count, said) in [
+        (Fate::SlowDown, 8, "HTTP 503 SlowDown"),
+        (Fate::LoseReply, 3, "connection failed"),
+    ] {
+        let (proxy, cmd) = s.via_proxy();
+        proxy.fault(Plan {
+            method: "PUT",
+            path: "-race".into(),
+            count,
+            fate,
+        });
+        let o = cmd
+            .args(["doctor", &format!("s3://{}/doctor/", s.bucket)])
+            .output();
+        let out = stdout(&o);
+        assert_eq!(code(&o), 0, "{fate:?}: {out}{}", stderr(&o));
+        assert_eq!(
+            proxy.faulted(),
+            count,
+            "{fate:?}: the plan faulted as many racers as it names: {out}"
+        );
+        let race = out
+            .lines()
+            .find(|l| l.contains("parallel"))
+            .unwrap_or_else(|| panic!("no line for the race: {out}"));
+        assert!(
+            race.starts_with("  ok") && race.contains("sent again") && race.contains(said),
+            "{fate:?}: {race}"
+        );
+    }
+}
+
 /// Replays a witness of `S <who>` / `E <who>` lines: how many entered, and the most inside at
 /// once; or the first line that breaks the rules.
 fn replay(log: &str) -> Result<(usize, usize), String> {
