@@ -6,6 +6,7 @@ use sets3lock::Held as RustHeld;
 use std::sync::Arc;
 
 use crate::hold::{exit_outcome, leaving_by, loss_of, outcome_name, quiet, release, Ended, Hold};
+use crate::hold_face::hold_face;
 use crate::runtime::{self, in_python};
 
 /// A held lock (awaitable methods), for asyncio.
@@ -23,6 +24,18 @@ impl AsyncHeld {
             hold: Hold::new(held, false)?,
         }))
     }
+}
+
+/// The awaitable that resolves with the hold `acquiring` gets (a lock's, a slot's, a
+/// leadership), delivered to the awaiting task. Cancelling it gives up the acquisition.
+pub(crate) fn acquiring<'py>(
+    py: Python<'py>,
+    acquiring: impl std::future::Future<Output = Result<RustHeld, sets3lock::Error>> + Send + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
+    delivering(runtime::awaitable(py, async move {
+        let held = in_python(acquiring.await).await?;
+        AsyncHeld::deliver(held)
+    })?)
 }
 
 /// An `AsyncHeld` on its way to Python. Marked delivered only by Python code that received it
@@ -50,102 +63,46 @@ impl<'py> IntoPyObject<'py> for Delivered {
     }
 }
 
-#[pymethods]
-impl AsyncHeld {
-    /// The lock's URL.
-    #[getter]
-    fn url(&self) -> &str {
-        &self.hold.url
-    }
+hold_face! {
+    AsyncHeld {
+        /// Marks the hold as received by Python (called by `_enter.delivered`).
+        fn _delivered(&self) {
+            self.hold.cell.delivered();
+        }
 
-    /// This hold's owner id (hex).
-    #[getter]
-    fn owner(&self) -> &str {
-        &self.hold.owner
-    }
+        /// Resolves when the lock is lost or expires, with why ("released" if released here).
+        fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            self.hold.here()?;
+            // The future holds no strong reference to the hold: the hold is dropped (and, if
+            // never released, released with its warning) with the Python object, under the GIL.
+            let (watch, cell) = (self.hold.watch.clone(), Arc::downgrade(&self.hold.cell));
+            runtime::awaitable(py, async move {
+                let loss = watch.lost().await;
+                let ended = loss_of(cell.upgrade().as_deref(), &watch).unwrap_or(Ended::of(loss));
+                Ok(ended.name())
+            })
+        }
 
-    /// The fencing token (fenced mode), `None` in presence mode.
-    #[getter]
-    fn token(&self) -> Option<u64> {
-        self.hold.token
-    }
+        /// Releases the lock; resolves with what the release found (as `Held.release`).
+        fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            let held = self.hold.for_release()?;
+            runtime::awaitable(py, async move {
+                in_python(release(held).await.map(outcome_name)).await
+            })
+        }
 
-    /// The slot, for a semaphore's hold.
-    #[getter]
-    fn slot(&self) -> Option<u32> {
-        self.hold.slot
-    }
+        fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            runtime::awaitable(py, async move { Ok(slf) })
+        }
 
-    /// The lock object's version now.
-    #[getter]
-    fn etag(&self) -> PyResult<String> {
-        self.hold.etag()
-    }
-
-    /// "renewing", "behind" or "ended"; sends no request.
-    fn health(&self) -> PyResult<&'static str> {
-        self.hold.health()
-    }
-
-    /// Seconds of validity left, `None` for a lease of 0.
-    fn remaining(&self) -> PyResult<Option<f64>> {
-        self.hold.remaining()
-    }
-
-    /// Whether the lock is held and valid now.
-    fn is_held(&self) -> PyResult<bool> {
-        self.hold.is_held()
-    }
-
-    /// Raises `LockLost` if the lock was lost.
-    fn ensure(&self) -> PyResult<()> {
-        self.hold.ensure()
-    }
-
-    /// Marks the hold as received by Python (called by `_enter.delivered`).
-    fn _delivered(&self) {
-        self.hold.cell.delivered();
-    }
-
-    /// Resolves when the lock is lost or expires, with why ("released" if released here).
-    fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.hold.here()?;
-        // The future holds no strong reference to the hold: the hold is dropped (and, if
-        // never released, released with its warning) with the Python object, under the GIL.
-        let (watch, cell) = (self.hold.watch.clone(), Arc::downgrade(&self.hold.cell));
-        runtime::awaitable(py, async move {
-            let loss = watch.lost().await;
-            let ended = loss_of(cell.upgrade().as_deref(), &watch).unwrap_or(Ended::of(loss));
-            Ok(ended.name())
-        })
-    }
-
-    /// Releases the lock; resolves with what the release found (as `Held.release`).
-    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let held = self.hold.for_release()?;
-        runtime::awaitable(py, async move {
-            in_python(release(held).await.map(outcome_name)).await
-        })
-    }
-
-    fn __aenter__<'py>(slf: Py<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        runtime::awaitable(py, async move { Ok(slf) })
-    }
-
-    #[pyo3(signature = (*exc))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc: &Bound<'py, pyo3::types::PyTuple>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.exit(py, exc)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<sets3lock.AsyncHeld {} owner {}>",
-            self.hold.url, self.hold.owner
-        )
+        #[pyo3(signature = (*exc))]
+        fn __aexit__<'py>(
+            &self,
+            py: Python<'py>,
+            exc: &Bound<'py, pyo3::types::PyTuple>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            self.exit(py, exc)
+        }
     }
 }
 

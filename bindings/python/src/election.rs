@@ -6,7 +6,7 @@ use sets3lock::proto::Sighting;
 use sets3lock::Election as RustElection;
 use std::sync::Arc;
 
-use crate::async_held::{delivering, AsyncHeld};
+use crate::async_held::acquiring;
 use crate::errors::to_py;
 use crate::held::Held;
 use crate::holder::Holder;
@@ -75,8 +75,7 @@ impl Election {
     fn campaign(&self, py: Python<'_>) -> PyResult<Held> {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
-        let held = runtime::wait(py, async move { election.campaign().await })?.map_err(to_py)?;
-        Held::new(held)
+        Held::acquired(py, async move { election.campaign().await })
     }
 
     /// The leader now (one read), `None` if nobody leads.
@@ -129,10 +128,7 @@ impl AsyncElection {
     fn campaign<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.origin.check("the election", &self.url)?;
         let election = self.election.clone();
-        delivering(runtime::awaitable(py, async move {
-            let held = in_python(election.campaign().await).await?;
-            AsyncHeld::deliver(held)
-        })?)
+        acquiring(py, async move { election.campaign().await })
     }
 
     /// The leader now (one read); resolves with `None` if nobody leads.

@@ -11,6 +11,7 @@ mod entered;
 mod errors;
 mod held;
 mod hold;
+mod hold_face;
 mod holder;
 mod lock;
 mod locks;

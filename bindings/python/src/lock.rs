@@ -6,13 +6,12 @@ use sets3lock::Locker;
 use sets3lock::Wait;
 use std::sync::Arc;
 
-use crate::async_held::{delivering, AsyncHeld};
+use crate::async_held::acquiring;
 use crate::entered::Entered;
 use crate::errors::to_py;
 use crate::held::Held;
 use crate::process::Origin;
 use crate::runtime;
-use crate::runtime::in_python;
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 /// A locker for `url` with the keyword arguments of `what`, and how long it waits.
@@ -75,8 +74,7 @@ impl Lock {
             .check("the Lock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
-        let held = runtime::wait(py, async move { locker.acquire(wait).await })?.map_err(to_py)?;
-        Held::new(held)
+        Held::acquired(py, async move { locker.acquire(wait).await })
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
@@ -134,10 +132,7 @@ impl AsyncLock {
             .check("the AsyncLock", &self.locker.url().to_string())?;
         let locker = self.locker.clone();
         let wait = self.wait;
-        delivering(runtime::awaitable(py, async move {
-            let held = in_python(locker.acquire(wait).await).await?;
-            AsyncHeld::deliver(held)
-        })?)
+        acquiring(py, async move { locker.acquire(wait).await })
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

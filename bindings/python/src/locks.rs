@@ -7,12 +7,11 @@ use sets3lock::proto::{LockUrl, Scheme};
 use sets3lock::Locks as RustLocks;
 use std::sync::Arc;
 
-use crate::async_held::{delivering, AsyncHeld};
+use crate::async_held::acquiring;
 use crate::errors::to_py;
 use crate::held::Held;
 use crate::process::Origin;
 use crate::runtime;
-use crate::runtime::in_python;
 use crate::settings::{Settings, LOCK, STORE, WAIT};
 
 /// The store `url` names: a lock URL, or a bucket's (`s3://bucket`, `az://container`).
@@ -76,9 +75,7 @@ impl Locks {
             .check("the Locks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
-        let held =
-            runtime::wait(py, async move { locks.acquire(&key, wait).await })?.map_err(to_py)?;
-        Held::new(held)
+        Held::acquired(py, async move { locks.acquire(&key, wait).await })
     }
 
     /// Requests sent to the store so far by these locks.
@@ -123,10 +120,7 @@ impl AsyncLocks {
             .check("the AsyncLocks of bucket", self.locks.bucket())?;
         let wait = Settings::read("acquire", options, &[WAIT])?.wait()?;
         let (locks, key) = (self.locks.clone(), key.to_owned());
-        delivering(runtime::awaitable(py, async move {
-            let held = in_python(locks.acquire(&key, wait).await).await?;
-            AsyncHeld::deliver(held)
-        })?)
+        acquiring(py, async move { locks.acquire(&key, wait).await })
     }
 
     /// Requests sent to the store so far by these locks.

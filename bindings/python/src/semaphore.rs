@@ -6,13 +6,12 @@ use sets3lock::Semaphore as RustSemaphore;
 use sets3lock::Wait;
 use std::sync::Arc;
 
-use crate::async_held::{delivering, AsyncHeld};
+use crate::async_held::acquiring;
 use crate::entered::Entered;
 use crate::errors::to_py;
 use crate::held::Held;
 use crate::process::Origin;
 use crate::runtime;
-use crate::runtime::in_python;
 use crate::settings::{lock_url, Settings, LOCK, STORE, WAIT};
 
 /// `slots` as the library takes it; a `ValueError` with the library's message if it is out of
@@ -91,9 +90,7 @@ impl Semaphore {
             .check("the Semaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
-        let held =
-            runtime::wait(py, async move { semaphore.acquire(wait).await })?.map_err(to_py)?;
-        Held::new(held)
+        Held::acquired(py, async move { semaphore.acquire(wait).await })
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<Held>> {
@@ -152,10 +149,7 @@ impl AsyncSemaphore {
             .check("the AsyncSemaphore", &self.semaphore.url().to_string())?;
         let semaphore = self.semaphore.clone();
         let wait = self.wait;
-        delivering(runtime::awaitable(py, async move {
-            let held = in_python(semaphore.acquire(wait).await).await?;
-            AsyncHeld::deliver(held)
-        })?)
+        acquiring(py, async move { semaphore.acquire(wait).await })
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
