@@ -63,7 +63,8 @@ fn target() -> Target {
 fn options(t: &Target) -> Options {
     let mut options = Options::default();
     options.s3.endpoint = Some(sets3lock::parse_endpoint(&t.endpoint).expect("endpoint"));
-    options.s3.credentials = Some(AwsCredentials::new(t.key.clone(), t.secret.clone()));
+    options.s3.credentials =
+        sets3lock::Credentials::Fixed(AwsCredentials::new(t.key.clone(), t.secret.clone()));
     options
 }
 

@@ -44,7 +44,7 @@ fn server() -> Server {
 fn options(s: &Server) -> Options {
     let mut options = Options::default();
     options.s3.endpoint = Some(sets3lock::parse_endpoint(&s.endpoint).expect("endpoint"));
-    options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+    options.s3.credentials = sets3lock::Credentials::Fixed(sets3lock::AwsCredentials::new(
         s.key.clone(),
         s.secret.clone(),
     ));

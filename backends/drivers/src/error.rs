@@ -6,8 +6,8 @@ use sets3lock_proto::{ETag, Event, Holder, LostReason};
 /// Why opening, acquiring or releasing a lock failed.
 ///
 /// ```
-/// let e = sets3lock::Error::from(sets3lock::SettingsError::MissingCredentials);
-/// assert!(e.to_string().contains("AWS_ACCESS_KEY_ID"));
+/// let e = sets3lock::Error::from(sets3lock::SettingsError::MissingAzureCredentials);
+/// assert!(e.to_string().contains("AZURE_STORAGE_CONNECTION_STRING"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -165,9 +165,6 @@ pub enum Error {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SettingsError {
-    /// Options built in code name no AWS credentials and no source.
-    #[error("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials)")]
-    MissingCredentials,
     /// A named profile cannot be used.
     #[error("AWS profile {profile:?}: {reason}")]
     Profile {
@@ -359,8 +356,7 @@ impl SettingsError {
         match self {
             SettingsError::Profile { .. } => ErrorKind::InvalidInput,
             SettingsError::GcsIgnoresConditions => ErrorKind::Refused,
-            SettingsError::MissingCredentials
-            | SettingsError::CaBundle { .. }
+            SettingsError::CaBundle { .. }
             | SettingsError::Credentials { .. }
             | SettingsError::MissingAzureCredentials
             | SettingsError::BearerOverHttp { .. }

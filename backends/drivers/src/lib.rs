@@ -138,6 +138,7 @@ pub use sets3lock_proto::{
 /// the core's intents, and the reading of its reply, as pure functions. The drivers here send
 /// exactly what it builds; use it to drive the core on a runtime of your own.
 pub use sets3lock_wire as wire;
+pub use signin::credentials::Credentials;
 pub use signin::source::{BearerToken, CredentialError, CredentialSource};
 pub use signin::SignIn;
 #[cfg(feature = "tokio")]

@@ -79,34 +79,25 @@ impl Default for Options {
 impl Options {
     /// Options for a lock on `scheme`'s store, from the process environment: the CA bundle
     /// (`SETS3LOCK_CA_BUNDLE`, or for S3 `AWS_CA_BUNDLE`), and that store's variables only:
-    /// for S3 the AWS variables completed from the AWS profile they name
-    /// ([`S3Settings::from_env_and_profile`]), `AzureSettings::from_vars` (feature `azure`) or
-    /// `GcsSettings::from_vars` (feature `gcs`).
+    /// [`S3Settings::from_vars`] (the AWS variables completed from the AWS profile they
+    /// name), `AzureSettings::from_vars` (feature `azure`) or `GcsSettings::from_vars`
+    /// (feature `gcs`).
     pub fn from_env(scheme: Scheme) -> Result<Options, Error> {
         Options::from_vars(scheme, env_var)
     }
 
     /// Like [`from_env`](Options::from_env), with an AWS profile named explicitly for
-    /// `s3://` locks (the AWS CLI's `--profile`): its keys win over the environment's, and
-    /// it must have some ([`SettingsError::Profile`](crate::SettingsError::Profile) otherwise); no other profile is read. Other
-    /// stores ignore it.
+    /// `s3://` locks (the AWS CLI's `--profile`): [`S3Settings::from_env_and_profile`], whose
+    /// region, endpoint and credentials come from that profile; no other profile is read.
+    /// Other stores ignore it.
     pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
         match scheme {
-            Scheme::S3 => Ok(Options::from_env_with_s3(S3Settings::from_env_and_profile(
-                Some(profile),
-            )?)),
+            Scheme::S3 => Ok(Options {
+                ca_bundle: ca_bundle(Scheme::S3, env_var),
+                s3: S3Settings::from_env_and_profile(Some(profile))?,
+                ..Options::default()
+            }),
             other => Options::from_env(other),
-        }
-    }
-
-    /// Options for an `s3://` lock with this S3 part (from
-    /// [`S3Settings::from_env_and_profile`], or your own), and
-    /// what every store shares from the environment (the CA bundle).
-    pub fn from_env_with_s3(s3: S3Settings) -> Options {
-        Options {
-            ca_bundle: ca_bundle(Scheme::S3, env_var),
-            s3,
-            ..Options::default()
         }
     }
 
@@ -122,7 +113,7 @@ impl Options {
             ..Options::default()
         };
         match scheme {
-            Scheme::S3 => options.s3 = S3Settings::from_vars_and_profile(None, &var)?,
+            Scheme::S3 => options.s3 = S3Settings::from_vars(&var)?,
             #[cfg(feature = "azure")]
             Scheme::Azure => options.azure = crate::AzureSettings::from_vars(&var)?,
             #[cfg(feature = "gcs")]

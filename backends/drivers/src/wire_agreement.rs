@@ -198,7 +198,7 @@ fn s3_sends_what_the_wire_layer_builds() {
     let (endpoint, captured) = capture_server();
     let mut options = Options::default();
     options.s3.endpoint = Some(url::Url::parse(&endpoint).expect("url"));
-    options.s3.credentials = Some(crate::AwsCredentials::new_with_token(
+    options.s3.credentials = crate::Credentials::Fixed(crate::AwsCredentials::new_with_token(
         "AKIDEXAMPLE",
         "secret",
         "session",
@@ -260,7 +260,7 @@ fn gcs_sends_what_the_wire_layer_builds() {
     let (endpoint, captured) = capture_server();
     let mut options = Options::default();
     options.gcs.endpoint = Some(url::Url::parse(&endpoint).expect("url"));
-    options.gcs.token = Some("ya29.token".into());
+    options.gcs.credentials = crate::Credentials::Fixed(crate::BearerToken::new("ya29.token"));
     let bucket = sets3lock_wire::gcs::Bucket::new(&endpoint, "locks").expect("bucket");
     for blocking in [false, true] {
         let store = open_store(Scheme::Gcs, "locks", &options, io(blocking)).expect("store");

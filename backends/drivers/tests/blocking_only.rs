@@ -33,7 +33,7 @@ fn seaweedfs() -> Option<(Options, String)> {
     };
     let mut options = Options::default();
     options.set_endpoint(Scheme::S3, sets3lock::parse_endpoint(&endpoint).ok()?);
-    options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+    options.s3.credentials = sets3lock::Credentials::Fixed(sets3lock::AwsCredentials::new(
         var("SETS3LOCK_SEAWEEDFS_ACCESS_KEY")?,
         var("SETS3LOCK_SEAWEEDFS_SECRET")?,
     ));

@@ -3,8 +3,7 @@
 //! (Shared Key) or `AZURE_STORAGE_SAS_TOKEN`, else Entra ID bearer tokens found the way
 //! `DefaultAzureCredential` finds them (see `signin/azure/`).
 
-use crate::{BearerToken, CredentialSource, Error};
-use std::sync::Arc;
+use crate::{BearerToken, Credentials, Error};
 use url::Url;
 
 /// Azurite's (and the old storage emulator's) well-known development account.
@@ -31,8 +30,7 @@ const DEV_ENDPOINT: &str = "http://127.0.0.1:10000/devstoreaccount1";
 /// assert_eq!(azure.endpoint.unwrap().as_str(), "http://127.0.0.1:10000/devstoreaccount1");
 /// ```
 ///
-/// Two settings are equal when their fields are, and their token sources are the same one
-/// (the same `Arc`) or both absent.
+/// Two settings are equal when their fields are (see [`Credentials`] for when two slots are).
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct AzureSettings {
@@ -45,11 +43,13 @@ pub struct AzureSettings {
     /// The blob endpoint (`https://ACCOUNT.blob.core.windows.net` by default; Azurite's is
     /// `http://127.0.0.1:10000/devstoreaccount1`).
     pub endpoint: Option<Url>,
-    /// Where Entra ID bearer tokens come from, used when there is no key and no SAS: your
-    /// own source, or the chain [`from_vars`](AzureSettings::from_vars) finds (a service
-    /// principal, workload identity, managed identity, the Azure CLI). Bearer tokens need an
-    /// `https` endpoint.
-    pub token_source: Option<Arc<dyn CredentialSource<BearerToken>>>,
+    /// Where Entra ID bearer tokens come from, used when there is no key and no SAS: the
+    /// chain (the default: found when the store opens, from the process environment, as
+    /// `DefaultAzureCredential` finds it; see [`from_vars`](AzureSettings::from_vars)), a
+    /// token given ([`Credentials::Fixed`], never refreshed), or a source of your own
+    /// ([`Credentials::Source`]). `from_vars` finds the chain's source at once. Bearer
+    /// tokens need an `https` endpoint.
+    pub credentials: Credentials<BearerToken>,
     /// The CA bundle of the chain's token services, when `from_vars` made the source (see
     /// `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
@@ -57,16 +57,11 @@ pub struct AzureSettings {
 
 impl PartialEq for AzureSettings {
     fn eq(&self, other: &AzureSettings) -> bool {
-        let same_source = match (&self.token_source, &other.token_source) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
         self.account == other.account
             && self.key == other.key
             && self.sas == other.sas
             && self.endpoint == other.endpoint
-            && same_source
+            && self.credentials == other.credentials
     }
 }
 
@@ -81,7 +76,7 @@ impl core::fmt::Debug for AzureSettings {
             .field("key", &self.key.as_ref().map(|_| "…"))
             .field("sas", &self.sas.as_ref().map(|_| "…"))
             .field("endpoint", &self.endpoint)
-            .field("token_source", &self.token_source)
+            .field("credentials", &self.credentials)
             .finish()
     }
 }
@@ -114,7 +109,7 @@ impl AzureSettings {
     /// and the CLI are then tried in turn, and the one that answers is kept.
     ///
     /// ```
-    /// use sets3lock::AzureSettings;
+    /// use sets3lock::{AzureSettings, Credentials};
     /// let vars = |name: &str| match name {
     ///     "AZURE_STORAGE_ACCOUNT" => Some("acct".to_string()),
     ///     "AZURE_TENANT_ID" => Some("contoso.onmicrosoft.com".to_string()),
@@ -123,7 +118,7 @@ impl AzureSettings {
     ///     _ => None,
     /// };
     /// let azure = AzureSettings::from_vars(vars).unwrap();
-    /// assert!(azure.key.is_none() && azure.token_source.is_some());
+    /// assert!(azure.key.is_none() && matches!(azure.credentials, Credentials::Source(_)));
     /// assert!(!format!("{azure:?}").contains("not-shown"));
     /// ```
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<AzureSettings, Error> {
@@ -138,16 +133,18 @@ impl AzureSettings {
         let chain_ca = crate::signin::fetch::CaBundle::new(
             var("SETS3LOCK_CA_BUNDLE").map(std::path::PathBuf::from),
         );
-        let token_source = match (&account, &key, &sas) {
-            (Some(_), None, None) => Some(crate::signin::azure::resolve(&var, &chain_ca)?),
-            _ => None,
+        let credentials = match (&account, &key, &sas) {
+            (Some(_), None, None) => {
+                Credentials::Source(crate::signin::azure::resolve(&var, &chain_ca)?)
+            }
+            _ => Credentials::Chain,
         };
         Ok(AzureSettings {
             account,
             key,
             sas,
             endpoint: None,
-            token_source,
+            credentials,
             chain_ca,
         })
     }
@@ -182,7 +179,7 @@ impl AzureSettings {
                 key: Some(DEV_KEY.into()),
                 sas: None,
                 endpoint: Url::parse(DEV_ENDPOINT).ok(),
-                token_source: None,
+                credentials: Credentials::Chain,
                 chain_ca: Default::default(),
             });
         }
@@ -219,7 +216,7 @@ impl AzureSettings {
             key,
             sas,
             endpoint,
-            token_source: None,
+            credentials: Credentials::Chain,
             chain_ca: Default::default(),
         })
     }

@@ -6,7 +6,7 @@ use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::signin::ready::{no_credentials, Readiness};
-use crate::{Error, Observer, Options};
+use crate::{BearerToken, Error, Observer, Options};
 use base64::Engine as _;
 use core::time::Duration;
 use sets3lock_proto::{Ambiguity, Intent, IntentKind, Response, Scheme};
@@ -84,34 +84,38 @@ impl AzureStore {
                 ))
             }
         };
-        // A key wins, then a SAS, then bearer tokens (your own source, or the chain
-        // `AzureSettings::from_vars` found).
-        let auth = match (&azure.key, &azure.sas, &azure.account, &azure.token_source) {
-            (Some(key), _, Some(account), _) => {
-                Auth::Fixed(sets3lock_wire::azure::Auth::SharedKey {
-                    account: account.clone(),
-                    key: base64::engine::general_purpose::STANDARD
-                        .decode(key.trim())
-                        .map_err(|_| Error::Settings(crate::SettingsError::AzureKey))?,
-                })
-            }
-            (_, Some(sas), _, _) => Auth::Fixed(sets3lock_wire::azure::Auth::Sas(
+        // A key wins, then a SAS, then bearer tokens (given, your own source, or the chain).
+        let auth = match (&azure.key, &azure.sas, &azure.account) {
+            (Some(key), _, Some(account)) => Auth::Fixed(sets3lock_wire::azure::Auth::SharedKey {
+                account: account.clone(),
+                key: base64::engine::general_purpose::STANDARD
+                    .decode(key.trim())
+                    .map_err(|_| Error::Settings(crate::SettingsError::AzureKey))?,
+            }),
+            (_, Some(sas), _) => Auth::Fixed(sets3lock_wire::azure::Auth::Sas(
                 sas.trim_start_matches('?').to_owned(),
             )),
-            (_, _, _, Some(source)) => {
+            (_, _, account) => {
                 // The chain's token services trust what the store trusts.
                 azure.chain_ca.set(options.ca_bundle.clone());
+                let source = match (azure.credentials.source(shown), account) {
+                    (Some(source), _) => source,
+                    // The chain, found now from the process environment, for the account.
+                    (None, Some(_)) => {
+                        crate::signin::azure::resolve(&crate::options::env_var, &azure.chain_ca)?
+                    }
+                    (None, None) => {
+                        return Err(Error::Settings(
+                            crate::SettingsError::MissingAzureCredentials,
+                        ))
+                    }
+                };
                 if endpoint.scheme() != "https" {
                     return Err(Error::Settings(crate::SettingsError::BearerOverHttp {
                         endpoint: endpoint.to_string(),
                     }));
                 }
-                Auth::Bearer(source.clone())
-            }
-            _ => {
-                return Err(Error::Settings(
-                    crate::SettingsError::MissingAzureCredentials,
-                ))
+                Auth::Bearer(source)
             }
         };
         let settings = Settings {
@@ -256,4 +260,9 @@ impl Store for AzureStore {
             _ => self.sign_in().map(|s| s.source),
         }
     }
+}
+
+/// How a token given shows as a sign-in (never the token).
+fn shown(_: &BearerToken) -> String {
+    "an Entra ID token given".to_owned()
 }

@@ -3,9 +3,8 @@
 //! `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server (see
 //! `signin/google/`).
 
-use crate::{BearerToken, CredentialSource, Error};
+use crate::{BearerToken, Credentials, Error};
 use std::path::PathBuf;
-use std::sync::Arc;
 use url::Url;
 
 /// How to reach Google Cloud Storage, for `gs://bucket/key` locks.
@@ -21,8 +20,7 @@ use url::Url;
 /// assert!(gcs.anonymous);
 /// ```
 ///
-/// Two settings are equal when their fields are, and their token sources are the same one
-/// (the same `Arc`) or both absent.
+/// Two settings are equal when their fields are (see [`Credentials`] for when two slots are).
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct GcsSettings {
@@ -30,56 +28,32 @@ pub struct GcsSettings {
     pub endpoint: Option<Url>,
     /// Send no credentials (an emulator).
     pub anonymous: bool,
-    /// An OAuth access token to send as it is (it is not refreshed).
-    pub token: Option<String>,
+    /// Where the bearer tokens come from: Application Default Credentials (the default:
+    /// found when the store opens, from the process environment, with
+    /// [`credentials_file`](GcsSettings::credentials_file) and
+    /// [`metadata_host`](GcsSettings::metadata_host) first), a token given
+    /// ([`Credentials::Fixed`], sent as it is, never refreshed), or a source of your own
+    /// ([`Credentials::Source`]). [`from_vars`](GcsSettings::from_vars) finds the chain's
+    /// source at once. Not used when [`anonymous`](GcsSettings::anonymous).
+    pub credentials: Credentials<BearerToken>,
     /// A Google credentials file (a service account's key, `authorized_user`,
-    /// `external_account`), used when there is no `token` and no `token_source`.
+    /// `external_account`) for the chain, ahead of `GOOGLE_APPLICATION_CREDENTIALS`.
     pub credentials_file: Option<PathBuf>,
-    /// The metadata server's `host[:port]`, asked for tokens when nothing above is set
-    /// (`GCE_METADATA_HOST`; `None`: `metadata.google.internal`).
+    /// The metadata server's `host[:port]` for the chain, ahead of `GCE_METADATA_HOST` (and
+    /// asked even with `NO_GCE_CHECK`); `None`: `metadata.google.internal`.
     pub metadata_host: Option<String>,
-    /// Where bearer tokens come from, used when there is no `token`: your own source, or
-    /// the Application Default Credentials chain [`from_vars`](GcsSettings::from_vars)
-    /// finds. Without one, `credentials_file`, else the metadata server, is used.
-    pub token_source: Option<Arc<dyn CredentialSource<BearerToken>>>,
-    /// The source made from `credentials_file` or `metadata_host` when there is none of the
-    /// above: made once for these settings and their clones, so that the stores they open
-    /// share one cache (and one try of the metadata server).
-    pub(crate) fallback: Arc<std::sync::Mutex<Option<Arc<dyn CredentialSource<BearerToken>>>>>,
-    /// The CA bundle of the chain's token services, when `from_vars` or the fallback made
-    /// the source (see `CaBundle`).
+    /// The CA bundle of the chain's token services, when `from_vars` made the source (see
+    /// `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
-}
-
-impl GcsSettings {
-    /// The fallback source, made by `make` the first time.
-    pub(crate) fn fallback_source(
-        &self,
-        make: impl FnOnce() -> Result<Arc<dyn CredentialSource<BearerToken>>, crate::Error>,
-    ) -> Result<Arc<dyn CredentialSource<BearerToken>>, crate::Error> {
-        let mut made = self.fallback.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(source) = made.as_ref() {
-            return Ok(source.clone());
-        }
-        let source = make()?;
-        *made = Some(source.clone());
-        Ok(source)
-    }
 }
 
 impl PartialEq for GcsSettings {
     fn eq(&self, other: &GcsSettings) -> bool {
-        let same_source = match (&self.token_source, &other.token_source) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
         self.endpoint == other.endpoint
             && self.anonymous == other.anonymous
-            && self.token == other.token
+            && self.credentials == other.credentials
             && self.credentials_file == other.credentials_file
             && self.metadata_host == other.metadata_host
-            && same_source
     }
 }
 
@@ -91,10 +65,9 @@ impl core::fmt::Debug for GcsSettings {
         f.debug_struct("GcsSettings")
             .field("endpoint", &self.endpoint)
             .field("anonymous", &self.anonymous)
-            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("credentials", &self.credentials)
             .field("credentials_file", &self.credentials_file)
             .field("metadata_host", &self.metadata_host)
-            .field("token_source", &self.token_source)
             .finish()
     }
 }
@@ -118,18 +91,17 @@ impl GcsSettings {
     /// a lock is opened.
     ///
     /// ```
-    /// use sets3lock::GcsSettings;
+    /// use sets3lock::{Credentials, GcsSettings};
     /// let vars = |name: &str| match name {
     ///     "GOOGLE_OAUTH_ACCESS_TOKEN" => Some("ya29.not-shown".to_string()),
     ///     _ => None,
     /// };
     /// let gcs = GcsSettings::from_vars(vars).unwrap();
-    /// assert!(gcs.token.is_some() && gcs.token_source.is_none());
+    /// assert!(matches!(gcs.credentials, Credentials::Fixed(_)));
     /// assert!(!format!("{gcs:?}").contains("not-shown"));
     /// ```
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<GcsSettings, Error> {
         let mut options = GcsSettings {
-            token: var("GOOGLE_OAUTH_ACCESS_TOKEN"),
             credentials_file: var("GOOGLE_APPLICATION_CREDENTIALS").map(PathBuf::from),
             metadata_host: var("GCE_METADATA_HOST"),
             ..GcsSettings::default()
@@ -142,11 +114,12 @@ impl GcsSettings {
             };
             options.endpoint = Some(crate::parse_endpoint(&url)?);
             options.anonymous = true;
-        }
-        if !options.anonymous && options.token.is_none() {
+        } else if let Some(token) = var("GOOGLE_OAUTH_ACCESS_TOKEN") {
+            options.credentials = Credentials::Fixed(BearerToken::new(token));
+        } else {
             options.chain_ca =
                 crate::signin::fetch::CaBundle::new(var("SETS3LOCK_CA_BUNDLE").map(PathBuf::from));
-            options.token_source = Some(crate::signin::google::resolve(
+            options.credentials = Credentials::Source(crate::signin::google::resolve(
                 &var,
                 true,
                 &options.chain_ca,

@@ -9,7 +9,8 @@ use crate::driver::clock::Stamp;
 use crate::driver::http::{built, Io, Settings, Transport};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
-use crate::gcs::token::{Fixed, Tokens};
+use crate::gcs::token::{shown, Tokens};
+use crate::signin::credentials::Credentials;
 use crate::signin::ready::{no_credentials, Readiness};
 use crate::{Error, Options};
 use core::time::Duration;
@@ -49,27 +50,23 @@ impl GcsStore {
         };
         let tokens = if gcs.anonymous {
             Tokens::Anonymous
-        } else if let Some(token) = &gcs.token {
-            Tokens::Source(Arc::new(Fixed(token.clone())))
-        } else if let Some(source) = &gcs.token_source {
-            // The chain's token services (if `from_vars` made it) trust what the store trusts.
-            gcs.chain_ca.set(options.ca_bundle.clone());
-            Tokens::Source(source.clone())
         } else {
-            // Settings made in code: their credentials file, else the metadata server.
+            // The chain's token services trust what the store trusts.
             gcs.chain_ca.set(options.ca_bundle.clone());
-            let file = gcs
-                .credentials_file
-                .as_ref()
-                .map(|p| p.display().to_string());
-            let var = |name: &str| match name {
-                "GOOGLE_APPLICATION_CREDENTIALS" => file.clone(),
-                "GCE_METADATA_HOST" => gcs.metadata_host.clone(),
-                _ => None,
-            };
-            Tokens::Source(
-                gcs.fallback_source(|| crate::signin::google::resolve(&var, false, &gcs.chain_ca))?,
-            )
+            Tokens::Source(match gcs.credentials.source(shown) {
+                Some(source) => source,
+                // Application Default Credentials, found now: the process environment, with
+                // the file and the metadata host the settings name first.
+                None => crate::signin::google::resolve_named(
+                    &crate::options::env_var,
+                    &crate::signin::google::Named {
+                        file: gcs.credentials_file.clone(),
+                        metadata_host: gcs.metadata_host.clone(),
+                    },
+                    true,
+                    &gcs.chain_ca,
+                )?,
+            })
         };
         if let Tokens::Source(_) = &tokens {
             // A token never goes in clear off this machine.
@@ -94,7 +91,7 @@ impl GcsStore {
         // Last, once the rest is known to be right: the first token, or one line saying what
         // was tried and what to do (see `Readiness`).
         let ready = match &tokens {
-            Tokens::Source(source) if gcs.token.is_none() => {
+            Tokens::Source(source) if !matches!(gcs.credentials, Credentials::Fixed(_)) => {
                 let source = source.clone();
                 Readiness::of(
                     move || source.ready().map_err(|e| e.to_string()),

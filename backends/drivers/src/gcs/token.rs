@@ -2,7 +2,7 @@
 //! ADC chain of `signin/google/`, or your own), asked before each request and never fetched
 //! on the request's path.
 
-use crate::{BearerToken, CredentialError, CredentialSource};
+use crate::{BearerToken, CredentialSource};
 use sets3lock_proto::Response;
 use std::sync::Arc;
 
@@ -34,23 +34,9 @@ impl Tokens {
     }
 }
 
-/// A token given as it is (`GOOGLE_OAUTH_ACCESS_TOKEN`): never refreshed, never shown.
-pub(crate) struct Fixed(pub(crate) String);
-
-impl core::fmt::Debug for Fixed {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Fixed(…)")
-    }
-}
-
-impl CredentialSource<BearerToken> for Fixed {
-    fn current(&self) -> Result<BearerToken, CredentialError> {
-        Ok(BearerToken::new(self.0.clone()))
-    }
-
-    fn sign_in(&self) -> crate::SignIn {
-        crate::SignIn::new("a token given (GOOGLE_OAUTH_ACCESS_TOKEN)")
-    }
+/// How a token given shows as a sign-in (never the token).
+pub(crate) fn shown(_: &BearerToken) -> String {
+    "a token given (GOOGLE_OAUTH_ACCESS_TOKEN)".to_owned()
 }
 
 #[cfg(test)]
@@ -59,7 +45,8 @@ mod tests {
 
     #[test]
     fn a_given_token_is_sent_as_it_is_and_never_shown() {
-        let t = Tokens::Source(Arc::new(Fixed("ya29.given".into())));
+        let given = crate::Credentials::Fixed(BearerToken::new("ya29.given"));
+        let t = Tokens::Source(given.source(shown).expect("a source"));
         assert_eq!(t.current().ok().flatten().as_deref(), Some("ya29.given"));
         assert!(!format!("{t:?}").contains("ya29"));
         assert_eq!(Tokens::Anonymous.current().ok(), Some(None));

@@ -1,9 +1,8 @@
 //! AWS signing credentials, and where they come from: asked once per request so that
 //! temporary credentials can be refreshed underneath a long hold.
 
-use crate::signin::source::{CredentialError, CredentialSource};
+use crate::signin::source::CredentialSource;
 use std::fmt::Debug;
-use std::sync::Arc;
 
 /// An AWS access key, its secret and, for temporary credentials, the session token.
 ///
@@ -80,20 +79,6 @@ impl Debug for AwsCredentials {
     }
 }
 
-/// Fixed credentials.
-#[derive(Debug)]
-pub(crate) struct Fixed(pub(crate) AwsCredentials);
-
-impl CredentialSource<AwsCredentials> for Fixed {
-    fn current(&self) -> Result<AwsCredentials, CredentialError> {
-        Ok(self.0.clone())
-    }
-
-    fn sign_in(&self) -> crate::SignIn {
-        crate::SignIn::new(format!("keys ({})", self.0.key()))
-    }
-}
-
 /// The credentials to sign a request with now, or (when the source has none) the answer that
 /// stands for the request: not sent, so a setback the core retries.
 pub(crate) fn to_sign_with(
@@ -103,21 +88,4 @@ pub(crate) fn to_sign_with(
         .current()
         .map(|c| c.to_signer())
         .map_err(|why| crate::signin::unsigned("credentials", why.to_string()))
-}
-
-/// The source the options name: a provider of the user's, or fixed credentials, or the one
-/// the chain found, or none.
-pub(crate) fn source_of(
-    options: &crate::S3Settings,
-) -> Option<Arc<dyn CredentialSource<AwsCredentials>>> {
-    options
-        .credential_source
-        .clone()
-        .or_else(|| {
-            options
-                .credentials
-                .clone()
-                .map(|c| Arc::new(Fixed(c)) as Arc<dyn CredentialSource<AwsCredentials>>)
-        })
-        .or_else(|| options.chain.clone())
 }

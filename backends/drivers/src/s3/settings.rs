@@ -3,6 +3,7 @@
 
 use crate::options::parse_endpoint;
 use crate::s3::credentials::AwsCredentials;
+use crate::signin::credentials::Credentials;
 use crate::signin::source::CredentialSource;
 use crate::Error;
 use core::time::Duration;
@@ -11,7 +12,8 @@ use url::Url;
 
 /// How to reach Amazon S3 or an S3-compatible store, for `s3://bucket/key` locks: the `s3`
 /// part of [`Options`](crate::Options). [`S3Settings::from_env`] reads the standard AWS
-/// variables; every field can be set in code.
+/// variables and completes them from the AWS profile, as the AWS tools do; every field can be
+/// set in code.
 ///
 /// ```
 /// use sets3lock::S3Settings;
@@ -23,8 +25,8 @@ use url::Url;
 /// };
 /// let s3 = S3Settings::from_vars(vars).unwrap();
 /// assert_eq!(s3.region, "us-east-1");
+/// assert_eq!(s3.signer().unwrap().current().unwrap().key(), "AKIDEXAMPLE");
 /// assert_eq!(s3.endpoint.unwrap().as_str(), "http://127.0.0.1:8333/");
-/// assert_eq!(s3.credentials.unwrap().key(), "AKIDEXAMPLE");
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -36,15 +38,15 @@ pub struct S3Settings {
     /// Path-style addressing (`endpoint/bucket/key`). `None`: on for custom endpoints and for
     /// bucket names with dots, virtual-host style otherwise.
     pub path_style: Option<bool>,
-    /// The credentials: keys given, or static keys the environment or a profile names.
-    pub credentials: Option<AwsCredentials>,
-    /// A provider of your own, asked before every request (refreshing temporary
-    /// credentials); takes precedence over `credentials` and over the chain.
-    pub credential_source: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
-    /// The source the AWS chain found ([`S3Settings::from_env_and_profile`]), when it is not
-    /// static keys: used only when neither field above is set. Without any of the three,
-    /// opening a lock fails with [`SettingsError::MissingCredentials`](crate::SettingsError::MissingCredentials).
-    pub(crate) chain: Option<Arc<dyn CredentialSource<AwsCredentials>>>,
+    /// Where the credentials come from: the AWS chain (the default: found when the store
+    /// opens, from the process environment and [`profile`](S3Settings::profile)), keys given
+    /// ([`Credentials::Fixed`]), or a source of your own ([`Credentials::Source`], asked
+    /// before every request). `from_env` and `from_vars` find the chain's source at once.
+    pub credentials: Credentials<AwsCredentials>,
+    /// The AWS profile the chain reads, named as the AWS CLI's `--profile` names it: its keys
+    /// win over the environment's, and it must give some. `None`: `AWS_PROFILE`, else
+    /// `default`, and the environment's keys win.
+    pub profile: Option<String>,
     /// The CA bundle of the chain's token services (see `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
     /// How long a presigned request stays valid after it is signed (15 s): the window in
@@ -60,9 +62,8 @@ impl Default for S3Settings {
             endpoint: None,
             region: "us-east-1".into(),
             path_style: None,
-            credentials: None,
-            credential_source: None,
-            chain: None,
+            credentials: Credentials::Chain,
+            profile: None,
             chain_ca: Default::default(),
             presign_expiry: Duration::from_secs(15),
         }
@@ -70,29 +71,41 @@ impl Default for S3Settings {
 }
 
 impl S3Settings {
-    /// The source that will sign: `credential_source`, else `credentials`, else the source
-    /// the AWS chain found; `None` if there is none.
+    /// The source that will sign, as [`credentials`](S3Settings::credentials) says; `None`
+    /// for the chain until a store opens and finds it.
     ///
     /// ```
-    /// use sets3lock::{AwsCredentials, S3Settings};
+    /// use sets3lock::{AwsCredentials, Credentials, S3Settings};
     /// let mut s3 = S3Settings::default();
     /// assert!(s3.signer().is_none());
-    /// s3.credentials = Some(AwsCredentials::new("AKID", "secret"));
+    /// s3.credentials = Credentials::Fixed(AwsCredentials::new("AKID", "secret"));
     /// assert_eq!(s3.signer().unwrap().current().unwrap().key(), "AKID");
     /// ```
     pub fn signer(&self) -> Option<Arc<dyn CredentialSource<AwsCredentials>>> {
-        crate::s3::credentials::source_of(self)
+        self.credentials.source(shown)
     }
 
-    /// Reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
-    /// (or `AWS_DEFAULT_REGION`) and `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) from the
-    /// process environment.
+    /// The environment's settings completed from the AWS profile and the rest of the AWS
+    /// chain, as [`from_vars_and_profile`](S3Settings::from_vars_and_profile) with no profile
+    /// named: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`
+    /// (or `AWS_DEFAULT_REGION`), `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`), `AWS_PROFILE`
+    /// and the profile's files, from the process environment.
     pub fn from_env() -> Result<S3Settings, Error> {
         S3Settings::from_vars(crate::options::env_var)
     }
 
-    /// Like [`from_env`](S3Settings::from_env), with variables from `var`.
+    /// Like [`from_env`](S3Settings::from_env), with variables from `var` (`HOME`,
+    /// `AWS_SHARED_CREDENTIALS_FILE` and `AWS_CONFIG_FILE` say where the profile's files are;
+    /// without them none is read).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<S3Settings, Error> {
+        S3Settings::from_vars_and_profile(None, var)
+    }
+
+    /// The variables alone, no profile read: the region, the endpoint, and the keys as
+    /// fixed credentials if both are set (else the chain).
+    pub(crate) fn from_variables_only(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<S3Settings, Error> {
         let mut options = S3Settings::default();
         if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
             options.region = region;
@@ -100,13 +113,18 @@ impl S3Settings {
         if let Some(endpoint) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
             options.endpoint = Some(parse_endpoint(&endpoint)?);
         }
-        options.credentials = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-            (Some(key), Some(secret)) => Some(match var("AWS_SESSION_TOKEN") {
+        if let (Some(key), Some(secret)) = (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY"))
+        {
+            options.credentials = Credentials::Fixed(match var("AWS_SESSION_TOKEN") {
                 Some(token) => AwsCredentials::new_with_token(key, secret, token),
                 None => AwsCredentials::new(key, secret),
-            }),
-            _ => None,
-        };
+            });
+        }
         Ok(options)
     }
+}
+
+/// How keys given show as a sign-in: by their key id.
+pub(crate) fn shown(keys: &AwsCredentials) -> String {
+    format!("keys ({})", keys.key())
 }

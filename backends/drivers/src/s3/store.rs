@@ -7,10 +7,11 @@ use crate::driver::server_time::{exchange_signed, ServerTime};
 use crate::driver::store::BoxFuture;
 use crate::driver::store::{Store, StoreId};
 use crate::error::EndpointError;
-use crate::s3::credentials::{source_of, to_sign_with, AwsCredentials};
+use crate::s3::credentials::{to_sign_with, AwsCredentials};
+use crate::signin::credentials::Credentials;
 use crate::signin::ready::{no_credentials, Readiness};
 use crate::signin::source::CredentialSource;
-use crate::{Error, Observer, Options};
+use crate::{Error, Observer, Options, S3Settings};
 use core::time::Duration;
 use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
 use sets3lock_wire::s3::{Bucket, Keys};
@@ -59,10 +60,19 @@ impl S3Store {
             return Err(Error::Settings(crate::SettingsError::GcsIgnoresConditions));
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
-        let credentials =
-            source_of(s3).ok_or(Error::Settings(crate::SettingsError::MissingCredentials))?;
-        // The chain's token services trust what the store trusts.
-        s3.chain_ca.set(options.ca_bundle.clone());
+        // The chain, if the settings leave it to the store: found now, from the process
+        // environment and the profile named. Its token services trust what the store trusts.
+        let found = match &s3.credentials {
+            Credentials::Chain => {
+                S3Settings::from_vars_and_profile(s3.profile.as_deref(), crate::options::env_var)?
+            }
+            _ => s3.clone(),
+        };
+        found.chain_ca.set(options.ca_bundle.clone());
+        let Some(credentials) = found.signer() else {
+            // The chain settles on keys or on a source (one that says why it has none).
+            return Err(no_credentials("AWS", "the AWS chain found nothing".into()));
+        };
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
             Error::InvalidEndpoint {
@@ -80,8 +90,8 @@ impl S3Store {
         // Last, once the rest is known to be right: a source that fetches (a profile's role,
         // web identity, instance metadata) gets its first credentials, or says in one line why
         // there are none (see `Readiness`). Keys given are at hand.
-        let ready = match (&s3.credential_source, &s3.credentials) {
-            (None, Some(_)) => Readiness::at_once(),
+        let ready = match &found.credentials {
+            Credentials::Fixed(_) => Readiness::at_once(),
             _ => {
                 let source = credentials.clone();
                 Readiness::of(move || source.ready().map_err(|e| e.to_string()), io, "AWS")?

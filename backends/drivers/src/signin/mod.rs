@@ -10,6 +10,8 @@
 //! - `google/`: Application Default Credentials (credentials files, the metadata server);
 //! - `source.rs`: the public trait every source answers to, over what it gives (AWS keys, a
 //!   bearer token), and its error;
+//! - `credentials.rs`: the one slot each store's settings have for where its credentials
+//!   come from (the chain, credentials given, a source);
 //! - `chained.rs`: the source a chain settles on (a cache over a fetcher), and the one it
 //!   gives when nothing applies, for every cloud;
 //! - `bearer.rs`: what Azure's and Google's chains share (OAuth token answers).
@@ -20,6 +22,7 @@ pub(crate) mod azure;
 #[cfg(any(feature = "azure", feature = "gcs"))]
 pub(crate) mod bearer;
 pub(crate) mod chained;
+pub(crate) mod credentials;
 pub(crate) mod fetch;
 #[cfg(feature = "gcs")]
 pub(crate) mod google;

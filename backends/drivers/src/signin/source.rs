@@ -7,8 +7,8 @@ use std::fmt::Debug;
 
 /// A source of credentials, asked before every request: [`AwsCredentials`](crate::AwsCredentials)
 /// for `s3://` locks, a [`BearerToken`] for `az://` and `gs://` ones. The cloud's own chain is
-/// one; put one of your own in [`S3Settings::credential_source`](crate::S3Settings), or the
-/// `token_source` of `AzureSettings` and `GcsSettings`.
+/// one; put one of your own in the `credentials` slot of the store's settings, as a
+/// [`Credentials::Source`](crate::Credentials::Source).
 ///
 /// It must answer quickly: serve a cached value and refresh it in the background.
 ///

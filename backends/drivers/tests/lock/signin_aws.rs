@@ -57,7 +57,11 @@ fn container_credentials_sign_and_a_hold_outlives_them() {
         .with("AWS_ENDPOINT_URL", &proxy.endpoint)
         .with("AWS_REGION", "us-east-1");
     let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
-    assert!(options.s3.credentials.is_none());
+    // No keys: the source the chain found.
+    assert!(matches!(
+        options.s3.credentials,
+        sets3lock::Credentials::Source(_)
+    ));
     let shown = format!("{options:?}");
     assert!(shown.contains("the container endpoint"), "{shown}");
     assert!(!shown.contains(&mock.secret), "{shown}");
@@ -233,7 +237,7 @@ fn keys_set_in_code_win_over_the_source_the_chain_found() {
         .with("AWS_CONTAINER_CREDENTIALS_FULL_URI", &service.url)
         .with("AWS_ENDPOINT_URL", &mock.endpoint);
     let mut options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
-    options.s3.credentials = Some(sets3lock::AwsCredentials::new(
+    options.s3.credentials = sets3lock::Credentials::Fixed(sets3lock::AwsCredentials::new(
         mock.access_key.clone(),
         mock.secret.clone(),
     ));
@@ -301,7 +305,11 @@ fn lock_on_moto(endpoint: &str, bucket: &str, vars: Vars) -> (sets3lock::SignIn,
         .with("AWS_ENDPOINT_URL_S3", &proxy.endpoint)
         .with("AWS_REGION", "us-east-1");
     let options = Options::from_vars(Scheme::S3, vars.lookup()).expect("options");
-    assert!(options.s3.credentials.is_none() && options.s3.credential_source.is_none());
+    // No keys given, no source of the caller's: the one the chain found.
+    assert!(matches!(
+        options.s3.credentials,
+        sets3lock::Credentials::Source(_)
+    ));
     let source = options.s3.signer().expect("the chain's source");
     let locker = Locker::new(
         &format!("s3://{bucket}/{}", fresh_key("moto-chain")),

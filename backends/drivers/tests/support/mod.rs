@@ -267,10 +267,9 @@ impl Server {
             }
             _ => {
                 options.s3.endpoint = Some(at);
-                options.s3.credentials = Some(sets3lock::AwsCredentials::new(
-                    self.access_key.clone(),
-                    self.secret.clone(),
-                ));
+                options.s3.credentials = sets3lock::Credentials::Fixed(
+                    sets3lock::AwsCredentials::new(self.access_key.clone(), self.secret.clone()),
+                );
             }
         }
         options
@@ -291,10 +290,9 @@ impl Server {
             // moto checks no signature (unless told to, which its STS cannot take).
             _ if self.name == "moto" => return None,
             _ => {
-                options.s3.credentials = Some(sets3lock::AwsCredentials::new(
-                    self.access_key.clone(),
-                    "wrong-secret",
-                ))
+                options.s3.credentials = sets3lock::Credentials::Fixed(
+                    sets3lock::AwsCredentials::new(self.access_key.clone(), "wrong-secret"),
+                )
             }
         }
         Some(options)

@@ -5,6 +5,7 @@
 use crate::signin::aws::profile::chain::profile_region;
 use crate::signin::aws::profile::SharedFiles;
 use crate::signin::aws::resolve::{resolve, Resolved, Services};
+use crate::signin::credentials::Credentials;
 use crate::signin::fetch::CaBundle;
 use crate::{Error, S3Settings};
 
@@ -72,7 +73,7 @@ impl S3Settings {
     /// };
     ///
     /// let options = S3Settings::from_vars_and_profile(Some("ci"), vars)?;
-    /// assert_eq!(options.credentials.map(|c| c.key().to_owned()).as_deref(), Some("AKIDCI"));
+    /// assert_eq!(options.signer().unwrap().current()?.key(), "AKIDCI");
     /// assert_eq!(options.region, "eu-west-1");
     /// // A profile named explicitly must exist.
     /// assert!(S3Settings::from_vars_and_profile(Some("prod"), vars).is_err());
@@ -83,12 +84,14 @@ impl S3Settings {
         profile: Option<&str>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<S3Settings, Error> {
-        let mut options = S3Settings::from_vars(&var)?;
+        let mut options = S3Settings::from_variables_only(&var)?;
+        options.profile = profile.map(str::to_owned);
         let env_region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
         let env_endpoint = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"));
         // The environment's keys win (and nothing else is read or started), unless a profile
         // is named explicitly.
-        let keys_from_env = profile.is_none() && options.credentials.is_some();
+        let keys_from_env =
+            profile.is_none() && matches!(options.credentials, Credentials::Fixed(_));
         if keys_from_env && env_region.is_some() && env_endpoint.is_some() {
             return Ok(options);
         }
@@ -123,7 +126,7 @@ impl S3Settings {
         if keys_from_env {
             return Ok(options);
         }
-        options.credentials = None;
+        options.credentials = Credentials::Chain;
         let services = Services {
             region: &options.region,
             sts: var("AWS_ENDPOINT_URL_STS")
@@ -137,8 +140,8 @@ impl S3Settings {
         );
         options.chain_ca = ca_bundle.clone();
         match resolve(profile, &var, &profiles, &services, &ca_bundle)? {
-            Resolved::Keys(keys) => options.credentials = Some(keys),
-            Resolved::Source(source) => options.chain = Some(source),
+            Resolved::Keys(keys) => options.credentials = Credentials::Fixed(keys),
+            Resolved::Source(source) => options.credentials = Credentials::Source(source),
         }
         Ok(options)
     }
@@ -196,8 +199,16 @@ mod tests {
         }
     }
 
+    /// The keys the settings hold as they are (not a source the chain found).
+    fn fixed(options: &S3Settings) -> Option<&crate::AwsCredentials> {
+        match &options.credentials {
+            Credentials::Fixed(keys) => Some(keys),
+            _ => None,
+        }
+    }
+
     fn key(options: &S3Settings) -> Option<String> {
-        options.credentials.as_ref().map(|c| c.key().to_owned())
+        fixed(options).map(|c| c.key().to_owned())
     }
 
     const CREDENTIALS: &str = "\
@@ -227,7 +238,7 @@ s3 =
     fn a_named_profile_gives_keys_token_region_and_endpoint() {
         let files = Files::new(CREDENTIALS, CONFIG);
         let options = files.options(Some("ci")).expect("options");
-        let credentials = options.credentials.as_ref().expect("credentials");
+        let credentials = fixed(&options).expect("credentials");
         assert_eq!(credentials.key(), "CIKEY");
         assert_eq!(credentials.secret(), "ci-secret");
         assert_eq!(credentials.token(), Some("ci-token"));
@@ -290,7 +301,7 @@ s3 =
         );
         // AWS_PROFILE naming a missing profile is not an error: there are just no keys.
         let files = files.with("AWS_PROFILE", "missing");
-        assert!(files.options(None).expect("missing").credentials.is_none());
+        assert!(fixed(&files.options(None).expect("missing")).is_none());
     }
 
     #[test]
@@ -325,7 +336,7 @@ s3 =
             _ => None,
         })
         .expect("options");
-        assert!(options.credentials.is_none());
+        assert!(fixed(&options).is_none());
         assert_eq!(options.region, "sa-east-1");
     }
 

@@ -65,9 +65,28 @@ fn well_known(var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 }
 
 /// The chain from `var` (`GcsSettings::from_vars`); `gcloud_file`: whether to look for
-/// gcloud's file (not for settings made in code, which name their file or none).
+/// gcloud's file.
 pub(crate) fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
+    gcloud_file: bool,
+    ca_bundle: &CaBundle,
+) -> Result<Arc<dyn CredentialSource<BearerToken>>, Error> {
+    resolve_named(var, &Named::default(), gcloud_file, ca_bundle)
+}
+
+/// What settings made in code name, ahead of the variables that stand for them: a
+/// credentials file (before `GOOGLE_APPLICATION_CREDENTIALS` and gcloud's file), the metadata
+/// server's host (before `GCE_METADATA_HOST`, and asked even with `NO_GCE_CHECK`).
+#[derive(Debug, Default)]
+pub(crate) struct Named {
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) metadata_host: Option<String>,
+}
+
+/// The chain from `var`, with what `named` names first.
+pub(crate) fn resolve_named(
+    var: &dyn Fn(&str) -> Option<String>,
+    named: &Named,
     gcloud_file: bool,
     ca_bundle: &CaBundle,
 ) -> Result<Arc<dyn CredentialSource<BearerToken>>, Error> {
@@ -99,6 +118,9 @@ pub(crate) fn resolve(
             })
     };
     let mut tried = Vec::new();
+    if let Some(path) = &named.file {
+        return Ok(chained(file(path.clone())?, tried));
+    }
     if let Some(path) = var("GOOGLE_APPLICATION_CREDENTIALS") {
         return Ok(chained(file(PathBuf::from(path))?, tried));
     }
@@ -111,6 +133,13 @@ pub(crate) fn resolve(
                 "gcloud's {WELL_KNOWN} (no HOME or CLOUDSDK_CONFIG to find it in)"
             )),
         }
+    }
+    if let Some(host) = &named.metadata_host {
+        let metadata = Metadata {
+            named: true,
+            host: host.clone(),
+        };
+        return Ok(chained(Source::Metadata(metadata), tried));
     }
     if is_true(var, "NO_GCE_CHECK") {
         tried.push("the metadata server (skipped: NO_GCE_CHECK)".to_owned());

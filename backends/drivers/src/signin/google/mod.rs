@@ -11,7 +11,7 @@ mod files;
 mod jwt;
 mod metadata;
 
-pub(crate) use chain::resolve;
+pub(crate) use chain::{resolve, resolve_named, Named};
 
 /// The scope every token is asked for (GCS takes it; it names no narrower one that
 /// sets3lock could ask for across all three kinds of source).
