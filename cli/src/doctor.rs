@@ -415,8 +415,32 @@ fn race(client: &Probe, key: &str, racers: usize) -> Verdict {
 struct Racer {
     /// Its last answer.
     last: Response,
-    /// What the answers that said nothing said (a try among them may have been applied).
-    unknown: Vec<String>,
+    /// The answers that said nothing, each followed by the create sent again.
+    unknown: Vec<Ambiguity>,
+}
+
+impl Racer {
+    /// Whether one of its creates may have been applied though it was not told so: an answer
+    /// lost, late or a 5xx other than a throttle, before the last or as the last.
+    fn maybe_applied(&self) -> bool {
+        let last = match &self.last {
+            Response::Ambiguous(a) => Some(a),
+            _ => None,
+        };
+        self.unknown.iter().chain(last).any(|a| !throttled(a))
+    }
+}
+
+/// A refusal to do the work at all: S3's and Azure's `503` (SlowDown, ServerBusy), GCS's and
+/// others' `429`, or a request never sent. Nothing was applied.
+fn throttled(answer: &Ambiguity) -> bool {
+    matches!(
+        answer,
+        Ambiguity::Status {
+            status: 503 | 429,
+            ..
+        } | Ambiguity::NotSent { .. }
+    )
 }
 
 fn racer(client: &Probe, key: &str, i: usize) -> Racer {
@@ -431,7 +455,7 @@ fn racer(client: &Probe, key: &str, i: usize) -> Racer {
         let tries = unknown.len() as u32 + 1;
         match &last {
             Response::Ambiguous(a) if tries < RACE_TRIES && client.left().is_some() => {
-                unknown.push(a.to_string());
+                unknown.push(a.clone());
                 // Apart, as the lock's backoff would: 100, 200, 400, 800 ms, and a jitter.
                 let pause = Duration::from_millis((100 << (tries - 1)) + nonce() % 100);
                 std::thread::sleep(pause);
@@ -441,62 +465,70 @@ fn racer(client: &Probe, key: &str, i: usize) -> Racer {
     }
 }
 
+/// The distinct answers, in the order first seen.
+fn distinct<'a>(answers: impl Iterator<Item = &'a Ambiguity>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for a in answers.map(|a| a.to_string()) {
+        if !seen.contains(&a) {
+            seen.push(a);
+        }
+    }
+    seen.join(", ")
+}
+
 /// The verdict on the racers' answers and on `holder`, the racer whose body the object holds.
+///
+/// Applied: each racer told "written", and the holder whatever it was told. More than one is
+/// a failure. One is a pass only if no other racer may have been applied unseen: a racer
+/// whose answer was lost or late (not a throttle) and whose body the object does not hold
+/// could have been written and then overwritten, which the object no longer shows.
 fn judge(outcomes: &[Racer], holder: Option<usize>) -> Verdict {
     let racers = outcomes.len();
     let written: Vec<usize> = (0..racers)
         .filter(|&i| matches!(outcomes[i].last, Response::Written { .. }))
         .collect();
-    // A racer whose answer was lost, though its create was applied, holds the object.
-    let lost_winner = holder.filter(|h| !written.contains(h) && !outcomes[*h].unknown.is_empty());
-    let applied = written.len() + usize::from(lost_winner.is_some());
-    let still_unknown: Vec<&Racer> = outcomes
-        .iter()
-        .filter(|r| matches!(r.last, Response::Ambiguous(_)))
-        .collect();
-    let resent = outcomes.iter().filter(|r| !r.unknown.is_empty()).count();
-    let answers = |rs: &mut dyn Iterator<Item = &String>| {
-        let mut seen: Vec<&String> = Vec::new();
-        for a in rs {
-            if !seen.contains(&a) {
-                seen.push(a);
-            }
-        }
-        seen.iter()
-            .map(|a| a.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let holder_unwritten = holder.filter(|h| !written.contains(h));
+    let applied = written.len() + usize::from(holder_unwritten.is_some());
     if applied > 1 {
         return Verdict::Fail(format!(
             "{applied} of {racers} parallel creates were applied: conditional writes are not atomic"
         ));
     }
-    if applied == 1 && still_unknown.is_empty() {
-        let refused = racers - 1;
-        let mut detail = format!("1 of {racers} won, {refused} refused");
-        if lost_winner.is_some() {
+    if let Some(h) = holder_unwritten.filter(|&h| !outcomes[h].maybe_applied()) {
+        return Verdict::Fail(format!(
+            "the object holds the body of a create that was told {}: the store's answers cannot be trusted",
+            said(&outcomes[h].last)
+        ));
+    }
+    let unresolved: Vec<&Racer> = (0..racers)
+        .filter(|&i| Some(i) != holder && !written.contains(&i) && outcomes[i].maybe_applied())
+        .map(|i| &outcomes[i])
+        .collect();
+    if applied == 1 && unresolved.is_empty() {
+        let mut detail = format!("1 of {racers} won, {} refused", racers - 1);
+        if holder_unwritten.is_some() {
             detail.push_str(" (the winner's answer was lost; the object holds its body)");
         }
+        let resent = outcomes.iter().filter(|r| !r.unknown.is_empty()).count();
         if resent > 0 {
-            let said = answers(&mut outcomes.iter().flat_map(|r| r.unknown.iter()));
+            let answers = distinct(outcomes.iter().flat_map(|r| r.unknown.iter()));
             detail.push_str(&format!(
-                "; {resent} answered {said} first and were sent again"
+                "; {resent} answered {answers} first and were sent again"
             ));
         }
         return Verdict::Pass(detail);
     }
-    let last = still_unknown
-        .iter()
-        .find_map(|r| match &r.last {
-            Response::Ambiguous(a) => Some(a.to_string()),
+    let lost = distinct(unresolved.iter().flat_map(|r| {
+        let last = match &r.last {
+            Response::Ambiguous(a) => Some(a),
             _ => None,
-        })
-        .unwrap_or_else(|| "none".into());
+        };
+        r.unknown.iter().chain(last).filter(|a| !throttled(a))
+    }));
     Verdict::Error(format!(
-        "{applied} won, {} refused, {} still unknown after {RACE_TRIES} tries each (the last answer: {last})",
-        racers - applied - still_unknown.len(),
-        still_unknown.len()
+        "{applied} known to have won, and {} more may have been applied unseen (their answers: {}); a lost or late answer cannot be told apart from a create that was overwritten",
+        unresolved.len(),
+        if lost.is_empty() { "none".to_owned() } else { lost }
     ))
 }
 
@@ -511,10 +543,10 @@ mod tests {
     use super::{judge, versioning_note, ProbeUrl, Racer, Verdict};
     use sets3lock::proto::{Ambiguity, ETag, Response};
 
-    fn racer(last: Response, unknown: &[&str]) -> Racer {
+    fn racer(last: Response, unknown: &[Ambiguity]) -> Racer {
         Racer {
             last,
-            unknown: unknown.iter().map(|s| (*s).to_owned()).collect(),
+            unknown: unknown.to_vec(),
         }
     }
 
@@ -524,48 +556,80 @@ mod tests {
         }
     }
 
-    fn slow_down() -> Response {
-        Response::Ambiguous(Ambiguity::Status {
+    fn slow_down() -> Ambiguity {
+        Ambiguity::Status {
             status: 503,
             code: Some("SlowDown".into()),
-        })
+        }
+    }
+
+    fn lost() -> Ambiguity {
+        Ambiguity::Connection {
+            detail: "reset".into(),
+        }
     }
 
     #[test]
-    fn a_racer_whose_lost_create_holds_the_object_beside_a_written_one_fails_the_race() {
+    fn two_creates_applied_fail_whatever_the_one_holding_the_object_was_told() {
         // Racer 1's first answer was lost and its retry refused, yet the object holds its
-        // body while racer 0 was told it wrote: two creates applied.
-        let outcomes = [
+        // body while racer 0 was told it wrote.
+        let lost_then_refused = [
             racer(written(), &[]),
-            racer(Response::Exists, &["connection failed: reset"]),
+            racer(Response::Exists, &[lost()]),
             racer(Response::Exists, &[]),
         ];
-        assert!(matches!(judge(&outcomes, Some(1)), Verdict::Fail(d) if d.contains("2 of 3")));
-        // The same answers with racer 0's body in the object: one applied, and a pass.
-        let Verdict::Pass(d) = judge(&outcomes, Some(0)) else {
-            panic!("a pass");
-        };
-        assert!(d.contains("1 of 3 won") && d.contains("sent again"), "{d}");
+        assert!(
+            matches!(judge(&lost_then_refused, Some(1)), Verdict::Fail(d) if d.contains("2 of 3"))
+        );
+        // Racer 2 was only ever told 412, and the object holds its body: applied too (as a
+        // retrying proxy in front of the store would make it).
+        assert!(
+            matches!(judge(&lost_then_refused, Some(2)), Verdict::Fail(d) if d.contains("2 of 3"))
+        );
+        // Nobody was told "written", and the one holding the object was told 412.
+        let lied = [racer(Response::Exists, &[]), racer(Response::Exists, &[])];
+        assert!(
+            matches!(judge(&lied, Some(0)), Verdict::Fail(d) if d.contains("cannot be trusted"))
+        );
     }
 
     #[test]
-    fn a_lost_winner_passes_and_answers_still_unknown_leave_it_inconclusive() {
+    fn a_lost_answer_not_holding_the_object_leaves_the_race_inconclusive() {
+        // Racer 1's lost create could have been applied and then overwritten by racer 0's.
+        let outcomes = [racer(written(), &[]), racer(Response::Exists, &[lost()])];
+        let Verdict::Error(d) = judge(&outcomes, Some(0)) else {
+            panic!("inconclusive");
+        };
+        assert!(
+            d.contains("1 more may have been applied") && d.contains("reset"),
+            "{d}"
+        );
+        // A lost answer whose body the object holds is the winner's.
         let lost_winner = [
-            racer(Response::Exists, &["no reply before the request timeout"]),
+            racer(Response::Exists, &[Ambiguity::Timeout]),
             racer(Response::Exists, &[]),
         ];
         assert!(matches!(judge(&lost_winner, Some(0)), Verdict::Pass(d) if d.contains("lost")));
         // Without the body to say so, nobody is known to have won.
         assert!(matches!(judge(&lost_winner, None), Verdict::Error(_)));
-        let throttled = [
-            racer(written(), &[]),
-            racer(slow_down(), &["HTTP 503 SlowDown"; 4]),
+    }
+
+    #[test]
+    fn throttled_creates_were_not_applied_and_are_sent_again() {
+        let outcomes = [
+            racer(written(), &[slow_down()]),
+            racer(Response::Exists, &[slow_down(), slow_down()]),
+            // Throttled at every try: never applied.
+            racer(
+                Response::Ambiguous(slow_down()),
+                &[slow_down(), slow_down(), slow_down(), slow_down()],
+            ),
         ];
-        let Verdict::Error(d) = judge(&throttled, Some(0)) else {
-            panic!("inconclusive");
+        let Verdict::Pass(d) = judge(&outcomes, Some(0)) else {
+            panic!("a pass");
         };
         assert!(
-            d.contains("1 still unknown") && d.contains("HTTP 503 SlowDown"),
+            d.contains("1 of 3 won") && d.contains("3 answered HTTP 503 SlowDown first"),
             "{d}"
         );
     }
