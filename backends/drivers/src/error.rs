@@ -273,7 +273,8 @@ pub enum StoreCheckError {
     },
     /// The credentials may read and write beside the lock but not delete there, and the
     /// lock is in presence mode (which releases by deleting). Found before anything was
-    /// written.
+    /// written, but for the kept probe `KEY.sets3lock-store-check` where the store refuses
+    /// reads of missing keys too (S3 without `s3:ListBucket`).
     #[error("the credentials may not delete in {bucket} at {endpoint} (the store check's DELETE got {answer}): a presence-mode lock is released by deleting it; {}, or use fenced mode (--fenced, Config::fenced), which never deletes", grant_delete(*.scheme))]
     MayNotDelete {
         /// The store.

@@ -87,9 +87,10 @@ impl Options {
     }
 
     /// Like [`from_env`](Options::from_env), with an AWS profile named explicitly for
-    /// `s3://` locks (the AWS CLI's `--profile`): [`S3Settings::from_env_and_profile`], whose
-    /// region, endpoint and credentials come from that profile; no other profile is read.
-    /// Other stores ignore it.
+    /// `s3://` locks (the AWS CLI's `--profile`): [`S3Settings::from_env_and_profile`]. The
+    /// credentials come from that profile (its keys win over the environment's), and so do
+    /// the region and endpoint where no variable sets them; no other profile is read. Other
+    /// stores ignore it.
     pub fn from_env_with_profile(scheme: Scheme, profile: &str) -> Result<Options, Error> {
         match scheme {
             Scheme::S3 => Ok(Options {

@@ -50,6 +50,8 @@ pub struct AzureSettings {
     /// ([`Credentials::Source`]). `from_vars` finds the chain's source at once. Bearer
     /// tokens need an `https` endpoint.
     pub credentials: Credentials<BearerToken>,
+    /// What the chain found when a store opened with `Credentials::Chain`, shared by clones.
+    pub(crate) found: crate::signin::credentials::Found<BearerToken>,
     /// The CA bundle of the chain's token services, when `from_vars` made the source (see
     /// `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
@@ -145,6 +147,7 @@ impl AzureSettings {
             sas,
             endpoint: None,
             credentials,
+            found: Default::default(),
             chain_ca,
         })
     }
@@ -180,6 +183,7 @@ impl AzureSettings {
                 sas: None,
                 endpoint: Url::parse(DEV_ENDPOINT).ok(),
                 credentials: Credentials::Chain,
+                found: Default::default(),
                 chain_ca: Default::default(),
             });
         }
@@ -217,6 +221,7 @@ impl AzureSettings {
             sas,
             endpoint,
             credentials: Credentials::Chain,
+            found: Default::default(),
             chain_ca: Default::default(),
         })
     }

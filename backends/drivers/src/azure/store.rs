@@ -100,10 +100,11 @@ impl AzureStore {
                 azure.chain_ca.set(options.ca_bundle.clone());
                 let source = match (azure.credentials.source(shown), account) {
                     (Some(source), _) => source,
-                    // The chain, found now from the process environment, for the account.
-                    (None, Some(_)) => {
-                        crate::signin::azure::resolve(&crate::options::env_var, &azure.chain_ca)?
-                    }
+                    // The chain, from the process environment, for the account: found when
+                    // the first store opens, and kept for the settings.
+                    (None, Some(_)) => azure.found.get_or_find(String::new(), || {
+                        crate::signin::azure::resolve(&crate::options::env_var, &azure.chain_ca)
+                    })?,
                     (None, None) => {
                         return Err(Error::Settings(
                             crate::SettingsError::MissingAzureCredentials,
@@ -262,7 +263,8 @@ impl Store for AzureStore {
     }
 }
 
-/// How a token given shows as a sign-in (never the token).
-fn shown(_: &BearerToken) -> String {
-    "an Entra ID token given".to_owned()
+/// How a token given shows as a sign-in: by its fingerprint, never the token. Two tokens may
+/// grant different permissions, so the store check keeps a verdict for each.
+fn shown(token: &BearerToken) -> String {
+    format!("an Entra ID token given ({})", token.fingerprint())
 }

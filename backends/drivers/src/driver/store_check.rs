@@ -8,8 +8,9 @@
 //! store does with the condition). A `403` there means they may not, if they may read that
 //! key (it is absent) or, where reads of missing keys are refused too (S3 without
 //! `s3:ListBucket`), write the kept probe below. A presence-mode lock, which releases by
-//! deleting, is then refused in one line that names the permission, with nothing new left
-//! behind. Fenced mode never deletes, so it goes on, on a probe kept under one name per lock
+//! deleting, is then refused in one line that names the permission. Nothing is left behind,
+//! but for that kept probe where it was needed to tell (it stays, and later checks use it
+//! again). Fenced mode never deletes, so it goes on, on a probe kept under one name per lock
 //! (`KEY.sets3lock-store-check`) that every such check uses again, since these credentials
 //! cannot remove it.
 //!

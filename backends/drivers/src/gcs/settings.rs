@@ -37,11 +37,14 @@ pub struct GcsSettings {
     /// source at once. Not used when [`anonymous`](GcsSettings::anonymous).
     pub credentials: Credentials<BearerToken>,
     /// A Google credentials file (a service account's key, `authorized_user`,
-    /// `external_account`) for the chain, ahead of `GOOGLE_APPLICATION_CREDENTIALS`.
+    /// `external_account`) for the chain, used ahead of anything the environment names.
     pub credentials_file: Option<PathBuf>,
-    /// The metadata server's `host[:port]` for the chain, ahead of `GCE_METADATA_HOST` (and
-    /// asked even with `NO_GCE_CHECK`); `None`: `metadata.google.internal`.
+    /// The metadata server's `host[:port]` for the chain: without a `credentials_file`, it is
+    /// asked ahead of anything the environment names (even with `NO_GCE_CHECK`); `None`: the
+    /// environment's chain (`GCE_METADATA_HOST`, else `metadata.google.internal`).
     pub metadata_host: Option<String>,
+    /// What the chain found when a store opened with `Credentials::Chain`, shared by clones.
+    pub(crate) found: crate::signin::credentials::Found<BearerToken>,
     /// The CA bundle of the chain's token services, when `from_vars` made the source (see
     /// `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,

@@ -55,17 +55,23 @@ impl GcsStore {
             gcs.chain_ca.set(options.ca_bundle.clone());
             Tokens::Source(match gcs.credentials.source(shown) {
                 Some(source) => source,
-                // Application Default Credentials, found now: the process environment, with
-                // the file and the metadata host the settings name first.
-                None => crate::signin::google::resolve_named(
-                    &crate::options::env_var,
-                    &crate::signin::google::Named {
+                // Application Default Credentials, found when the first store opens (and kept
+                // for the settings): the file or the metadata host the settings name, else
+                // the process environment's.
+                None => {
+                    let named = crate::signin::google::Named {
                         file: gcs.credentials_file.clone(),
                         metadata_host: gcs.metadata_host.clone(),
-                    },
-                    true,
-                    &gcs.chain_ca,
-                )?,
+                    };
+                    gcs.found.get_or_find(format!("{named:?}"), || {
+                        crate::signin::google::resolve_named(
+                            &crate::options::env_var,
+                            &named,
+                            true,
+                            &gcs.chain_ca,
+                        )
+                    })?
+                }
             })
         };
         if let Tokens::Source(_) = &tokens {

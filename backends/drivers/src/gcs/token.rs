@@ -34,9 +34,11 @@ impl Tokens {
     }
 }
 
-/// How a token given shows as a sign-in (never the token).
-pub(crate) fn shown(_: &BearerToken) -> String {
-    "a token given (GOOGLE_OAUTH_ACCESS_TOKEN)".to_owned()
+/// How a token given (`GOOGLE_OAUTH_ACCESS_TOKEN`, or in code) shows as a sign-in: by its
+/// fingerprint, never the token. Two tokens may grant different permissions, so the store
+/// check keeps a verdict for each.
+pub(crate) fn shown(token: &BearerToken) -> String {
+    format!("a token given ({})", token.fingerprint())
 }
 
 #[cfg(test)]
@@ -50,5 +52,18 @@ mod tests {
         assert_eq!(t.current().ok().flatten().as_deref(), Some("ya29.given"));
         assert!(!format!("{t:?}").contains("ya29"));
         assert_eq!(Tokens::Anonymous.current().ok(), Some(None));
+    }
+
+    #[test]
+    fn two_given_tokens_sign_in_as_two_identities_and_neither_is_shown() {
+        // The store check keeps one verdict per identity: a token that may delete must not
+        // vouch for one that may not.
+        let (a, b) = (
+            BearerToken::new("ya29.first"),
+            BearerToken::new("ya29.second"),
+        );
+        assert_ne!(shown(&a), shown(&b));
+        assert_eq!(shown(&a), shown(&BearerToken::new("ya29.first")));
+        assert!(!shown(&a).contains("ya29") && !shown(&b).contains("ya29"));
     }
 }

@@ -47,6 +47,8 @@ pub struct S3Settings {
     /// win over the environment's, and it must give some. `None`: `AWS_PROFILE`, else
     /// `default`, and the environment's keys win.
     pub profile: Option<String>,
+    /// What the chain found when a store opened with `Credentials::Chain`, shared by clones.
+    pub(crate) found: crate::signin::credentials::Found<AwsCredentials>,
     /// The CA bundle of the chain's token services (see `CaBundle`).
     pub(crate) chain_ca: crate::signin::fetch::CaBundle,
     /// How long a presigned request stays valid after it is signed (15 s): the window in
@@ -64,6 +66,7 @@ impl Default for S3Settings {
             path_style: None,
             credentials: Credentials::Chain,
             profile: None,
+            found: Default::default(),
             chain_ca: Default::default(),
             presign_expiry: Duration::from_secs(15),
         }

@@ -17,6 +17,7 @@ use sets3lock_proto::{Intent, IntentKind, Response, Scheme};
 use sets3lock_wire::s3::{Bucket, Keys};
 use std::sync::Arc;
 use std::time::SystemTime;
+use url::Url;
 
 /// The GCS host whose S3-style API accepts condition headers and ignores them.
 const GCS_HOST: &str = "storage.googleapis.com";
@@ -60,18 +61,29 @@ impl S3Store {
             return Err(Error::Settings(crate::SettingsError::GcsIgnoresConditions));
         }
         // After the endpoint: a GCS endpoint is refused whatever the credentials.
-        // The chain, if the settings leave it to the store: found now, from the process
-        // environment and the profile named. Its token services trust what the store trusts.
-        let found = match &s3.credentials {
-            Credentials::Chain => {
-                S3Settings::from_vars_and_profile(s3.profile.as_deref(), crate::options::env_var)?
+        // The chain, if the settings leave it to the store: found when the first store opens,
+        // from the process environment and the profile named, and kept for the settings.
+        // The region and the S3 endpoint are the settings' own (the STS region with them).
+        // Its token services trust what the store trusts.
+        let credentials = match s3.signer() {
+            Some(source) => {
+                s3.chain_ca.set(options.ca_bundle.clone());
+                source
             }
-            _ => s3.clone(),
-        };
-        found.chain_ca.set(options.ca_bundle.clone());
-        let Some(credentials) = found.signer() else {
-            // The chain settles on keys or on a source (one that says why it has none).
-            return Err(no_credentials("AWS", "the AWS chain found nothing".into()));
+            None => s3.found.get_or_find(format!("{:?}", s3.profile), || {
+                let endpoint = s3.endpoint.as_ref().map(Url::to_string);
+                let var = |name: &str| match name {
+                    "AWS_REGION" => Some(s3.region.clone()),
+                    "AWS_ENDPOINT_URL_S3" if endpoint.is_some() => endpoint.clone(),
+                    other => crate::options::env_var(other),
+                };
+                let found = S3Settings::from_vars_and_profile(s3.profile.as_deref(), var)?;
+                found.chain_ca.set(options.ca_bundle.clone());
+                // The chain settles on keys or on a source (one that says why it has none).
+                found
+                    .signer()
+                    .ok_or_else(|| no_credentials("AWS", "the AWS chain found nothing".into()))
+            })?,
         };
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
@@ -90,7 +102,7 @@ impl S3Store {
         // Last, once the rest is known to be right: a source that fetches (a profile's role,
         // web identity, instance metadata) gets its first credentials, or says in one line why
         // there are none (see `Readiness`). Keys given are at hand.
-        let ready = match &found.credentials {
+        let ready = match &s3.credentials {
             Credentials::Fixed(_) => Readiness::at_once(),
             _ => {
                 let source = credentials.clone();

@@ -4,7 +4,7 @@
 use crate::signin::source::{CredentialError, CredentialSource};
 use crate::signin::SignIn;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Where a store's credentials come from: the `credentials` field of
 /// [`S3Settings`](crate::S3Settings) (over [`AwsCredentials`](crate::AwsCredentials)), and of
@@ -82,6 +82,52 @@ impl<C: Debug> Debug for Credentials<C> {
     }
 }
 
+/// What the chain found when a store opened with [`Credentials::Chain`], kept for the
+/// settings and their clones: the stores they open share one source (one cache, one refresh
+/// thread, one try of a metadata service), as long as the chain's inputs (the profile, the
+/// file, the host the settings name) are the ones it was found for.
+pub(crate) struct Found<C>(Arc<Mutex<Option<Kept<C>>>>);
+
+/// A source the chain found, and the inputs it was found for.
+type Kept<C> = (String, Arc<dyn CredentialSource<C>>);
+
+impl<C> Clone for Found<C> {
+    fn clone(&self) -> Found<C> {
+        Found(self.0.clone())
+    }
+}
+
+impl<C> Default for Found<C> {
+    fn default() -> Found<C> {
+        Found(Arc::default())
+    }
+}
+
+impl<C> Debug for Found<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Found")
+    }
+}
+
+impl<C> Found<C> {
+    /// The source found for `inputs`, or the one `find` finds now (then kept).
+    pub(crate) fn get_or_find(
+        &self,
+        inputs: String,
+        find: impl FnOnce() -> Result<Arc<dyn CredentialSource<C>>, crate::Error>,
+    ) -> Result<Arc<dyn CredentialSource<C>>, crate::Error> {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((key, source)) = kept.as_ref() {
+            if *key == inputs {
+                return Ok(source.clone());
+            }
+        }
+        let source = find()?;
+        *kept = Some((inputs, source.clone()));
+        Ok(source)
+    }
+}
+
 /// Credentials given as they are, as a source.
 struct Fixed<C> {
     credentials: C,
@@ -125,6 +171,30 @@ mod tests {
         assert!(!shown.contains("s3cret"), "{shown}");
         let token = Credentials::Fixed(BearerToken::new("ya29.secret"));
         assert!(!format!("{token:?}").contains("ya29"));
+    }
+
+    #[test]
+    fn what_the_chain_found_is_shared_by_clones_for_the_same_inputs_only() {
+        use super::Found;
+        let found: Found<BearerToken> = Found::default();
+        let clone = found.clone();
+        let mut finds = 0;
+        let mut find = || -> Result<Arc<dyn CredentialSource<BearerToken>>, crate::Error> {
+            finds += 1;
+            Ok(Arc::new(Own))
+        };
+        let a = found
+            .get_or_find("profile ci".into(), &mut find)
+            .expect("found");
+        let b = clone
+            .get_or_find("profile ci".into(), &mut find)
+            .expect("kept");
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = clone
+            .get_or_find("profile prod".into(), &mut find)
+            .expect("found again");
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(finds, 2);
     }
 
     #[derive(Debug)]

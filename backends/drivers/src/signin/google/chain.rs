@@ -74,9 +74,9 @@ pub(crate) fn resolve(
     resolve_named(var, &Named::default(), gcloud_file, ca_bundle)
 }
 
-/// What settings made in code name, ahead of the variables that stand for them: a
-/// credentials file (before `GOOGLE_APPLICATION_CREDENTIALS` and gcloud's file), the metadata
-/// server's host (before `GCE_METADATA_HOST`, and asked even with `NO_GCE_CHECK`).
+/// What settings made in code name, ahead of the whole environment: a credentials file, else
+/// the metadata server's host (asked even with `NO_GCE_CHECK`); the environment's chain only
+/// when they name neither.
 #[derive(Debug, Default)]
 pub(crate) struct Named {
     pub(crate) file: Option<PathBuf>,
@@ -121,6 +121,13 @@ pub(crate) fn resolve_named(
     if let Some(path) = &named.file {
         return Ok(chained(file(path.clone())?, tried));
     }
+    if let Some(host) = &named.metadata_host {
+        let metadata = Metadata {
+            named: true,
+            host: host.clone(),
+        };
+        return Ok(chained(Source::Metadata(metadata), tried));
+    }
     if let Some(path) = var("GOOGLE_APPLICATION_CREDENTIALS") {
         return Ok(chained(file(PathBuf::from(path))?, tried));
     }
@@ -133,13 +140,6 @@ pub(crate) fn resolve_named(
                 "gcloud's {WELL_KNOWN} (no HOME or CLOUDSDK_CONFIG to find it in)"
             )),
         }
-    }
-    if let Some(host) = &named.metadata_host {
-        let metadata = Metadata {
-            named: true,
-            host: host.clone(),
-        };
-        return Ok(chained(Source::Metadata(metadata), tried));
     }
     if is_true(var, "NO_GCE_CHECK") {
         tried.push("the metadata server (skipped: NO_GCE_CHECK)".to_owned());
