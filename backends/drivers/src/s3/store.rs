@@ -70,20 +70,23 @@ impl S3Store {
                 s3.chain_ca.set(options.ca_bundle.clone());
                 source
             }
-            None => s3.found.get_or_find(format!("{:?}", s3.profile), || {
-                let endpoint = s3.endpoint.as_ref().map(Url::to_string);
-                let var = |name: &str| match name {
-                    "AWS_REGION" => Some(s3.region.clone()),
-                    "AWS_ENDPOINT_URL_S3" if endpoint.is_some() => endpoint.clone(),
-                    other => crate::options::env_var(other),
-                };
-                let found = S3Settings::from_vars_and_profile(s3.profile.as_deref(), var)?;
-                found.chain_ca.set(options.ca_bundle.clone());
-                // The chain settles on keys or on a source (one that says why it has none).
-                found
-                    .signer()
-                    .ok_or_else(|| no_credentials("AWS", "the AWS chain found nothing".into()))
-            })?,
+            None => {
+                let inputs = format!("{:?} {} {:?}", s3.profile, s3.region, s3.endpoint);
+                s3.found.get_or_find(inputs, || {
+                    let endpoint = s3.endpoint.as_ref().map(Url::to_string);
+                    let var = |name: &str| match name {
+                        "AWS_REGION" => Some(s3.region.clone()),
+                        "AWS_ENDPOINT_URL_S3" if endpoint.is_some() => endpoint.clone(),
+                        other => crate::options::env_var(other),
+                    };
+                    let found = S3Settings::from_vars_and_profile(s3.profile.as_deref(), var)?;
+                    found.chain_ca.set(options.ca_bundle.clone());
+                    // The chain settles on keys or on a source (one that says why it has none).
+                    found
+                        .signer()
+                        .ok_or_else(|| no_credentials("AWS", "the AWS chain found nothing".into()))
+                })?
+            }
         };
         let path_style = s3.path_style.unwrap_or(custom || name.contains('.'));
         let bucket = Bucket::new(endpoint.as_str(), name, &s3.region, path_style).map_err(|e| {
