@@ -80,6 +80,12 @@ fn said(out: &Output) -> String {
     )
 }
 
+/// The child succeeded, and every S3 request through `proxy` was signed with `key` alone.
+fn signed_only_by(proxy: &LossyProxy, key: &str, out: &Output) {
+    assert!(out.status.success(), "{}", said(out));
+    assert_eq!(signed_with(proxy), [key], "{}", said(out));
+}
+
 /// The access key ids the S3 requests through `proxy` were signed with.
 fn signed_with(proxy: &LossyProxy) -> Vec<String> {
     let mut keys: Vec<String> = proxy
@@ -111,15 +117,9 @@ fn s3_settings_made_in_code_sign_with_the_environment_s_keys_found_at_open() {
             ("AWS_SECRET_ACCESS_KEY", &mock.secret),
         ],
     );
-    assert!(out.status.success(), "{}", said(&out));
+    signed_only_by(&proxy, &mock.access_key, &out);
     let signer = format!("signed by keys ({})", mock.access_key);
     assert!(said(&out).contains(&signer), "{}", said(&out));
-    assert_eq!(
-        signed_with(&proxy),
-        [mock.access_key.as_str()],
-        "{}",
-        said(&out)
-    );
 }
 
 #[test]
@@ -160,13 +160,7 @@ fn s3_settings_that_name_a_profile_sign_with_its_keys_over_the_environment_s() {
         ],
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(out.status.success(), "{}", said(&out));
-    assert_eq!(
-        signed_with(&proxy),
-        [mock.access_key.as_str()],
-        "{}",
-        said(&out)
-    );
+    signed_only_by(&proxy, &mock.access_key, &out);
 }
 
 #[test]

@@ -115,6 +115,22 @@ pub(crate) mod tests {
         (endpoint, settings)
     }
 
+    /// What both HTTP clients must answer when that server presents its certificate: not
+    /// sent, with the one line that names a CA used as a server's certificate.
+    pub(crate) fn refused_as_a_ca<T: core::fmt::Debug>(got: Result<T, crate::rt::HttpFailure>) {
+        let Err(crate::rt::HttpFailure::NotSent(why)) = got else {
+            panic!("not sent, with the reason: {got:?}");
+        };
+        assert!(
+            why.starts_with("the server's TLS certificate is a CA certificate"),
+            "{why}"
+        );
+        assert!(
+            why.contains("mkcert") && why.contains("CaUsedAsEndEntity"),
+            "{why}"
+        );
+    }
+
     #[test]
     fn a_ca_used_as_the_server_s_certificate_is_named_with_how_to_make_a_leaf() {
         let e = refused("error sending request: client error (Connect): invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))")
