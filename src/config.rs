@@ -1,6 +1,6 @@
 //! How a lock behaves: lease, clock-drift bound, polling and retry pacing, identity.
 
-use crate::Backoff;
+use crate::{Backoff, TerraformFormat};
 use core::time::Duration;
 
 /// Settings for one [`Lock`](crate::Lock).
@@ -77,6 +77,17 @@ pub struct Config {
     /// the time left before it ([`Lock::request_limit`](crate::Lock::request_limit)). Zero:
     /// the end of validity.
     pub stop_before: Duration,
+    /// Write the record in Terraform's and OpenTofu's lock format too (`None`: sets3lock's
+    /// alone): Terraform's seven `LockInfo` fields beside the record's own, so that Terraform
+    /// refuses with a Lock Info that names this holder, and `terraform force-unlock` has its
+    /// ID. Presence mode with a lease only: a fenced or lease-0 record persists, and Terraform
+    /// could never take it.
+    pub terraform: Option<TerraformFormat>,
+    /// The lease to assume for a lock Terraform or OpenTofu wrote (which declares none), to
+    /// take it over after that long unchanged. `None`, the default, never takes one over, and
+    /// [`foreign_lease`](Config::foreign_lease) does not apply to them: a Terraform apply can
+    /// run for hours, and taking its lock while it writes state corrupts the state.
+    pub terraform_lease: Option<Duration>,
 }
 
 impl Default for Config {
@@ -97,6 +108,8 @@ impl Default for Config {
             value: None,
             hold_at_least: Duration::ZERO,
             stop_before: Duration::ZERO,
+            terraform: None,
+            terraform_lease: None,
         }
     }
 }
@@ -122,6 +135,12 @@ pub enum ConfigError {
     /// `hold_at_least` is set on a lock with a zero lease (which never ends, so never rests).
     #[error("--hold-at-least needs a lease: a lock with a zero lease is held until deleted")]
     HoldWithoutLease,
+    /// Terraform's format was asked for a lock with a zero lease, or in fenced mode.
+    #[error(
+        "Terraform's lock format needs presence mode with a lease ({0}): Terraform could never \
+         take a record that persists; drop --fenced or the zero lease, or the format"
+    )]
+    TerraformNeedsLease(&'static str),
     /// A backoff range is empty or has a zero floor.
     #[error("the {which} backoff needs 0 < floor <= cap")]
     BadBackoff {
@@ -155,6 +174,14 @@ impl Config {
         }
         if self.lease.is_zero() && !self.hold_at_least.is_zero() {
             return Err(ConfigError::HoldWithoutLease);
+        }
+        if self.terraform.is_some() {
+            if self.lease.is_zero() {
+                return Err(ConfigError::TerraformNeedsLease("its lease is 0"));
+            }
+            if self.fenced {
+                return Err(ConfigError::TerraformNeedsLease("it is fenced"));
+            }
         }
         for (which, b) in [("poll", self.poll), ("retry", self.retry)] {
             if b.floor.is_zero() || b.floor > b.cap {

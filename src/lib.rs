@@ -56,6 +56,7 @@ pub mod reply;
 mod rng;
 mod slots;
 mod store;
+mod terraform;
 mod time;
 mod url;
 mod wait;
@@ -76,6 +77,7 @@ pub use record::{
 pub use reply::{store_age, Ambiguity, Response};
 pub use slots::{SlotChoice, SlotOutcome, SlotStep};
 pub use store::ConditionalDelete;
+pub use terraform::{terraform_id, TerraformFormat, TerraformInfo, TERRAFORM_KEYS};
 pub use time::Instant;
 pub use url::{LockUrl, Scheme, UrlError};
 pub use wait::Wait;

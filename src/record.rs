@@ -21,6 +21,8 @@ use core::str::FromStr;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
+use crate::terraform::{clean, TerraformInfo};
+
 /// The format version of a presence-mode record (the lock is held while the object exists).
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -107,6 +109,7 @@ impl FromStr for OwnerId {
 ///     writer: None,
 ///     cooldown: false,
 ///     parked: false,
+///     terraform: None,
 /// };
 /// let body = record.encode();
 /// assert_eq!(Holder::decode(&body), Holder::Sets3lock(record));
@@ -148,6 +151,10 @@ pub struct Record {
     /// process may still be running under the hold, so such a release leaves the lock resting
     /// until that process's lease has run out.
     pub parked: bool,
+    /// Terraform's seven lock-info fields, written beside the record's own when the lock is
+    /// configured with [`Config::terraform`](crate::Config::terraform), so that Terraform and
+    /// OpenTofu name the holder when they refuse (and `force-unlock` has an ID).
+    pub terraform: Option<TerraformInfo>,
 }
 
 /// The longest [`Record::value`] kept, in bytes.
@@ -216,6 +223,48 @@ struct Wire {
     id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     created_at: Option<String>,
+    // Terraform's and OpenTofu's LockInfo (Go field names; no key above folds to one of them).
+    #[serde(rename = "ID", skip_serializing_if = "Option::is_none")]
+    tf_id: Option<String>,
+    #[serde(rename = "Operation", skip_serializing_if = "Option::is_none")]
+    tf_operation: Option<String>,
+    #[serde(rename = "Info", skip_serializing_if = "Option::is_none")]
+    tf_info: Option<String>,
+    #[serde(rename = "Who", skip_serializing_if = "Option::is_none")]
+    tf_who: Option<String>,
+    #[serde(rename = "Version", skip_serializing_if = "Option::is_none")]
+    tf_version: Option<String>,
+    #[serde(rename = "Created", skip_serializing_if = "Option::is_none")]
+    tf_created: Option<String>,
+    #[serde(rename = "Path", skip_serializing_if = "Option::is_none")]
+    tf_path: Option<String>,
+}
+
+impl Wire {
+    /// Terraform's fields, when the body has an `ID`.
+    fn terraform(&self) -> Option<TerraformInfo> {
+        let id = self.tf_id.as_deref().filter(|id| !id.is_empty())?;
+        let field = |f: &Option<String>| f.as_deref().map(clean).unwrap_or_default();
+        Some(TerraformInfo {
+            id: clean(id),
+            operation: field(&self.tf_operation),
+            info: field(&self.tf_info),
+            who: field(&self.tf_who),
+            version: field(&self.tf_version),
+            created: field(&self.tf_created),
+            path: field(&self.tf_path),
+        })
+    }
+
+    fn set_terraform(&mut self, info: &TerraformInfo) {
+        self.tf_id = Some(info.id.clone());
+        self.tf_operation = Some(info.operation.clone());
+        self.tf_info = Some(info.info.clone());
+        self.tf_who = Some(info.who.clone());
+        self.tf_version = Some(info.version.clone());
+        self.tf_created = Some(info.created.clone());
+        self.tf_path = Some(info.path.clone());
+    }
 }
 
 impl Record {
@@ -226,7 +275,7 @@ impl Record {
     /// # use sets3lock_proto::{OwnerId, Record};
     /// let r = Record { owner: OwnerId::from_u128(1), seq: 2, lease: Duration::from_secs(1),
     ///     host: "h".into(), pid: 3, acquired_unix_ms: 4, written_unix_ms: 5, fence: None, value: None,
-    ///     writer: None, cooldown: false, parked: false };
+    ///     writer: None, cooldown: false, parked: false, terraform: None };
     /// let json = String::from_utf8(r.encode().to_vec()).unwrap();
     /// assert!(json.starts_with("{\"sets3lock\":1,\"owner\":\"00000000000000000000000000000001\",\"seq\":2"));
     /// ```
@@ -243,7 +292,7 @@ impl Record {
                 Some(f.token),
             ),
         };
-        let wire = Wire {
+        let mut wire = Wire {
             sets3lock: Some(version),
             owner: Some(self.owner.to_string()),
             seq: Some(self.seq),
@@ -260,6 +309,11 @@ impl Record {
             parked: self.parked.then_some(true),
             ..Wire::default()
         };
+        // Terraform's fields go with presence-mode records only: a fenced record persists, and
+        // Terraform would read a free one as held.
+        if let (Some(info), None) = (&self.terraform, self.fence) {
+            wire.set_terraform(info);
+        }
         // Serializing a struct of strings and integers cannot fail; an empty body would be
         // decoded as an unknown holder, which is still safe.
         Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
@@ -288,6 +342,10 @@ pub enum Holder {
         /// Its creation time as written, RFC 3339 (at most 80 characters kept).
         created_at: String,
     },
+    /// A lock written by Terraform or OpenTofu (a `.tflock` body without a sets3lock record):
+    /// no lease, so never taken over unless
+    /// [`Config::terraform_lease`](crate::Config::terraform_lease) says otherwise.
+    Terraform(TerraformInfo),
     /// Anything else: another tool's lock, a newer format, or garbage.
     Unknown {
         /// The body's size in bytes.
@@ -336,6 +394,7 @@ impl Holder {
             (fence, &wire.owner, wire.seq, wire.lease_ms)
         {
             if let Ok(owner) = owner.parse::<OwnerId>() {
+                let terraform = wire.terraform();
                 return Holder::Sets3lock(Record {
                     owner,
                     seq,
@@ -349,8 +408,12 @@ impl Holder {
                     writer: wire.writer.as_deref().and_then(parse_writer),
                     cooldown: wire.cooldown == Some(true),
                     parked: wire.parked == Some(true),
+                    terraform,
                 });
             }
+        }
+        if let Some(info) = wire.terraform() {
+            return Holder::Terraform(info);
         }
         if let (Some(id), Some(created_at)) = (wire.id, wire.created_at) {
             return Holder::GoSets3lock {
@@ -371,6 +434,48 @@ impl Holder {
         match self {
             Holder::Sets3lock(r) => Some(r.lease),
             _ => None,
+        }
+    }
+
+    /// The lease to wait out before taking this holder over: its own, if it declared one;
+    /// `terraform` for a lock Terraform or OpenTofu wrote (they declare none, and applies run
+    /// for hours: `None` unless the user opted in); `foreign` for any other body. `None`:
+    /// never taken over.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use sets3lock_proto::Holder;
+    /// let minute = Some(Duration::from_secs(60));
+    /// let terraform = Holder::decode(br#"{"ID":"1","Who":"a@b"}"#);
+    /// assert_eq!(terraform.assumed_lease(minute, None), None); // a foreign lease is not for it
+    /// assert_eq!(Holder::decode(b"{}").assumed_lease(minute, None), minute);
+    /// ```
+    pub fn assumed_lease(
+        &self,
+        foreign: Option<Duration>,
+        terraform: Option<Duration>,
+    ) -> Option<Duration> {
+        match self {
+            Holder::Sets3lock(r) => Some(r.lease),
+            Holder::Terraform(_) => terraform,
+            Holder::GoSets3lock { .. } | Holder::Unknown { .. } => foreign,
+        }
+    }
+
+    /// Terraform's lock info: of a lock Terraform or OpenTofu wrote, or of a sets3lock record
+    /// written in Terraform's format.
+    ///
+    /// ```
+    /// # use sets3lock_proto::Holder;
+    /// let holder = Holder::decode(br#"{"ID":"1c2d","Who":"alice@ci-7"}"#);
+    /// assert_eq!(holder.terraform().map(|t| t.id.as_str()), Some("1c2d"));
+    /// assert_eq!(Holder::decode(b"{}").terraform(), None);
+    /// ```
+    pub fn terraform(&self) -> Option<&TerraformInfo> {
+        match self {
+            Holder::Sets3lock(r) => r.terraform.as_ref(),
+            Holder::Terraform(info) => Some(info),
+            Holder::GoSets3lock { .. } | Holder::Unknown { .. } => None,
         }
     }
 
@@ -449,6 +554,9 @@ impl fmt::Display for Holder {
                 if r.parked {
                     write!(f, ", let go of: nobody running under it")?;
                 }
+                if let Some(tf) = &r.terraform {
+                    write!(f, ", Terraform lock ID {}", tf.id)?;
+                }
                 write!(f, ")")
             }
             Holder::GoSets3lock { id, created_at } => {
@@ -456,6 +564,9 @@ impl fmt::Display for Holder {
                     f,
                     "the Go sets3lock (id {id}, created {created_at}, no lease)"
                 )
+            }
+            Holder::Terraform(info) => {
+                write!(f, "Terraform or OpenTofu: {info}, no lease")
             }
             Holder::Unknown { len, preview } => {
                 write!(f, "an unrecognised {len}-byte object ({preview:?})")

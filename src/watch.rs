@@ -25,7 +25,8 @@ pub struct WatchConfig {
     /// Pacing of the retries after a failed poll (5xx, no reply, a refusal).
     pub retry: Backoff,
     /// The lease to assume for a holder whose record declares none (the Go sets3lock, or any
-    /// other body). `None`: such holders are never reported stale.
+    /// other body; never a lock Terraform or OpenTofu wrote, which is never reported stale).
+    /// `None`: such holders are never reported stale.
     pub foreign_lease: Option<Duration>,
 }
 
@@ -418,7 +419,7 @@ impl Watch {
             ) if h.owner().is_some() && h.owner() == holder.owner() => *since,
             _ => now,
         };
-        let lease = holder.lease().or(self.cfg.foreign_lease);
+        let lease = holder.assumed_lease(self.cfg.foreign_lease, None);
         // Stale a full lease after this version was first seen; never for a zero lease.
         let stale_at = lease.filter(|l| !l.is_zero()).map(|l| now + l);
         self.see(Sighting::Held {

@@ -42,6 +42,7 @@ pub(crate) fn mock_cycle(s3: &mut MockS3, seq: u64) -> bool {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     }
     .encode();
     let put = Intent::PutIfNoneMatch { body };

@@ -32,11 +32,20 @@ pub(crate) fn describe(holder: &Holder) -> String {
                     r.lease, r.host, r.pid
                 );
             }
+            let terraform = r
+                .terraform
+                .as_ref()
+                .map(|tf| format!(", Terraform lock ID {}", tf.id))
+                .unwrap_or_default();
             format!(
-                "{} pid {} since {since} ({lease}, owner {}{token}{value})",
+                "{} pid {} since {since} ({lease}, owner {}{token}{value}{terraform})",
                 r.host, r.pid, r.owner
             )
         }
+        Holder::Terraform(tf) => format!(
+            "Terraform or OpenTofu: {tf}; it declares no lease, so it is never taken over (it ends when Terraform unlocks it, or with `sets3lock unlock --id {}`)",
+            tf.id
+        ),
         other => other.to_string(),
     }
 }

@@ -1,7 +1,7 @@
 //! `sets3lock status`: who holds a lock (like perp's `runlock -c`).
 
 use crate::exit_codes::{CANNOT_LOCK, NO, OK};
-use sets3lock::proto::{Holder, LockUrl};
+use sets3lock::proto::{Holder, LockUrl, TerraformInfo};
 use sets3lock::{Client, Options};
 
 pub(crate) fn status(url: &LockUrl, options: &Options, json: bool) -> u8 {
@@ -66,7 +66,9 @@ pub(crate) fn status(url: &LockUrl, options: &Options, json: bool) -> u8 {
 }
 
 /// The holder as a JSON object, the same in `status --json` and `watch --json`: `kind`
-/// (`sets3lock`, `go-sets3lock` or `unknown`) and what that kind of record says.
+/// (`sets3lock`, `terraform`, `go-sets3lock` or `unknown`) and what that kind of record says;
+/// Terraform's lock info under `terraform`, with Terraform's field names, for a lock
+/// Terraform or OpenTofu wrote and for a sets3lock record written in its format.
 pub(crate) fn holder_object(holder: &Holder) -> String {
     match holder {
         Holder::Sets3lock(r) => {
@@ -77,9 +79,16 @@ pub(crate) fn holder_object(holder: &Holder) -> String {
             if let Some(v) = &r.value {
                 s.push_str(&format!(",\"value\":{}", quote(v)));
             }
+            if let Some(tf) = &r.terraform {
+                s.push_str(&format!(",\"terraform\":{}", terraform_object(tf)));
+            }
             s.push('}');
             s
         }
+        Holder::Terraform(tf) => format!(
+            "{{\"kind\":\"terraform\",\"terraform\":{}}}",
+            terraform_object(tf)
+        ),
         Holder::GoSets3lock { id, created_at } => format!(
             "{{\"kind\":\"go-sets3lock\",\"id\":{},\"created_at\":{}}}",
             quote(id),
@@ -90,6 +99,20 @@ pub(crate) fn holder_object(holder: &Holder) -> String {
             quote(preview)
         ),
     }
+}
+
+/// Terraform's seven fields as a JSON object, under their Go names.
+fn terraform_object(tf: &TerraformInfo) -> String {
+    format!(
+        "{{\"ID\":{},\"Operation\":{},\"Info\":{},\"Who\":{},\"Version\":{},\"Created\":{},\"Path\":{}}}",
+        quote(&tf.id),
+        quote(&tf.operation),
+        quote(&tf.info),
+        quote(&tf.who),
+        quote(&tf.version),
+        quote(&tf.created),
+        quote(&tf.path)
+    )
 }
 
 pub(crate) fn quote(s: &str) -> String {

@@ -9,7 +9,7 @@ use core::time::Duration;
 use sets3lock_proto::reply::s3::classify as classify_reply;
 use sets3lock_proto::{
     Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock, LockUrl, OwnerId, Record,
-    Response, Wait,
+    Response, TerraformInfo, Wait, terraform_id,
 };
 use std::collections::BTreeSet;
 
@@ -126,10 +126,23 @@ pub fn record(data: &[u8]) {
             writer: None,
             cooldown: false,
             parked: false,
+            // Terraform's fields, with whatever text the embedding gives for the operation.
+            terraform: bool::arbitrary(&mut u)
+                .unwrap_or(false)
+                .then(|| TerraformInfo {
+                    id: terraform_id(OwnerId::from_u128(owner)),
+                    operation: String::arbitrary(&mut u).unwrap_or_default(),
+                    ..TerraformInfo::default()
+                }),
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {
-                assert_eq!((d.owner, d.seq, d.lease), (r.owner, r.seq, r.lease))
+                assert_eq!((d.owner, d.seq, d.lease), (r.owner, r.seq, r.lease));
+                assert_eq!(
+                    d.terraform.map(|t| t.id),
+                    r.terraform.map(|t| t.id),
+                    "Terraform's ID must survive a round trip"
+                );
             }
             other => panic!("round trip failed: {other:?}"),
         }
@@ -396,6 +409,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     };
     vec![
         ("record", record.encode().to_vec()),

@@ -433,7 +433,9 @@ fn end(s: Session, write_in_flight: bool) -> Phase {
 /// (or the configured lease for foreign records), after we first saw that ETag; or, for a
 /// resting record, when its lease has run out by the store's clock, if that is sooner.
 fn stale_at(cx: &Context, o: &Observed) -> Option<Instant> {
-    let lease = o.holder.lease().or(cx.cfg.foreign_lease)?;
+    let lease = o
+        .holder
+        .assumed_lease(cx.cfg.foreign_lease, cx.cfg.terraform_lease)?;
     let watched = (!lease.is_zero()).then(|| o.first_seen + lease);
     super::earliest(watched, o.rests_until)
 }

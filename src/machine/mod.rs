@@ -136,7 +136,12 @@ impl Lock {
             self.drive(now);
             return Err(CommandError::Busy);
         }
-        let owner = OwnerId::from_u128(self.cx.rng.next_u128());
+        let random = self.cx.rng.next_u128();
+        // Terraform's lock ID is this owner written as a UUID: make it a version-4 one.
+        let owner = match self.cx.cfg.terraform {
+            Some(_) => crate::terraform::uuid_owner(random),
+            None => OwnerId::from_u128(random),
+        };
         let session = Session::new(owner, now, unix_ms);
         let fenced = self.cx.cfg.fenced;
         self.phase = Phase::Acquiring(Acquiring::start(session, wait, fenced, now));

@@ -233,6 +233,10 @@ impl Session {
             writer: self.writer,
             cooldown: false,
             parked: false,
+            terraform: cfg
+                .terraform
+                .as_ref()
+                .map(|tf| tf.info(self.owner, self.acquired_unix_ms, cfg.lease)),
         }
     }
 

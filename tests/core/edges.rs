@@ -175,6 +175,7 @@ fn padded(len: usize) -> Vec<u8> {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     };
     let mut body = record.encode().to_vec();
     assert!(body.len() <= len);

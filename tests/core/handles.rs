@@ -560,6 +560,7 @@ fn an_adopter_refused_on_every_write_gives_up_after_the_retry_limit() {
         writer: None,
         cooldown: false,
         parked: true,
+        terraform: None,
     }
     .encode();
     let etag = sets3lock_proto::ETag::parse("e1").expect("etag");

@@ -21,6 +21,7 @@ mod reply_table_azure;
 mod reply_table_gcs;
 mod slots;
 mod stores;
+mod terraform;
 mod urls;
 mod vectors;
 mod waiting;

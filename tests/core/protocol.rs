@@ -773,6 +773,7 @@ fn a_store_that_refuses_if_match_on_its_own_etag_ends_the_takeover_instead_of_sp
                 writer: None,
                 cooldown: false,
                 parked: false,
+                terraform: None,
             }
             .encode(),
         ),

@@ -33,6 +33,7 @@ fn record(owner: u128, seq: u64, lease: Duration, fence: Option<Fence>) -> Bytes
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     }
     .encode()
 }

@@ -6,7 +6,8 @@ use core::time::Duration;
 use serde_json::{json, Map, Value};
 use sets3lock_proto::{
     Ambiguity, Config, ETag, Error, Event, Fence, HoldEnded, Holder, Intent, IntentKind, LockState,
-    LostReason, NotAcquired, OwnerId, Record, Response, Scheme, Setback, Wait,
+    LostReason, NotAcquired, OwnerId, Record, Response, Scheme, Setback, TerraformFormat,
+    TerraformInfo, Wait,
 };
 
 /// A body: its text when it is UTF-8, else base64 under `body_base64`.
@@ -199,7 +200,7 @@ pub(super) fn wait_of(v: &Value) -> Wait {
 }
 
 pub(super) fn record(r: &Record) -> Value {
-    json!({
+    let mut v = json!({
         "owner": r.owner.to_string(),
         "seq": r.seq,
         "lease_ms": ms(r.lease),
@@ -215,6 +216,47 @@ pub(super) fn record(r: &Record) -> Value {
         "writer": r.writer,
         "cooldown": r.cooldown,
         "parked": r.parked,
+    });
+    if let (Some(tf), Some(m)) = (&r.terraform, v.as_object_mut()) {
+        m.insert("terraform".into(), terraform(tf));
+    }
+    v
+}
+
+/// Terraform's seven fields, under their Go names.
+fn terraform(t: &TerraformInfo) -> Value {
+    json!({
+        "ID": t.id, "Operation": t.operation, "Info": t.info, "Who": t.who,
+        "Version": t.version, "Created": t.created, "Path": t.path,
+    })
+}
+
+fn terraform_of(v: &Value) -> Option<TerraformInfo> {
+    let t = v.as_object()?;
+    let f = |name: &str| t[name].as_str().expect("a Terraform field").to_owned();
+    Some(TerraformInfo {
+        id: f("ID"),
+        operation: f("Operation"),
+        info: f("Info"),
+        who: f("Who"),
+        version: f("Version"),
+        created: f("Created"),
+        path: f("Path"),
+    })
+}
+
+fn terraform_format(t: &TerraformFormat) -> Value {
+    json!({ "Who": t.who, "Operation": t.operation, "Path": t.path, "Version": t.version })
+}
+
+fn terraform_format_of(v: &Value) -> Option<TerraformFormat> {
+    let t = v.as_object()?;
+    let f = |name: &str| t[name].as_str().expect("a Terraform field").to_owned();
+    Some(TerraformFormat {
+        who: f("Who"),
+        operation: f("Operation"),
+        path: f("Path"),
+        version: f("Version"),
     })
 }
 
@@ -243,6 +285,7 @@ pub(super) fn record_of(v: &Value) -> Record {
         writer: v["writer"].as_u64(),
         cooldown: v["cooldown"].as_bool().unwrap_or(false),
         parked: v["parked"].as_bool().unwrap_or(false),
+        terraform: terraform_of(&v["terraform"]),
     }
 }
 
@@ -254,6 +297,7 @@ pub(super) fn holder(h: &Holder) -> Value {
         Holder::GoSets3lock { id, created_at } => {
             json!({ "type": "GoSets3lock", "id": id, "created_at": created_at })
         }
+        Holder::Terraform(t) => json!({ "type": "Terraform", "info": terraform(t) }),
         Holder::Unknown { len, preview } => {
             json!({ "type": "Unknown", "len": len, "preview": preview })
         }
@@ -397,7 +441,7 @@ fn error(e: &Error) -> Value {
 }
 
 pub(super) fn config(c: &Config) -> Value {
-    json!({
+    let mut v = json!({
         "lease_ms": ms(c.lease),
         "max_drift_ppm": c.max_drift_ppm,
         "poll_ms": [ms(c.poll.floor), ms(c.poll.cap)],
@@ -411,7 +455,16 @@ pub(super) fn config(c: &Config) -> Value {
         "value": c.value,
         "hold_at_least_ms": ms(c.hold_at_least),
         "stop_before_ms": ms(c.stop_before),
-    })
+    });
+    if let Some(m) = v.as_object_mut() {
+        if let Some(tf) = &c.terraform {
+            m.insert("terraform".into(), terraform_format(tf));
+        }
+        if let Some(lease) = c.terraform_lease {
+            m.insert("terraform_lease_ms".into(), ms(lease).into());
+        }
+    }
+    v
 }
 
 pub(super) fn config_of(v: &Value) -> Config {
@@ -436,5 +489,7 @@ pub(super) fn config_of(v: &Value) -> Config {
         value: opt_str(v, "value"),
         hold_at_least: d("hold_at_least_ms"),
         stop_before: d("stop_before_ms"),
+        terraform: terraform_format_of(&v["terraform"]),
+        terraform_lease: v["terraform_lease_ms"].as_u64().map(Duration::from_millis),
     }
 }

@@ -14,7 +14,7 @@ use sets3lock_mock::{Exit, Fault, Input, ProcessPlan, Round, Sim, SimConfig, Sta
 use sets3lock_proto::reply::{azure, gcs, s3};
 use sets3lock_proto::{
     CommandError, Config, Fence, Holder, Instant, IntentKind, Lock, LockState, OwnerId, Record,
-    RequestId, Response, Wait,
+    RequestId, Response, TerraformInfo, Wait,
 };
 use std::path::PathBuf;
 
@@ -65,6 +65,7 @@ fn replies(store: &str) -> Vec<Reply> {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     }
     .encode();
     let record = String::from_utf8(record.to_vec()).expect("JSON");
@@ -242,6 +243,7 @@ fn records() -> Vec<Record> {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     };
     vec![
         base.clone(),
@@ -274,6 +276,19 @@ fn records() -> Vec<Record> {
         Record {
             parked: true,
             host: "naïve \"host\"\n".into(),
+            ..base.clone()
+        },
+        Record {
+            owner: OwnerId::from_u128(0x0123_4567_89ab_4def_8123_4567_89ab_cdef),
+            terraform: Some(TerraformInfo {
+                id: "01234567-89ab-4def-8123-456789abcdef".into(),
+                operation: "sets3lock deploy.sh".into(),
+                info: "held by sets3lock with a lease of 60 s: renewed while it runs, taken over by sets3lock waiters if it stops renewing".into(),
+                who: "alice@build-7".into(),
+                version: "sets3lock 0.1.0".into(),
+                created: "2025-11-30T10:53:20.000Z".into(),
+                path: "state/prod.tfstate.tflock".into(),
+            }),
             ..base
         },
     ]
@@ -285,6 +300,10 @@ fn foreign_bodies() -> Vec<Vec<u8>> {
             .to_vec(),
         br#"{"sets3lock":2,"owner":"zz","seq":-1}"#.to_vec(),
         br#"{"sets3lock":1,"owner":"0123456789abcdef0123456789abcdef","seq":1,"lease_ms":1000,"extra":true}"#.to_vec(),
+        // Terraform 1.15's own lock, and OpenTofu's (the same seven fields).
+        br#"{"ID":"2b6c3a1e-8a5e-7c1d-2f0b-3c4d5e6f7a8b","Operation":"OperationTypeApply","Info":"","Who":"alice@ci-7","Version":"1.15.5","Created":"2026-12-07T10:00:00.123456789Z","Path":"state/prod.tfstate"}"#.to_vec(),
+        // An ID that is not a string: Go cannot decode it either.
+        br#"{"ID":7,"Operation":"OperationTypeApply"}"#.to_vec(),
         b"deploy in progress".to_vec(),
         Vec::new(),
         vec![0xff, 0xfe, 0x00, 0x7b],

@@ -115,6 +115,7 @@ impl Client {
             writer: None,
             cooldown: false,
             parked: false,
+            terraform: None,
         };
         let put = Intent::PutIfMatch {
             etag: etag.clone(),

@@ -445,6 +445,7 @@ fn record_of_someone_else(lease_ms: u64, fence: Option<Fence>) -> Vec<u8> {
         writer: None,
         cooldown: false,
         parked: false,
+        terraform: None,
     }
     .encode()
     .to_vec()

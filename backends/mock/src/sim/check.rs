@@ -794,6 +794,7 @@ mod tests {
             writer: None,
             cooldown: false,
             parked: false,
+            terraform: None,
         }
         .encode()
     }
@@ -922,6 +923,7 @@ mod tests {
             writer: None,
             cooldown: false,
             parked: false,
+            terraform: None,
         }
         .encode();
         Object {

@@ -53,6 +53,8 @@ impl Default for SimConfig {
                 value: None,
                 hold_at_least: Duration::ZERO,
                 stop_before: Duration::ZERO,
+                terraform: None,
+                terraform_lease: None,
             },
             request_timeout: Duration::from_secs(2),
             latency: Duration::from_millis(5),
