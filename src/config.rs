@@ -138,7 +138,8 @@ pub enum ConfigError {
     /// Terraform's format was asked for a lock with a zero lease, or in fenced mode.
     #[error(
         "Terraform's lock format needs presence mode with a lease ({0}): Terraform could never \
-         take a record that persists; drop --fenced or the zero lease, or the format"
+         take a record that persists; give a lease and no --fenced, or use sets3lock's own \
+         format (--lock-format sets3lock, which a key ending in .tflock otherwise gets)"
     )]
     TerraformNeedsLease(&'static str),
     /// A backoff range is empty or has a zero floor.

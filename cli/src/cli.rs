@@ -152,6 +152,18 @@ pub(crate) struct LockFlags {
     /// 2,300 GETs an hour with the default, 700 with 10s.
     #[arg(long, value_parser = duration, default_value = "3s", value_name = "DURATION", allow_hyphen_values = true)]
     pub(crate) poll_max: Duration,
+    /// The lock record's format: `terraform` writes Terraform's and OpenTofu's lock info too
+    /// (so they name this holder when they refuse, and wait for it with -lock-timeout; the
+    /// program gets SETS3LOCK_TERRAFORM_ID), `sets3lock` its own alone, `auto` Terraform's for
+    /// a key ending in .tflock. Terraform's needs a lease and no --fenced.
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub(crate) lock_format: sets3lock::LockFormat,
+    /// Take over a lock Terraform or OpenTofu wrote once it has stayed unchanged this long.
+    /// They declare no lease, and an apply can run for hours: taking the lock from a live
+    /// apply lets two runs write one state. Off by default; prefer `sets3lock unlock --id`
+    /// once you know the run is gone.
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub(crate) terraform_lease: Option<Duration>,
 }
 
 /// The store check and the log: every command that takes, continues or releases a hold.
@@ -241,11 +253,22 @@ pub(crate) enum Command {
         url: Vec<LockUrl>,
     },
     /// Remove a lock, but only the version you saw, never a newer one: DELETE If-Match, or
-    /// for a fenced lock a `free` record written with If-Match (its token is kept).
+    /// for a fenced lock a `free` record written with If-Match (its token is kept). Name the
+    /// version by its ETag, by Terraform's lock ID, or wait to see that it is stale.
     Unlock {
         /// The ETag `sets3lock status` showed.
-        #[arg(long, required = true, value_parser = ETag::parse)]
-        etag: ETag,
+        #[arg(long, value_parser = ETag::parse, required_unless_present_any = ["id", "if_stale"], conflicts_with_all = ["id", "if_stale"])]
+        etag: Option<ETag>,
+        /// Terraform's (or OpenTofu's) lock ID, as `status` and Terraform's Lock Info show it:
+        /// removes only the lock with this ID (what `terraform force-unlock ID` means, without
+        /// its race).
+        #[arg(long, value_name = "LOCK_ID", conflicts_with = "if_stale")]
+        id: Option<String>,
+        /// Remove the lock only if its holder has stopped renewing: wait one lease (its
+        /// record's) with its ETag unchanged, then delete that version. For a crashed holder
+        /// that Terraform, which never takes a lock over, would wait for forever.
+        #[arg(long)]
+        if_stale: bool,
         /// Give up (exit 111) if the store has not answered within this long; the outcome is
         /// then unknown (run `sets3lock status`).
         #[arg(long, value_parser = duration, default_value = "20s", value_name = "DURATION")]
@@ -399,6 +422,7 @@ impl Run {
         config.fenced = self.lock.fenced;
         config.poll.cap = self.lock.poll_max;
         config.value = self.lock.value.clone();
+        config.terraform_lease = self.lock.terraform_lease;
         config
     }
 
@@ -426,7 +450,15 @@ fn room(lease: Duration) -> Duration {
 /// expire: the stop sequence (SIGTERM, then SIGKILL after `--kill-after`) starts `--kill-after`
 /// before the end of validity, which must come after the next renewal is due.
 fn check_timing(run: &Run) -> Result<(), String> {
-    let config = run.config(sets3lock::proto::Config::default());
+    let mut config = run.config(sets3lock::proto::Config::default());
+    // Terraform's format (asked for, or a key ending in .tflock) needs a lease and no
+    // --fenced: the core's check says so, before anything is sent.
+    if run
+        .url()
+        .is_some_and(|u| run.lock.lock_format.is_terraform(u.key()))
+    {
+        config.terraform = Some(sets3lock::proto::TerraformFormat::default());
+    }
     config.validate().map_err(|e| match e {
         sets3lock::proto::ConfigError::BadBackoff { which: "poll" } => format!(
             "--poll-max {} is shorter than the shortest pause between checks ({}): give at least that",

@@ -24,8 +24,15 @@ pub(crate) fn acquire(
     options.lock.fenced = flags.fenced;
     options.lock.value = flags.value.clone();
     options.lock.poll.cap = flags.poll_max;
+    options.lock.terraform_lease = flags.terraform_lease;
+    options.lock_format = flags.lock_format;
+    options.operation = Some("sets3lock acquire".into());
     options.store_check = store_check(no_store_check);
-    if let Err(e) = options.lock.validate() {
+    let mut check = options.lock.clone();
+    if flags.lock_format.is_terraform(url.key()) {
+        check.terraform = Some(sets3lock::proto::TerraformFormat::default());
+    }
+    if let Err(e) = check.validate() {
         say!("{e}");
         return crate::exit_codes::USAGE;
     }

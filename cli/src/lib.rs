@@ -195,10 +195,21 @@ fn command(args: &[OsString]) -> u8 {
         }
         cli::Command::Unlock {
             etag,
+            id,
+            if_stale,
             timeout,
             store: flags,
             url,
-        } => store(&flags, url.scheme()).map(|o| unlock::unlock(&url, &within(o, timeout), &etag)),
+        } => {
+            let which = match (etag, id) {
+                (Some(etag), _) => unlock::Which::ETag(etag),
+                (None, Some(id)) => unlock::Which::Id(id),
+                (None, None) if if_stale => unlock::Which::Stale,
+                // clap requires one of them.
+                (None, None) => return crate::exit_codes::USAGE,
+            };
+            store(&flags, url.scheme()).map(|o| unlock::unlock(&url, &within(o, timeout), &which))
+        }
         cli::Command::Acquire {
             lock,
             check,

@@ -55,6 +55,14 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     let log = Log::new(args.check.log.verbose, args.quiet, url.clone()).with_slots(args.slots);
     options.observer = Some(log.observer());
     options.lock = args.config(options.lock);
+    options.lock_format = args.lock.lock_format;
+    // Terraform's Operation names the program, never its arguments: anyone who may read the
+    // lock object reads it.
+    let name = std::path::Path::new(&program[0])
+        .file_name()
+        .map_or_else(|| program[0].to_string_lossy(), |n| n.to_string_lossy());
+    options.operation = Some(format!("sets3lock {name}"));
+    let terraform = options.lock_format;
     options.store_check = if args.check.no_store_check {
         StoreCheck::Off
     } else {
@@ -171,6 +179,12 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
     }
     if let Some(slot) = held.slot() {
         command.env("SETS3LOCK_SLOT", slot.to_string());
+    }
+    if terraform.is_terraform(url.key()) {
+        command.env(
+            "SETS3LOCK_TERRAFORM_ID",
+            sets3lock::proto::terraform_id(held.owner()),
+        );
     }
     crate::tether::to_this_process(&mut command);
     let mut child = match command.spawn() {

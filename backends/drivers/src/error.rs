@@ -146,6 +146,13 @@ pub enum Error {
         /// What the store's ETags look like.
         why: &'static str,
     },
+    /// `unlock --if-stale` on a lock whose record declares no lease (see
+    /// [`Client::unlock_if_stale`](crate::Client::unlock_if_stale)): it never goes stale.
+    #[error("the lock is held by {holder}, which declares no lease, so it never goes stale: remove it by its ETag (sets3lock unlock --etag) or, for Terraform's, by its lock ID (--id), once you know its holder is gone")]
+    NoLease {
+        /// Who holds it.
+        holder: Box<Holder>,
+    },
     /// The background driver stopped (its runtime shut down, or it panicked). In the
     /// blocking mode an acquisition is driven on the caller's thread, so a panic there (in a
     /// store of your own) unwinds to the caller instead.
@@ -383,6 +390,7 @@ impl Error {
             | Error::Config(_)
             | Error::Slots { .. }
             | Error::BadETag { .. }
+            | Error::NoLease { .. }
             | Error::HandleElsewhere { .. } => ErrorKind::InvalidInput,
             Error::Settings(s) => s.kind(),
             Error::NoCredentials { .. } | Error::NoRuntime => ErrorKind::Misconfigured,

@@ -98,6 +98,7 @@ mod error;
 #[cfg(feature = "gcs")]
 mod gcs;
 pub mod generic;
+mod lock_format;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod options;
@@ -122,6 +123,7 @@ pub use driver::store_check::StoreCheck;
 pub use error::{EndpointError, Error, ErrorKind, SettingsError, StoreCheckError};
 #[cfg(feature = "gcs")]
 pub use gcs::settings::GcsSettings;
+pub use lock_format::{InvalidLockFormat, LockFormat, TFLOCK_SUFFIX};
 pub use options::{parse_endpoint, Options};
 pub use s3::credentials::AwsCredentials;
 pub use s3::settings::S3Settings;

@@ -48,6 +48,14 @@ pub struct Options {
     pub metrics_name: Option<String>,
     /// How the store is checked before the first lock (once per process by default).
     pub store_check: crate::StoreCheck,
+    /// Which format the lock's record is written in: by default Terraform's and OpenTofu's
+    /// too for keys that end in `.tflock` ([`LockFormat`](crate::LockFormat)). A
+    /// [`lock.terraform`](Config::terraform) set in code is written as given.
+    pub lock_format: crate::LockFormat,
+    /// Terraform's `Operation` field for a lock in its format: what runs under the lock.
+    /// Anyone who may read the lock object reads it: name the program, never its arguments.
+    /// `None`: `sets3lock` and this program's file name.
+    pub operation: Option<String>,
     /// How to reach S3, for `s3://` URLs.
     pub s3: S3Settings,
     /// How to reach Azure Blob Storage, for `az://` URLs (feature `azure`).
@@ -67,6 +75,8 @@ impl Default for Options {
             observer: None,
             metrics_name: None,
             store_check: crate::StoreCheck::default(),
+            lock_format: crate::LockFormat::default(),
+            operation: None,
             s3: S3Settings::default(),
             #[cfg(feature = "azure")]
             azure: crate::AzureSettings::default(),

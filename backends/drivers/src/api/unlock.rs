@@ -10,6 +10,7 @@ use crate::Error;
 use sets3lock_proto::{
     ETag, Fence, Holder, Intent, LockState, OwnerId, Record, Response, Scheme, Setback,
 };
+use std::time::{Duration, Instant};
 
 /// What [`Client::unlock`] came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +82,111 @@ impl Client {
         match holder.fence() {
             Some(fence) => self.free(key, etag, fence),
             None => self.delete(key, etag),
+        }
+    }
+
+    /// Removes the lock at `key` only if its Terraform lock ID is `id`: what
+    /// `terraform force-unlock ID` means, without its race (Terraform reads, compares, then
+    /// deletes with no condition, so a lock taken between the two is deleted). This reads the
+    /// lock and sends `DELETE If-Match` for the version it read, only when that version's ID
+    /// is `id`. A lock sets3lock holds in Terraform's format keeps its ID through renewals: a
+    /// renewal between the read and the delete is read again (up to three times).
+    ///
+    /// [`Unlocked::Changed`] when the lock there has another ID, or none (then nothing was
+    /// sent that could change it).
+    ///
+    /// ```no_run
+    /// use sets3lock::{Client, Options, Scheme, Unlocked};
+    /// let client = Client::new("s3://state-bucket", &Options::from_env(Scheme::S3)?)?;
+    /// let id = "2b6c3a1e-8a5e-4c1d-8f0b-3c4d5e6f7a8b";
+    /// match client.unlock_id("env/prod.tfstate.tflock", id)? {
+    ///     Unlocked::Deleted => println!("unlocked"),
+    ///     other => println!("left alone: {other:?}"),
+    /// }
+    /// # Ok::<(), sets3lock::Error>(())
+    /// ```
+    pub fn unlock_id(&self, key: &str, id: &str) -> Result<Unlocked, Error> {
+        let mut last = Unlocked::Changed { now: None };
+        for _ in 0..3 {
+            let Some((etag, holder)) = self.status(key)? else {
+                return Ok(Unlocked::AlreadyFree);
+            };
+            if holder.is_free() {
+                return Ok(Unlocked::AlreadyFree);
+            }
+            if holder.terraform().map(|t| t.id.as_str()) != Some(id) || holder.fence().is_some() {
+                return Ok(changed(etag, holder));
+            }
+            match self.delete(key, &etag)? {
+                // Changed since the read: read again, in case only a renewal of the same hold
+                // (the same ID) came between.
+                Unlocked::Changed { now } => last = Unlocked::Changed { now },
+                done => return Ok(done),
+            }
+        }
+        Ok(last)
+    }
+
+    /// Removes the lock at `key` if its holder has stopped renewing it: reads it, waits one
+    /// lease (the lease its record declares) while its ETag stays the same, then sends
+    /// `DELETE If-Match` for that version, as a waiter takes over a stale lock. A resting
+    /// (`cooldown`) or let-go (`parked`) record is waited out the same way. Returns as soon as
+    /// the lock changes (then nothing was sent that could change it).
+    ///
+    /// Fails with [`Error::NoLease`] for a lock whose record declares no lease: Terraform's and
+    /// OpenTofu's own locks, the Go sets3lock's, a record with lease 0, or a body of another
+    /// tool. Those never go stale; [`unlock`](Client::unlock) (by ETag) or
+    /// [`unlock_id`](Client::unlock_id) remove them.
+    ///
+    /// `progress` is called once with the lease about to be waited, before the wait.
+    ///
+    /// ```no_run
+    /// use sets3lock::{Client, Options, Scheme, Unlocked};
+    /// let client = Client::new("s3://state-bucket", &Options::from_env(Scheme::S3)?)?;
+    /// let unlocked = client.unlock_if_stale("env/prod.tfstate.tflock", |lease| {
+    ///     eprintln!("waiting {lease:?} for a renewal");
+    /// })?;
+    /// println!("{unlocked:?}");
+    /// # Ok::<(), sets3lock::Error>(())
+    /// ```
+    pub fn unlock_if_stale(
+        &self,
+        key: &str,
+        progress: impl FnOnce(Duration),
+    ) -> Result<Unlocked, Error> {
+        let Some((etag, holder)) = self.status(key)? else {
+            return Ok(Unlocked::AlreadyFree);
+        };
+        if holder.is_free() {
+            return Ok(Unlocked::AlreadyFree);
+        }
+        let lease = match holder.lease() {
+            Some(lease) if !lease.is_zero() => lease,
+            _ => {
+                return Err(Error::NoLease {
+                    holder: Box::new(holder),
+                })
+            }
+        };
+        // A full lease on our clock from the read's reply, as a waiter counts before taking
+        // over: the holder stopped trusting its last write before that.
+        let seen = Instant::now();
+        progress(lease);
+        loop {
+            let left = lease.saturating_sub(seen.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_secs(2)));
+            match self.status(key)? {
+                None => return Ok(Unlocked::AlreadyFree),
+                Some((now, holder)) if now != etag => return Ok(changed(now, holder)),
+                Some(_) => {}
+            }
+        }
+        match holder.fence() {
+            Some(fence) => self.free(key, &etag, fence),
+            None => self.delete(key, &etag),
         }
     }
 

@@ -105,6 +105,13 @@ impl Engine {
         if config.pid == 0 {
             config.pid = std::process::id();
         }
+        if config.terraform.is_none() && options.lock_format.is_terraform(url.key()) {
+            config.terraform = Some(crate::lock_format::terraform_format(
+                options,
+                &url,
+                &config.host,
+            ));
+        }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(Error::no_randomness)?;
         let name = options
