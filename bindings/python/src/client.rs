@@ -34,23 +34,53 @@ fn read(url: LockUrl, options: Options) -> PyResult<Option<Holder>> {
 }
 
 /// The force-unlock, on a blocking thread of the runtime.
-fn force(url: LockUrl, options: Options, etag: String) -> PyResult<&'static str> {
-    let etag = ETag::parse(&etag).map_err(|e| PyValueError::new_err(e.to_string()))?;
+/// Which version `unlock` removes: the one with this ETag, or with this Terraform lock ID.
+enum Which {
+    ETag(ETag),
+    Id(String),
+}
+
+impl Which {
+    fn given(etag: Option<String>, id: Option<String>) -> PyResult<Which> {
+        match (etag, id) {
+            (Some(etag), None) => ETag::parse(&etag)
+                .map(Which::ETag)
+                .map_err(|e| PyValueError::new_err(e.to_string())),
+            (None, Some(id)) => Ok(Which::Id(id)),
+            _ => Err(PyValueError::new_err(
+                "unlock takes the ETag status showed, or id= Terraform's lock ID: one of them",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Which {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Which::ETag(etag) => write!(f, "the version with ETag {}", etag.as_str()),
+            Which::Id(id) => write!(f, "the lock with Terraform lock ID {id}"),
+        }
+    }
+}
+
+fn force(url: LockUrl, options: Options, which: Which) -> PyResult<&'static str> {
     let client = Client::in_store(url.scheme(), url.bucket(), &options).map_err(to_py)?;
-    match client.unlock(url.key(), &etag) {
+    let unlocked = match &which {
+        Which::ETag(etag) => client.unlock(url.key(), etag),
+        Which::Id(id) => client.unlock_id(url.key(), id),
+    };
+    match unlocked {
         Ok(Unlocked::Deleted) => Ok("deleted"),
         Ok(Unlocked::Freed { .. }) => Ok("freed"),
         Ok(Unlocked::AlreadyFree) => Ok("already_free"),
         Ok(Unlocked::Changed {
             now: Some((current, holder)),
         }) => Err(Error::new_err(format!(
-            "{url}: not deleted: the lock is now {holder} under ETag {}, not {} (run status again)",
+            "{url}: not deleted: the lock is now {holder} under ETag {}, not {which} (run status again)",
             current.as_str(),
-            etag.as_str()
         ))),
         Ok(other) => Err(Error::new_err(format!(
-            "{url}: not deleted: the lock is no longer the version with ETag {} ({other:?})",
-            etag.as_str()
+            "{url}: not deleted: the lock is no longer {which} ({other:?})"
         ))),
         Err(e) => {
             let line = format!("{url}: {e}");
@@ -93,32 +123,37 @@ pub(crate) fn status_async<'py>(
     runtime::awaitable(py, blocking(move || read(url, store)))
 }
 
-/// Force-unlocks the lock at `url` only if its ETag is still `etag` (what `status` showed):
-/// "deleted", "freed" (a fenced lock: freed, never deleted, its token kept) or
-/// "already_free"; raises `sets3lock.Error` if another holder has it now.
+/// Force-unlocks the lock at `url` only if its ETag is still `etag` (what `status` showed),
+/// or, with `id=`, only if its Terraform lock ID is `id` (what `terraform force-unlock ID`
+/// means, without its race): "deleted", "freed" (a fenced lock: freed, never deleted, its
+/// token kept) or "already_free"; raises `sets3lock.Error` if another holder has it now.
 #[pyfunction]
-#[pyo3(signature = (url, etag, **options))]
+#[pyo3(signature = (url, etag=None, *, id=None, **options))]
 pub(crate) fn unlock(
     py: Python<'_>,
     url: &str,
-    etag: String,
+    etag: Option<String>,
+    id: Option<String>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<&'static str> {
+    let which = Which::given(etag, id)?;
     let (url, store) = target("unlock", url, options)?;
-    runtime::wait(py, blocking(move || force(url, store, etag)))?
+    runtime::wait(py, blocking(move || force(url, store, which)))?
 }
 
 /// `unlock` for asyncio.
 #[pyfunction]
-#[pyo3(signature = (url, etag, **options))]
+#[pyo3(signature = (url, etag=None, *, id=None, **options))]
 pub(crate) fn unlock_async<'py>(
     py: Python<'py>,
     url: &str,
-    etag: String,
+    etag: Option<String>,
+    id: Option<String>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let which = Which::given(etag, id)?;
     let (url, store) = target("unlock_async", url, options)?;
-    runtime::awaitable(py, blocking(move || force(url, store, etag)))
+    runtime::awaitable(py, blocking(move || force(url, store, which)))
 }
 
 /// The `sets3lock` command with these arguments (the program's name first): its exit

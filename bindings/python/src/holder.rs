@@ -1,12 +1,14 @@
 //! What Python sees of a lock's holder and of a watched lock's changes.
 
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
 
 /// Who holds a lock, as its record says (`sets3lock.status`, `Busy.holder`, watch events).
 #[pyclass(frozen, module = "sets3lock")]
 #[derive(Clone, Debug)]
 pub(crate) struct Holder {
-    /// `"sets3lock"`, `"go-sets3lock"` (the Go tool's record) or `"unknown"`.
+    /// `"sets3lock"`, `"terraform"` (Terraform's or OpenTofu's own lock), `"go-sets3lock"`
+    /// (the Go tool's record) or `"unknown"`.
     #[pyo3(get)]
     kind: &'static str,
     /// The lock object's version (what `sets3lock.unlock` takes), where known.
@@ -39,6 +41,11 @@ pub(crate) struct Holder {
     /// The Go tool's id.
     #[pyo3(get)]
     id: Option<String>,
+    /// Terraform's lock info, under its field names (`ID`, `Operation`, `Info`, `Who`,
+    /// `Version`, `Created`, `Path`): of a lock Terraform or OpenTofu wrote (kind
+    /// `"terraform"`), or of a sets3lock hold written in Terraform's format.
+    #[pyo3(get)]
+    terraform: Option<BTreeMap<&'static str, String>>,
     description: String,
 }
 
@@ -68,6 +75,17 @@ impl Holder {
             free: holder.is_free(),
             value: None,
             id: None,
+            terraform: holder.terraform().map(|t| {
+                BTreeMap::from([
+                    ("ID", t.id.clone()),
+                    ("Operation", t.operation.clone()),
+                    ("Info", t.info.clone()),
+                    ("Who", t.who.clone()),
+                    ("Version", t.version.clone()),
+                    ("Created", t.created.clone()),
+                    ("Path", t.path.clone()),
+                ])
+            }),
             description: if holder.is_free() {
                 holder.to_string()
             } else {
@@ -84,6 +102,7 @@ impl Holder {
                 made.lease = Some(r.lease.as_secs_f64());
                 made.value = r.value.clone();
             }
+            sets3lock::proto::Holder::Terraform(_) => made.kind = "terraform",
             sets3lock::proto::Holder::GoSets3lock { id, .. } => {
                 made.kind = "go-sets3lock";
                 made.id = Some(id.clone());

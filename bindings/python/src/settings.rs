@@ -28,6 +28,9 @@ pub(crate) const LOCK: &[&str] = &[
     "foreign_lease",
     "retry_limit",
     "store_check",
+    "lock_format",
+    "operation",
+    "terraform_lease",
 ];
 
 /// How long an acquisition waits.
@@ -135,6 +138,7 @@ impl<'py> Settings<'py> {
             config.poll.floor = config.poll.floor.min(cap);
         }
         config.foreign_lease = self.duration("foreign_lease")?;
+        config.terraform_lease = self.duration("terraform_lease")?;
         if let Some(limit) = self.get("retry_limit")? {
             config.retry_limit = whole(
                 "retry_limit",
@@ -145,6 +149,12 @@ impl<'py> Settings<'py> {
         config
             .validate()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if let Some(format) = self.text("lock_format")? {
+            options.lock_format = format
+                .parse()
+                .map_err(|e: sets3lock::InvalidLockFormat| PyValueError::new_err(e.to_string()))?;
+        }
+        options.operation = self.text("operation")?;
         options.store_check = match self.text("store_check")?.as_deref() {
             None | Some("cached") => StoreCheck::in_user_cache(),
             Some("once") => StoreCheck::Once,

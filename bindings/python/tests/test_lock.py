@@ -353,3 +353,34 @@ def test_election(url: str) -> None:
         assert now_b.is_held()
         leader = a.leader()
         assert leader is not None and leader.value == "node-b", describe(leader)
+
+
+def test_a_tflock_is_held_in_terraforms_format_and_unlocked_by_its_id(url: str) -> None:
+    tflock = url + ".tfstate.tflock"
+    held = sets3lock.Lock(tflock, lease="30s", operation="sets3lock nightly.py").acquire()
+    holder = sets3lock.status(tflock)
+    assert holder is not None and holder.kind == "sets3lock", describe(holder)
+    info = holder.terraform
+    assert info is not None, describe(holder)
+    assert info["Operation"] == "sets3lock nightly.py"
+    assert info["ID"].replace("-", "") == held.owner, (info, held.owner)
+    assert info["Path"].endswith(".tfstate"), info  # the state's path, as Terraform writes it
+    # Another ID is another lock: nothing is deleted.
+    with pytest.raises(sets3lock.Error):
+        sets3lock.unlock(tflock, id="00000000-0000-4000-8000-000000000000")
+    assert held.is_held()
+    assert sets3lock.unlock(tflock, id=info["ID"]) == "deleted"
+    assert sets3lock.status(tflock) is None
+    assert held.release() == "already_gone"
+    # Other keys ask for the format; and it needs a lease.
+    with sets3lock.Lock(url, lock_format="terraform") as plain:
+        seen = sets3lock.status(url)
+        assert seen is not None and seen.terraform is not None, describe(seen)
+        assert seen.terraform["ID"].replace("-", "") == plain.owner
+    with pytest.raises(ValueError) as refused:
+        sets3lock.Lock(tflock, lease=0).acquire()
+    assert "Terraform" in str(refused.value), refused.value
+    with pytest.raises(ValueError):
+        sets3lock.Lock(url, lock_format="hcl")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        sets3lock.unlock(url)

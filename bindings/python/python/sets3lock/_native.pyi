@@ -12,13 +12,14 @@ Health = Literal["renewing", "behind", "ended"]
 Loss = Literal["taken_over", "deleted", "expired", "stopped", "released"]
 Outcome = Literal["deleted", "freed", "taken_over", "already_gone", "resting", "overdue", "held_elsewhere", "other"]
 StoreCheck = Literal["cached", "once", "off"]
+LockFormat = Literal["auto", "sets3lock", "terraform"]
 
 __version__: str
 
 class Holder:
     """Who holds a lock, as its record says (``status``, ``Busy.holder``, watch events)."""
 
-    kind: Literal["sets3lock", "go-sets3lock", "unknown"]
+    kind: Literal["sets3lock", "terraform", "go-sets3lock", "unknown"]
     etag: Optional[str]
     owner: Optional[str]
     host: Optional[str]
@@ -29,6 +30,10 @@ class Holder:
     free: bool
     value: Optional[str]
     id: Optional[str]
+    terraform: Optional[dict[str, str]]
+    """Terraform's lock info (``ID``, ``Operation``, ``Info``, ``Who``, ``Version``,
+    ``Created``, ``Path``): of Terraform's or OpenTofu's own lock, or of a hold written in
+    Terraform's format."""
     def __str__(self) -> str:
         """The holder as the command describes it."""
 
@@ -128,6 +133,9 @@ class Lock:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     def acquire(self) -> Held:
         """Acquires (waiting as the arguments said; the GIL is released meanwhile): the hold."""
@@ -163,6 +171,9 @@ class AsyncLock:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     async def acquire(self) -> AsyncHeld:
         """Acquires; resolves with the hold. Cancelling gives the acquisition up."""
@@ -197,6 +208,9 @@ class Locks:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     def acquire(
         self, key: str, *, timeout: Optional[Duration] = None, wait: bool = True
@@ -225,6 +239,9 @@ class AsyncLocks:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     async def acquire(
         self, key: str, *, timeout: Optional[Duration] = None, wait: bool = True
@@ -256,6 +273,9 @@ class Semaphore:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     def acquire(self) -> Held:
         """Acquires (waiting as the arguments said; the GIL is released meanwhile): the hold."""
@@ -290,6 +310,9 @@ class AsyncSemaphore:
         profile: Optional[str] = None,
         path_style: bool = False,
         store_check: StoreCheck = "cached",
+        lock_format: LockFormat = "auto",
+        operation: Optional[str] = None,
+        terraform_lease: Optional[Duration] = None,
     ) -> None: ...
     async def acquire(self) -> AsyncHeld:
         """Acquires; resolves with the hold. Cancelling gives the acquisition up."""
@@ -418,19 +441,23 @@ async def status_async(
     """``status`` for asyncio."""
 def unlock(
     url: str,
-    etag: str,
+    etag: Optional[str] = None,
     *,
+    id: Optional[str] = None,
     request_timeout: Optional[Duration] = None,
     endpoint: Optional[str] = None,
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
 ) -> Literal["deleted", "freed", "already_free"]:
-    """Force-unlocks only if the lock's ETag is still ``etag`` (what ``status`` showed); raises ``Error`` if another holder has it now."""
+    """Force-unlocks only if the lock's ETag is still ``etag`` (what ``status`` showed), or
+    with ``id=`` only if its Terraform lock ID is ``id`` (``terraform force-unlock`` without
+    its race); raises ``Error`` if another holder has it now."""
 async def unlock_async(
     url: str,
-    etag: str,
+    etag: Optional[str] = None,
     *,
+    id: Optional[str] = None,
     request_timeout: Optional[Duration] = None,
     endpoint: Optional[str] = None,
     region: Optional[str] = None,
