@@ -16,3 +16,4 @@ mod signin_aws;
 mod signin_clouds;
 mod signing;
 mod smol;
+mod terraform;
