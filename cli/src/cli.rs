@@ -30,6 +30,7 @@ Examples:
   sets3lock status s3://my-bucket/locks/backup             who holds it (exit 0 free, 1 held)
   sets3lock watch --json s3://my-bucket/locks/leader       the holder, then every change
   sets3lock unlock s3://my-bucket/locks/backup --etag ETAG  delete only the lock you saw
+  sets3lock unlock s3://state/prod.tfstate.tflock --id ID  Terraform's force-unlock, without its race
   sets3lock doctor s3://my-bucket/sets3lock-probe/          can this store protect a lock?
   sets3lock -n --hold-at-least 1h s3://b/locks/hourly ./job  at most one run an hour, any host
   H=$(sets3lock acquire --lease 30m s3://b/deploy)          hold it across steps: print a handle
@@ -57,7 +58,8 @@ find them (-v and doctor say which source signs):
          STORAGE_EMULATOR_HOST
   any    SETS3LOCK_CA_BUNDLE (a PEM file of the CA certificates to trust)
 The program gets SETS3LOCK_URL, SETS3LOCK_OWNER, SETS3LOCK_ETAG, in fenced mode SETS3LOCK_TOKEN
-(larger with every grant of the lock), and with --slots SETS3LOCK_SLOT (which slot, from 0).
+(larger with every grant of the lock), with --slots SETS3LOCK_SLOT (which slot, from 0), and in
+Terraform's format (a key ending in .tflock) SETS3LOCK_TERRAFORM_ID (Terraform's lock ID).
 
 Before its first lock on an endpoint and bucket (or container) each day, sets3lock checks that
 the store honours conditional writes (five requests on a throw-away key beside the lock's), and
