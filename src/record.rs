@@ -154,7 +154,7 @@ pub struct Record {
     /// Terraform's seven lock-info fields, written beside the record's own when the lock is
     /// configured with [`Config::terraform`](crate::Config::terraform), so that Terraform and
     /// OpenTofu name the holder when they refuse (and `force-unlock` has an ID).
-    pub terraform: Option<TerraformInfo>,
+    pub terraform: Option<Box<TerraformInfo>>,
 }
 
 /// The longest [`Record::value`] kept, in bytes.
@@ -345,7 +345,7 @@ pub enum Holder {
     /// A lock written by Terraform or OpenTofu (a `.tflock` body without a sets3lock record):
     /// no lease, so never taken over unless
     /// [`Config::terraform_lease`](crate::Config::terraform_lease) says otherwise.
-    Terraform(TerraformInfo),
+    Terraform(Box<TerraformInfo>),
     /// Anything else: another tool's lock, a newer format, or garbage.
     Unknown {
         /// The body's size in bytes.
@@ -394,7 +394,7 @@ impl Holder {
             (fence, &wire.owner, wire.seq, wire.lease_ms)
         {
             if let Ok(owner) = owner.parse::<OwnerId>() {
-                let terraform = wire.terraform();
+                let terraform = wire.terraform().map(Box::new);
                 return Holder::Sets3lock(Record {
                     owner,
                     seq,
@@ -413,7 +413,7 @@ impl Holder {
             }
         }
         if let Some(info) = wire.terraform() {
-            return Holder::Terraform(info);
+            return Holder::Terraform(Box::new(info));
         }
         if let (Some(id), Some(created_at)) = (wire.id, wire.created_at) {
             return Holder::GoSets3lock {
@@ -473,7 +473,7 @@ impl Holder {
     /// ```
     pub fn terraform(&self) -> Option<&TerraformInfo> {
         match self {
-            Holder::Sets3lock(r) => r.terraform.as_ref(),
+            Holder::Sets3lock(r) => r.terraform.as_deref(),
             Holder::Terraform(info) => Some(info),
             Holder::GoSets3lock { .. } | Holder::Unknown { .. } => None,
         }

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use core::time::Duration;
 use sets3lock_proto::reply::s3::classify as classify_reply;
 use sets3lock_proto::{
-    Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock, LockUrl, OwnerId, Record,
-    Response, TerraformInfo, Wait, terraform_id,
+    terraform_id, Ambiguity, Config, ETag, Event, Holder, Instant, IntentKind, Lock, LockUrl,
+    OwnerId, Record, Response, TerraformInfo, Wait,
 };
 use std::collections::BTreeSet;
 
@@ -127,13 +127,13 @@ pub fn record(data: &[u8]) {
             cooldown: false,
             parked: false,
             // Terraform's fields, with whatever text the embedding gives for the operation.
-            terraform: bool::arbitrary(&mut u)
-                .unwrap_or(false)
-                .then(|| TerraformInfo {
+            terraform: bool::arbitrary(&mut u).unwrap_or(false).then(|| {
+                Box::new(TerraformInfo {
                     id: terraform_id(OwnerId::from_u128(owner)),
                     operation: String::arbitrary(&mut u).unwrap_or_default(),
                     ..TerraformInfo::default()
-                }),
+                })
+            }),
         };
         match Holder::decode(&r.encode()) {
             Holder::Sets3lock(d) => {

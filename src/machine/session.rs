@@ -236,7 +236,7 @@ impl Session {
             terraform: cfg
                 .terraform
                 .as_ref()
-                .map(|tf| tf.info(self.owner, self.acquired_unix_ms, cfg.lease)),
+                .map(|tf| Box::new(tf.info(self.owner, self.acquired_unix_ms, cfg.lease))),
         }
     }
 

@@ -56,7 +56,7 @@ fn a_hold_in_terraforms_format_fills_its_seven_fields_and_keeps_them_through_ren
     let first = record_in(&s3);
     let tf = first.terraform.clone().expect("Terraform's fields");
     assert_eq!(
-        tf,
+        *tf,
         TerraformInfo {
             id: terraform_id(first.owner),
             operation: "sets3lock deploy.sh".into(),

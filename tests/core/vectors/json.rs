@@ -285,7 +285,7 @@ pub(super) fn record_of(v: &Value) -> Record {
         writer: v["writer"].as_u64(),
         cooldown: v["cooldown"].as_bool().unwrap_or(false),
         parked: v["parked"].as_bool().unwrap_or(false),
-        terraform: terraform_of(&v["terraform"]),
+        terraform: terraform_of(&v["terraform"]).map(Box::new),
     }
 }
 

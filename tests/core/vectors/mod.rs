@@ -280,7 +280,7 @@ fn records() -> Vec<Record> {
         },
         Record {
             owner: OwnerId::from_u128(0x0123_4567_89ab_4def_8123_4567_89ab_cdef),
-            terraform: Some(TerraformInfo {
+            terraform: Some(Box::new(TerraformInfo {
                 id: "01234567-89ab-4def-8123-456789abcdef".into(),
                 operation: "sets3lock deploy.sh".into(),
                 info: "held by sets3lock with a lease of 60 s: renewed while it runs, taken over by sets3lock waiters if it stops renewing".into(),
@@ -288,7 +288,7 @@ fn records() -> Vec<Record> {
                 version: "sets3lock 0.1.0".into(),
                 created: "2025-11-30T10:53:20.000Z".into(),
                 path: "state/prod.tfstate.tflock".into(),
-            }),
+            })),
             ..base
         },
     ]
