@@ -920,3 +920,76 @@ fn the_slots_waiting_line_says_of_each_holder_whether_it_can_be_taken_over() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     s.raw_delete(&format!("{key}/slot-0"));
 }
+
+/// Terraform's own lock, as the command shows and removes it: `status` names its holder (and
+/// `--json` carries its seven fields), `-n` is refused naming it, `unlock` takes one of
+/// `--etag`, `--id` or `--if-stale`, `--if-stale` refuses a lock without a lease, and `--id`
+/// removes only the lock with that ID.
+#[test]
+fn a_terraform_lock_is_shown_and_unlocked_by_its_id_only() {
+    let Some(s) = seaweedfs() else { return };
+    let key = support::fresh_key("cli-tflock") + ".tflock";
+    let url = s.url(&key);
+    let body = br#"{"ID":"22e43534-8fa7-3aa9-810d-3d7afbf2ae6d","Operation":"OperationTypeApply","Info":"","Who":"root@ci-7","Version":"1.15.5","Created":"2026-12-07T23:58:05.787576221Z","Path":"b/state.tfstate"}"#;
+    s.raw_put(&key, body);
+    let o = TestCommand::new(&s).args(["status", &url]).output();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    for word in [
+        "Terraform or OpenTofu",
+        "root@ci-7",
+        "OperationTypeApply",
+        "22e43534-8fa7-3aa9-810d-3d7afbf2ae6d",
+    ] {
+        assert!(stdout(&o).contains(word), "{word}: {}", stdout(&o));
+    }
+    let o = TestCommand::new(&s)
+        .args(["status", "--json", &url])
+        .output();
+    let status: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+    assert_eq!(status["holder"]["kind"], "terraform", "{status}");
+    assert_eq!(
+        status["holder"]["terraform"]["Who"], "root@ci-7",
+        "{status}"
+    );
+    let o = TestCommand::new(&s).args(["-n", &url, "true"]).output();
+    assert_eq!(code(&o), 111);
+    one_line(&o, "OperationTypeApply");
+    for args in [
+        vec!["unlock", &url],
+        vec!["unlock", &url, "--etag", "abc", "--id", "x"],
+        vec!["unlock", &url, "--id", "x", "--if-stale"],
+    ] {
+        let o = TestCommand::new(&s).args(&args).output();
+        assert_eq!(code(&o), 100, "{args:?}: {}", stderr(&o));
+    }
+    let o = TestCommand::new(&s)
+        .args(["unlock", "--if-stale", &url])
+        .output();
+    assert_eq!(code(&o), 100, "{}", stderr(&o));
+    one_line(&o, "declares no lease");
+    let o = TestCommand::new(&s)
+        .args([
+            "unlock",
+            "--id",
+            "00000000-0000-4000-8000-000000000000",
+            &url,
+        ])
+        .output();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    one_line(&o, "not deleted");
+    assert_eq!(
+        s.raw_get(&key).map(|(_, b)| b),
+        Some(body.to_vec()),
+        "left as it was"
+    );
+    let o = TestCommand::new(&s)
+        .args([
+            "unlock",
+            "--id",
+            "22e43534-8fa7-3aa9-810d-3d7afbf2ae6d",
+            &url,
+        ])
+        .output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(s.raw_get(&key).is_none());
+}
