@@ -225,45 +225,48 @@ struct Wire {
     created_at: Option<String>,
     // Terraform's and OpenTofu's LockInfo (Go field names; no key above folds to one of them).
     #[serde(rename = "ID", skip_serializing_if = "Option::is_none")]
-    tf_id: Option<String>,
+    tf_id: Option<serde_json::Value>,
     #[serde(rename = "Operation", skip_serializing_if = "Option::is_none")]
-    tf_operation: Option<String>,
+    tf_operation: Option<serde_json::Value>,
     #[serde(rename = "Info", skip_serializing_if = "Option::is_none")]
-    tf_info: Option<String>,
+    tf_info: Option<serde_json::Value>,
     #[serde(rename = "Who", skip_serializing_if = "Option::is_none")]
-    tf_who: Option<String>,
+    tf_who: Option<serde_json::Value>,
     #[serde(rename = "Version", skip_serializing_if = "Option::is_none")]
-    tf_version: Option<String>,
+    tf_version: Option<serde_json::Value>,
     #[serde(rename = "Created", skip_serializing_if = "Option::is_none")]
-    tf_created: Option<String>,
+    tf_created: Option<serde_json::Value>,
     #[serde(rename = "Path", skip_serializing_if = "Option::is_none")]
-    tf_path: Option<String>,
+    tf_path: Option<serde_json::Value>,
 }
 
 impl Wire {
-    /// Terraform's fields, when the body has an `ID`.
+    /// Terraform's fields, when the body has all seven as strings (Go's encoder always writes
+    /// every one) and a non-empty `ID`. A body with some of them, or of another type, is not
+    /// Terraform's: for a sets3lock record they are ignored, as any unknown key.
     fn terraform(&self) -> Option<TerraformInfo> {
-        let id = self.tf_id.as_deref().filter(|id| !id.is_empty())?;
-        let field = |f: &Option<String>| f.as_deref().map(clean).unwrap_or_default();
-        Some(TerraformInfo {
-            id: clean(id),
-            operation: field(&self.tf_operation),
-            info: field(&self.tf_info),
-            who: field(&self.tf_who),
-            version: field(&self.tf_version),
-            created: field(&self.tf_created),
-            path: field(&self.tf_path),
-        })
+        let text = |f: &Option<serde_json::Value>| f.as_ref()?.as_str().map(clean);
+        let info = TerraformInfo {
+            id: text(&self.tf_id).filter(|id| !id.is_empty())?,
+            operation: text(&self.tf_operation)?,
+            info: text(&self.tf_info)?,
+            who: text(&self.tf_who)?,
+            version: text(&self.tf_version)?,
+            created: text(&self.tf_created)?,
+            path: text(&self.tf_path)?,
+        };
+        Some(info)
     }
 
     fn set_terraform(&mut self, info: &TerraformInfo) {
-        self.tf_id = Some(info.id.clone());
-        self.tf_operation = Some(info.operation.clone());
-        self.tf_info = Some(info.info.clone());
-        self.tf_who = Some(info.who.clone());
-        self.tf_version = Some(info.version.clone());
-        self.tf_created = Some(info.created.clone());
-        self.tf_path = Some(info.path.clone());
+        let text = |s: &str| Some(serde_json::Value::String(s.to_owned()));
+        self.tf_id = text(&info.id);
+        self.tf_operation = text(&info.operation);
+        self.tf_info = text(&info.info);
+        self.tf_who = text(&info.who);
+        self.tf_version = text(&info.version);
+        self.tf_created = text(&info.created);
+        self.tf_path = text(&info.path);
     }
 }
 
@@ -446,7 +449,8 @@ impl Holder {
     /// # use core::time::Duration;
     /// # use sets3lock_proto::Holder;
     /// let minute = Some(Duration::from_secs(60));
-    /// let terraform = Holder::decode(br#"{"ID":"1","Who":"a@b"}"#);
+    /// let terraform = Holder::decode(br#"{"ID":"1","Operation":"OperationTypeApply","Info":"",
+    ///     "Who":"a@b","Version":"1.15.5","Created":"2026-12-07T10:00:00Z","Path":"b/s"}"#);
     /// assert_eq!(terraform.assumed_lease(minute, None), None); // a foreign lease is not for it
     /// assert_eq!(Holder::decode(b"{}").assumed_lease(minute, None), minute);
     /// ```
@@ -467,7 +471,8 @@ impl Holder {
     ///
     /// ```
     /// # use sets3lock_proto::Holder;
-    /// let holder = Holder::decode(br#"{"ID":"1c2d","Who":"alice@ci-7"}"#);
+    /// let holder = Holder::decode(br#"{"ID":"1c2d","Operation":"OperationTypePlan","Info":"",
+    ///     "Who":"alice@ci-7","Version":"1.15.5","Created":"2026-12-07T10:00:00Z","Path":"b/s"}"#);
     /// assert_eq!(holder.terraform().map(|t| t.id.as_str()), Some("1c2d"));
     /// assert_eq!(Holder::decode(b"{}").terraform(), None);
     /// ```

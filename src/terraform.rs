@@ -101,18 +101,20 @@ impl TerraformFormat {
         acquired_unix_ms: u64,
         lease: Duration,
     ) -> TerraformInfo {
+        // Bounded and printable as a reader keeps them: Terraform prints them to terminals,
+        // and a body past the readers' limit would be nobody's record.
         TerraformInfo {
             id: terraform_id(owner),
-            operation: self.operation.clone(),
+            operation: clean(&self.operation),
             info: format!(
                 "held by sets3lock with a lease of {}: renewed while it runs, taken over by \
                  sets3lock waiters if it stops renewing",
                 Seconds(lease)
             ),
-            who: self.who.clone(),
-            version: self.version.clone(),
+            who: clean(&self.who),
+            version: clean(&self.version),
             created: rfc3339(acquired_unix_ms),
-            path: self.path.clone(),
+            path: clean(&self.path),
         }
     }
 }

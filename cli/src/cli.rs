@@ -454,10 +454,14 @@ fn room(lease: Duration) -> Duration {
 fn check_timing(run: &Run) -> Result<(), String> {
     let mut config = run.config(sets3lock::proto::Config::default());
     // Terraform's format (asked for, or a key ending in .tflock) needs a lease and no
-    // --fenced: the core's check says so, before anything is sent.
-    if run
-        .url()
-        .is_some_and(|u| run.lock.lock_format.is_terraform(u.key()))
+    // --fenced: the core's check says so, before anything is sent. (Not with --slots, whose
+    // slot keys do not end in .tflock; not for a hold continued from a handle, which keeps the
+    // format it was taken in.)
+    let slots_or_handle = run.slots.is_some() || run.handle.is_some();
+    if !slots_or_handle
+        && run
+            .url()
+            .is_some_and(|u| run.lock.lock_format.is_terraform(u.key()))
     {
         config.terraform = Some(sets3lock::proto::TerraformFormat::default());
     }

@@ -15,6 +15,24 @@ use crate::scenario::*;
 /// A body as Terraform 1.15 writes it (the field order and the nanoseconds are Go's).
 const TERRAFORM_BODY: &[u8] = br#"{"ID":"2b6c3a1e-8a5e-7c1d-2f0b-3c4d5e6f7a8b","Operation":"OperationTypeApply","Info":"","Who":"alice@ci-7","Version":"1.15.5","Created":"2026-12-07T10:00:00.123456789Z","Path":"state/prod.tfstate"}"#;
 
+#[test]
+fn fields_from_the_embedding_are_written_bounded_and_printable() {
+    let mut s3 = bucket();
+    let cfg = Config {
+        terraform: Some(TerraformFormat {
+            operation: format!("sets3lock {}\u{1b}[2J", "x".repeat(100_000)),
+            ..format()
+        }),
+        ..config()
+    };
+    let mut c = Process::new(cfg, 1);
+    c.lock.acquire(c.now, 0, Wait::No).unwrap();
+    c.run(&mut s3, c.now);
+    let tf = record_in(&s3).terraform.expect("Terraform's fields");
+    assert_eq!(tf.operation.chars().count(), 200, "clipped");
+    assert!(!tf.operation.contains('\u{1b}'));
+}
+
 fn format() -> TerraformFormat {
     TerraformFormat {
         who: "alice@build-7".into(),
@@ -227,8 +245,9 @@ fn terraform_fields_that_are_not_strings_or_are_missing_are_not_terraforms() {
     // Go cannot decode them either; what cannot be read stays an unknown holder, never taken
     // over without a foreign lease.
     for body in [
-        &br#"{"ID":7,"Who":"a@b"}"#[..],
-        br#"{"ID":"","Who":"a@b"}"#,
+        &br#"{"ID":7,"Operation":"o","Info":"","Who":"a@b","Version":"1","Created":"c","Path":"p"}"#[..],
+        br#"{"ID":"","Operation":"o","Info":"","Who":"a@b","Version":"1","Created":"c","Path":"p"}"#,
+        br#"{"ID":"1","Who":"a@b"}"#, // another tool's body with an ID: not Terraform's
         br#"{"Who":"a@b","Operation":"OperationTypeApply"}"#,
     ] {
         assert!(
@@ -237,8 +256,11 @@ fn terraform_fields_that_are_not_strings_or_are_missing_are_not_terraforms() {
             String::from_utf8_lossy(body)
         );
     }
+    // A sets3lock record with a key of Terraform's of another type is still a record.
+    let record = br#"{"sets3lock":1,"owner":"0123456789abcdef0123456789abcdef","seq":1,"lease_ms":1000,"Version":2}"#;
+    assert!(matches!(Holder::decode(record), Holder::Sets3lock(_)));
     // Terminal control characters in a field are dropped before it is shown.
-    let sneaky = br#"{"ID":"1","Who":"a\u001b[2Jb"}"#;
+    let sneaky = br#"{"ID":"1","Operation":"o","Info":"","Who":"a\u001b[2Jb","Version":"1","Created":"c","Path":"p"}"#;
     assert_eq!(
         Holder::decode(sneaky).terraform().map(|t| t.who.as_str()),
         Some("a[2Jb")

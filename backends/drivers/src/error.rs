@@ -148,10 +148,12 @@ pub enum Error {
     },
     /// `unlock --if-stale` on a lock whose record declares no lease (see
     /// [`Client::unlock_if_stale`](crate::Client::unlock_if_stale)): it never goes stale.
-    #[error("the lock is held by {holder}, which declares no lease, so it never goes stale: remove it by its ETag (sets3lock unlock --etag) or, for Terraform's, by its lock ID (--id), once you know its holder is gone")]
+    #[error("the lock is held by {holder}; its record declares no lease, so it never goes stale: once you know its holder is gone, remove it with `sets3lock unlock --etag {}`{}", etag.as_str(), holder.terraform().map(|t| format!(" or `--id {}`", t.id)).unwrap_or_default())]
     NoLease {
         /// Who holds it.
         holder: Box<Holder>,
+        /// The version read (what `unlock --etag` takes).
+        etag: ETag,
     },
     /// The background driver stopped (its runtime shut down, or it panicked). In the
     /// blocking mode an acquisition is driven on the caller's thread, so a panic there (in a

@@ -72,6 +72,7 @@ class World:
         self.url = f"s3://{self.bucket}/{self.state_key}.tflock"
         self.binary = os.environ["SETS3LOCK_BIN"]
         self.python = os.environ["TERRAFORM_PYTHON"]
+        self.background: list[subprocess.Popen[str]] = []
         (work / "tf").mkdir()
         shutil.copy(HERE / "main.tf", work / "tf" / "main.tf")
         (work / "backend.tfbackend").write_text(
@@ -117,14 +118,14 @@ class World:
         return self.terraform("apply", "-auto-approve", "-input=false", *args, limit=limit)
 
     def apply_in_background(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+        return self.started(subprocess.Popen(
             self.terraform_args("apply", "-auto-approve", "-input=false", *args),
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-        )
+        ))
 
     def sets3lock(self, *args: str, limit: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -132,14 +133,26 @@ class World:
         )
 
     def hold_in_background(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+        return self.started(subprocess.Popen(
             [self.binary, *args],
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-        )
+        ))
+
+    def started(self, p: subprocess.Popen[str]) -> subprocess.Popen[str]:
+        self.background.append(p)
+        return p
+
+    def stop_the_rest(self) -> None:
+        """Kills what a scenario left running (it failed): each in a process group of its own."""
+        for p in self.background:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate(timeout=10)
+        self.background.clear()
 
     def status(self) -> dict[str, object]:
         r = self.sets3lock("status", "--json", self.url)
@@ -211,25 +224,30 @@ def terraform_holds(w: World) -> None:
 
 
 def sets3lock_holds(w: World) -> None:
-    holder = w.hold_in_background("--lease", "20s", w.url, "sleep", "3")
+    held_until = w.work / "held-until"
+    holder = w.hold_in_background(
+        "--lease", "20s", w.url, "sh", "-c", f"sleep 5; date +%s.%N > {held_until}"
+    )
     info = until("our hold in Terraform's format", 20, w.terraform_info)
     assert isinstance(info, dict)
     r = w.apply()
     check(r.returncode == 1, "Terraform refuses while we hold the lock", r)
     shown = lock_info(r.stderr)
     check(shown.get("ID") == info["ID"], "its Lock Info has our ID", shown)
-    check(shown.get("Operation") == "sets3lock sleep", "and our program's name, not its arguments", shown)
+    check(shown.get("Operation") == "sets3lock sh", "and our program's name, not its arguments", shown)
     check(shown.get("Who", "").startswith("tester@"), "and who holds it", shown)
     check(shown.get("Path") == f"{w.bucket}/{w.state_key}", "and the state's path, as Terraform writes it", shown)
     check(shown.get("Created", "").startswith("20"), "and when (RFC 3339, which Go decoded)", shown)
     check("sets3lock" in shown.get("Info", "") and "lease of 20 s" in shown.get("Info", ""), "and our lease", shown)
-    # Terraform retries only when the Lock Info has an ID: it waits, then succeeds.
-    started = time.monotonic()
-    r = w.apply("-lock-timeout=60s", limit=70)
+    # Terraform retries only when the Lock Info has an ID: it waits, then succeeds, and its
+    # work runs after our program's has ended.
+    done = w.work / "apply-after-us"
+    r = w.apply("-lock-timeout=60s", f"-var=done_file={done}", limit=70)
     check(r.returncode == 0, "apply -lock-timeout succeeds after our release", r)
     code, _, err = finish(holder, 10)
     check(code == 0, "our holder released", err)
-    check(time.monotonic() - started > 1, "Terraform waited for us", time.monotonic() - started)
+    check(float(done.read_text()) > float(held_until.read_text()),
+          "Terraform's work ran after our program's", (done.read_text(), held_until.read_text()))
 
 
 def force_unlock_ends_our_hold(w: World) -> None:
@@ -330,6 +348,7 @@ def main(server: str) -> int:
             except (Failed, subprocess.TimeoutExpired, AssertionError) as e:
                 failed += 1
                 print(f"FAIL  {server}: {name}: {e}", file=sys.stderr)
+                w.stop_the_rest()
                 # The next scenario starts from a free lock, whoever left it.
                 etag = w.status().get("etag")
                 if isinstance(etag, str):

@@ -304,6 +304,8 @@ fn foreign_bodies() -> Vec<Vec<u8>> {
         br#"{"ID":"2b6c3a1e-8a5e-7c1d-2f0b-3c4d5e6f7a8b","Operation":"OperationTypeApply","Info":"","Who":"alice@ci-7","Version":"1.15.5","Created":"2026-12-07T10:00:00.123456789Z","Path":"state/prod.tfstate"}"#.to_vec(),
         // An ID that is not a string: Go cannot decode it either.
         br#"{"ID":7,"Operation":"OperationTypeApply"}"#.to_vec(),
+        // Another tool's body with an ID: Terraform's has all seven keys.
+        br#"{"ID":"job-42","Who":"ci"}"#.to_vec(),
         b"deploy in progress".to_vec(),
         Vec::new(),
         vec![0xff, 0xfe, 0x00, 0x7b],

@@ -165,6 +165,7 @@ impl Client {
             _ => {
                 return Err(Error::NoLease {
                     holder: Box::new(holder),
+                    etag,
                 })
             }
         };
@@ -172,16 +173,20 @@ impl Client {
         // over: the holder stopped trusting its last write before that.
         let seen = Instant::now();
         progress(lease);
+        // Reads meanwhile only end the wait early when the lock changes: a tenth of the lease
+        // apart, between 1 s and 30 s (360 GETs at most for an hour's lease). A read that
+        // fails is not an answer, and the wait goes on: the DELETE's If-Match decides.
+        let every = (lease / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
         loop {
             let left = lease.saturating_sub(seen.elapsed());
             if left.is_zero() {
                 break;
             }
-            std::thread::sleep(left.min(Duration::from_secs(2)));
-            match self.status(key)? {
-                None => return Ok(Unlocked::AlreadyFree),
-                Some((now, holder)) if now != etag => return Ok(changed(now, holder)),
-                Some(_) => {}
+            std::thread::sleep(left.min(every));
+            match self.status(key) {
+                Ok(None) => return Ok(Unlocked::AlreadyFree),
+                Ok(Some((now, holder))) if now != etag => return Ok(changed(now, holder)),
+                Ok(Some(_)) | Err(_) => {}
             }
         }
         match holder.fence() {

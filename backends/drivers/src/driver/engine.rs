@@ -105,7 +105,17 @@ impl Engine {
         if config.pid == 0 {
             config.pid = std::process::id();
         }
-        if config.terraform.is_none() && options.lock_format.is_terraform(url.key()) {
+        // Terraform's format as asked (refused by the core without a lease, or fenced); a hold
+        // continued from a handle whose lease is 0 or that is fenced was taken in sets3lock's
+        // own format (the command refuses Terraform's for it), and keeps it.
+        let adopted_without_it = match &start {
+            Start::Adopt(handle, _) => handle.lease.is_zero() || handle.token.is_some(),
+            Start::Acquire(_) => false,
+        };
+        if config.terraform.is_none()
+            && options.lock_format.is_terraform(url.key())
+            && !adopted_without_it
+        {
             config.terraform = Some(crate::lock_format::terraform_format(
                 options,
                 &url,

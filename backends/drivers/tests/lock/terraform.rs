@@ -160,37 +160,59 @@ fn unlock_if_stale_waits_out_the_lease<D: Driver>(s: &Server) {
     }
     assert!(held.is_held(), "{}", s.name);
     D::release(held).expect("release");
-    // Crashed: its last record stays.
-    let body = sets3lock::proto::Record {
-        owner: sets3lock::proto::OwnerId::from_u128(7),
-        seq: 1,
-        lease: Duration::from_millis(1500),
-        host: "crashed".into(),
-        pid: 1,
-        acquired_unix_ms: 0,
-        written_unix_ms: 0,
-        fence: None,
-        value: None,
-        writer: None,
-        cooldown: false,
-        parked: false,
-        terraform: None,
+    // Crashed: its last record stays. A plain, a resting, a let-go and a fenced one: each is
+    // removed (the fenced one freed, its token kept) a lease after it was first read.
+    let lease = Duration::from_millis(1000);
+    for (what, cooldown, parked, fence) in [
+        ("plain", false, false, None),
+        ("resting", true, false, None),
+        ("let go", false, true, None),
+        (
+            "fenced",
+            false,
+            false,
+            Some(sets3lock::proto::Fence {
+                state: sets3lock::proto::LockState::Held,
+                token: 41,
+            }),
+        ),
+    ] {
+        let body = sets3lock::proto::Record {
+            owner: sets3lock::proto::OwnerId::from_u128(7),
+            seq: 1,
+            lease,
+            host: "crashed".into(),
+            pid: 1,
+            acquired_unix_ms: 0,
+            written_unix_ms: 0,
+            fence,
+            value: None,
+            writer: None,
+            cooldown,
+            parked,
+            terraform: None,
+        }
+        .encode();
+        s.raw_put(&key, &body);
+        let started = Instant::now();
+        let want = match fence {
+            None => Unlocked::Deleted,
+            Some(_) => Unlocked::Freed { token: 41 },
+        };
+        assert_eq!(
+            client.unlock_if_stale(&key, |_| {}).expect("unlock"),
+            want,
+            "{} {what}",
+            s.name
+        );
+        assert!(
+            started.elapsed() >= lease,
+            "{} {what}: removed after {:?}, before its lease",
+            s.name,
+            started.elapsed()
+        );
+        s.raw_delete(&key);
     }
-    .encode();
-    s.raw_put(&key, &body);
-    let started = Instant::now();
-    assert_eq!(
-        client.unlock_if_stale(&key, |_| {}).expect("unlock"),
-        Unlocked::Deleted,
-        "{}",
-        s.name
-    );
-    assert!(
-        started.elapsed() >= Duration::from_millis(1500),
-        "{}: removed after {:?}, before its lease",
-        s.name,
-        started.elapsed()
-    );
 }
 
 fn terraform_scenarios<D: Driver>(s: &Server) {
