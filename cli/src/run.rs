@@ -181,8 +181,13 @@ pub(crate) async fn run(args: Run, mut options: Options, program: Vec<OsString>)
         command.env("SETS3LOCK_SLOT", slot.to_string());
     }
     // Written in Terraform's format: asked for (or a .tflock key: never a slot's), with a
-    // lease, and not fenced (a fenced record never carries Terraform's fields).
-    if terraform.is_terraform(url.key()) && !args.lease().is_zero() && held.token().is_none() {
+    // lease, and not fenced (a fenced record never carries Terraform's fields). A hold from a
+    // handle keeps the format it was taken in, which this process does not know.
+    if terraform.is_terraform(url.key())
+        && !args.lease().is_zero()
+        && held.token().is_none()
+        && args.handle.is_none()
+    {
         command.env(
             "SETS3LOCK_TERRAFORM_ID",
             sets3lock::proto::terraform_id(held.owner()),

@@ -2,7 +2,7 @@
 //! that makes every body (so every ETag) unique, and the writes whose outcome is unknown.
 
 use super::context::Context;
-use crate::{Config, Fence, Holder, Instant, LockState, OwnerId, Record};
+use crate::{Config, Fence, Holder, Instant, LockState, OwnerId, Record, TerraformInfo};
 use bytes::Bytes;
 
 /// A write of ours: the sequence number in its body, when it was sent, and the fence it
@@ -42,6 +42,10 @@ pub(super) struct Session {
     others_until: Option<Instant>,
     /// The value an adopted hold's record proclaimed, kept when we were given none.
     adopted_value: Option<String>,
+    /// An adopted hold's Terraform fields, as its record had them (or did not): a hold keeps
+    /// the format, and the fields, it was taken with. `None` for a hold acquired here, which
+    /// writes what the configuration says.
+    adopted_terraform: Option<Option<Box<TerraformInfo>>>,
 }
 
 impl Session {
@@ -56,6 +60,7 @@ impl Session {
             unresolved: Vec::new(),
             others_until: None,
             adopted_value: None,
+            adopted_terraform: None,
         }
     }
 
@@ -87,6 +92,7 @@ impl Session {
         let cfg = &cx.cfg;
         self.acquired_unix_ms = r.acquired_unix_ms;
         self.adopted_value.clone_from(&r.value);
+        self.adopted_terraform = Some(r.terraform.clone());
         if !r.parked && !r.lease.is_zero() {
             let until = now + cfg.stretch(r.lease);
             self.others_until = Some(self.others_until.map_or(until, |u| u.max(until)));
@@ -233,10 +239,13 @@ impl Session {
             writer: self.writer,
             cooldown: false,
             parked: false,
-            terraform: cfg
-                .terraform
-                .as_ref()
-                .map(|tf| Box::new(tf.info(self.owner, self.acquired_unix_ms, cfg.lease))),
+            terraform: match &self.adopted_terraform {
+                Some(kept) => kept.clone(),
+                None => cfg
+                    .terraform
+                    .as_ref()
+                    .map(|tf| Box::new(tf.info(self.owner, self.acquired_unix_ms, cfg.lease))),
+            },
         }
     }
 

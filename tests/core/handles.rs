@@ -628,6 +628,47 @@ fn an_adopter_without_a_value_keeps_the_holds_value() {
     assert_eq!(r.value.as_deref(), Some("leader at 10.0.0.7"));
 }
 
+/// A hold keeps the format it was taken in: an adopter keeps the Terraform fields the hold's
+/// record has (its ID, its Operation), whatever its own configuration says, and writes none
+/// over a hold taken in sets3lock's own format.
+#[test]
+fn an_adopter_keeps_the_holds_format_and_terraforms_fields() {
+    let format = |operation: &str| sets3lock_proto::TerraformFormat {
+        who: "alice@ci-7".into(),
+        operation: operation.into(),
+        path: "b/state.tfstate".into(),
+        version: "sets3lock 9".into(),
+    };
+    let taken = sets3lock_proto::Config {
+        terraform: Some(format("sets3lock step-1.sh")),
+        ..config()
+    };
+    let other = sets3lock_proto::Config {
+        terraform: Some(format("sets3lock step-2.sh")),
+        ..config()
+    };
+    for (first, second, kept) in [
+        (taken.clone(), config(), true),
+        (taken.clone(), other.clone(), true),
+        (config(), other, false),
+    ] {
+        let mut s3 = clocked();
+        let (handle, _a) = acquired_and_detached(first, &mut s3, 1);
+        let before = record(&s3).terraform;
+        assert_eq!(before.is_some(), kept);
+        let mut b = process_at(second, 2, Instant::ZERO + secs(1));
+        b.lock
+            .adopt(b.now, EPOCH_MS, &handle, Resume::Hold)
+            .expect("idle");
+        let until = b.now;
+        run_clocked(&mut b, &mut s3, until);
+        assert!(b.lock.is_held(b.now), "{:?}", b.timeline());
+        let r = record(&s3);
+        assert!(r.writer.is_some(), "written by the adopter: {r:?}");
+        assert_eq!(r.terraform, before, "the hold's fields, kept as they were");
+    }
+}
+
 /// Lease 0: a process running under a hold never renews, so it would never learn that another
 /// process continued or released the hold. Neither adopting nor releasing from the handle may
 /// touch such a record while it is not parked (the gap: an adopter that later parked it made a
