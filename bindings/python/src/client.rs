@@ -34,21 +34,24 @@ fn read(url: LockUrl, options: Options) -> PyResult<Option<Holder>> {
 }
 
 /// The force-unlock, on a blocking thread of the runtime.
-/// Which version `unlock` removes: the one with this ETag, or with this Terraform lock ID.
+/// Which version `unlock` removes: the one with this ETag, with this Terraform lock ID, or the
+/// one there now once it has stayed unchanged for its lease.
 enum Which {
     ETag(ETag),
     Id(String),
+    Stale,
 }
 
 impl Which {
-    fn given(etag: Option<String>, id: Option<String>) -> PyResult<Which> {
-        match (etag, id) {
-            (Some(etag), None) => ETag::parse(&etag)
+    fn given(etag: Option<String>, id: Option<String>, if_stale: bool) -> PyResult<Which> {
+        match (etag, id, if_stale) {
+            (Some(etag), None, false) => ETag::parse(&etag)
                 .map(Which::ETag)
                 .map_err(|e| PyValueError::new_err(e.to_string())),
-            (None, Some(id)) => Ok(Which::Id(id)),
+            (None, Some(id), false) => Ok(Which::Id(id)),
+            (None, None, true) => Ok(Which::Stale),
             _ => Err(PyValueError::new_err(
-                "unlock takes the ETag status showed, or id= Terraform's lock ID: one of them",
+                "unlock takes the ETag status showed, id= Terraform's lock ID, or if_stale=True: one of them",
             )),
         }
     }
@@ -59,6 +62,7 @@ impl std::fmt::Display for Which {
         match self {
             Which::ETag(etag) => write!(f, "the version with ETag {}", etag.as_str()),
             Which::Id(id) => write!(f, "the lock with Terraform lock ID {id}"),
+            Which::Stale => write!(f, "the version that stayed unchanged for its lease"),
         }
     }
 }
@@ -68,6 +72,7 @@ fn force(url: LockUrl, options: Options, which: Which) -> PyResult<&'static str>
     let unlocked = match &which {
         Which::ETag(etag) => client.unlock(url.key(), etag),
         Which::Id(id) => client.unlock_id(url.key(), id),
+        Which::Stale => client.unlock_if_stale(url.key(), |_| {}),
     };
     match unlocked {
         Ok(Unlocked::Deleted) => Ok("deleted"),
@@ -123,35 +128,39 @@ pub(crate) fn status_async<'py>(
     runtime::awaitable(py, blocking(move || read(url, store)))
 }
 
-/// Force-unlocks the lock at `url` only if its ETag is still `etag` (what `status` showed),
-/// or, with `id=`, only if its Terraform lock ID is `id` (what `terraform force-unlock ID`
-/// means, without its race): "deleted", "freed" (a fenced lock: freed, never deleted, its
-/// token kept) or "already_free"; raises `sets3lock.Error` if another holder has it now.
+/// Force-unlocks the lock at `url` only if its ETag is still `etag` (what `status` showed);
+/// with `id=`, only if its Terraform lock ID is `id` (what `terraform force-unlock ID` means,
+/// without its race); with `if_stale=True`, only once it has stayed unchanged for its lease
+/// (waiting that long; a lock that declares no lease is refused): "deleted", "freed" (a fenced
+/// lock: freed, never deleted, its token kept) or "already_free"; raises `sets3lock.Error` if
+/// another holder has it now.
 #[pyfunction]
-#[pyo3(signature = (url, etag=None, *, id=None, **options))]
+#[pyo3(signature = (url, etag=None, *, id=None, if_stale=false, **options))]
 pub(crate) fn unlock(
     py: Python<'_>,
     url: &str,
     etag: Option<String>,
     id: Option<String>,
+    if_stale: bool,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<&'static str> {
-    let which = Which::given(etag, id)?;
+    let which = Which::given(etag, id, if_stale)?;
     let (url, store) = target("unlock", url, options)?;
     runtime::wait(py, blocking(move || force(url, store, which)))?
 }
 
 /// `unlock` for asyncio.
 #[pyfunction]
-#[pyo3(signature = (url, etag=None, *, id=None, **options))]
+#[pyo3(signature = (url, etag=None, *, id=None, if_stale=false, **options))]
 pub(crate) fn unlock_async<'py>(
     py: Python<'py>,
     url: &str,
     etag: Option<String>,
     id: Option<String>,
+    if_stale: bool,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let which = Which::given(etag, id)?;
+    let which = Which::given(etag, id, if_stale)?;
     let (url, store) = target("unlock_async", url, options)?;
     runtime::awaitable(py, blocking(move || force(url, store, which)))
 }

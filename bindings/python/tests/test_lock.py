@@ -384,3 +384,20 @@ def test_a_tflock_is_held_in_terraforms_format_and_unlocked_by_its_id(url: str) 
         sets3lock.Lock(url, lock_format="hcl")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         sets3lock.unlock(url)
+
+
+def test_unlock_if_stale_leaves_a_live_holder_and_refuses_a_lock_without_a_lease(url: str) -> None:
+    assert sets3lock.unlock(url, if_stale=True) == "already_free"
+    with sets3lock.Lock(url, lease="2s") as held:
+        started = time.monotonic()
+        with pytest.raises(sets3lock.Error) as info:
+            sets3lock.unlock(url, if_stale=True)
+        assert "not deleted" in str(info.value), info.value
+        assert time.monotonic() - started < 2.5, "it stops waiting once the lock changes"
+        assert held.is_held()
+    with sets3lock.Lock(url, lease=0):
+        with pytest.raises(ValueError) as refused:
+            sets3lock.unlock(url, if_stale=True)
+        assert "declares no lease" in str(refused.value), refused.value
+    with pytest.raises(ValueError):
+        sets3lock.unlock(url, id="x", if_stale=True)

@@ -444,20 +444,23 @@ def unlock(
     etag: Optional[str] = None,
     *,
     id: Optional[str] = None,
+    if_stale: bool = False,
     request_timeout: Optional[Duration] = None,
     endpoint: Optional[str] = None,
     region: Optional[str] = None,
     profile: Optional[str] = None,
     path_style: bool = False,
 ) -> Literal["deleted", "freed", "already_free"]:
-    """Force-unlocks only if the lock's ETag is still ``etag`` (what ``status`` showed), or
-    with ``id=`` only if its Terraform lock ID is ``id`` (``terraform force-unlock`` without
-    its race); raises ``Error`` if another holder has it now."""
+    """Force-unlocks only if the lock's ETag is still ``etag`` (what ``status`` showed), with
+    ``id=`` only if its Terraform lock ID is ``id`` (``terraform force-unlock`` without its
+    race), or with ``if_stale=True`` only once it has stayed unchanged for its lease (waiting
+    that long); raises ``Error`` if another holder has it now."""
 async def unlock_async(
     url: str,
     etag: Optional[str] = None,
     *,
     id: Optional[str] = None,
+    if_stale: bool = False,
     request_timeout: Optional[Duration] = None,
     endpoint: Optional[str] = None,
     region: Optional[str] = None,
