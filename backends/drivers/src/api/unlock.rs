@@ -173,21 +173,30 @@ impl Client {
         // over: the holder stopped trusting its last write before that.
         let seen = Instant::now();
         progress(lease);
-        // Reads meanwhile only end the wait early when the lock changes: a tenth of the lease
-        // apart, between 1 s and 30 s (360 GETs at most for an hour's lease). A read that
-        // fails is not an answer, and the wait goes on: the DELETE's If-Match decides.
+        // Reads meanwhile end the wait early when the lock changes: a tenth of the lease apart,
+        // between 1 s and 30 s (360 GETs at most for an hour's lease). A read that fails is
+        // not an answer, and the wait goes on (for at most a second lease).
+        // The delete goes out only right after a read that showed the same version, as
+        // `unlock` does: a store whose DELETE ignores If-Match would delete a newer one.
         let every = (lease / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
-        loop {
+        let mut seen_unchanged = false;
+        while !(seen_unchanged && seen.elapsed() >= lease) {
+            // Up to the lease, in steps; past it (a read failed), a second between tries.
             let left = lease.saturating_sub(seen.elapsed());
-            if left.is_zero() {
-                break;
-            }
-            std::thread::sleep(left.min(every));
-            match self.status(key) {
+            let pause = if left.is_zero() {
+                Duration::from_secs(1)
+            } else {
+                left.min(every)
+            };
+            std::thread::sleep(pause);
+            seen_unchanged = match self.status(key) {
                 Ok(None) => return Ok(Unlocked::AlreadyFree),
                 Ok(Some((now, holder))) if now != etag => return Ok(changed(now, holder)),
-                Ok(Some(_)) | Err(_) => {}
-            }
+                Ok(Some(_)) => true,
+                // Not an answer: the wait goes on, or past the lease, the read is made again.
+                Err(e) if seen.elapsed() >= lease + lease => return Err(e),
+                Err(_) => false,
+            };
         }
         match holder.fence() {
             Some(fence) => self.free(key, &etag, fence),
