@@ -5,6 +5,9 @@
 # the median of ROUNDS medians of N acquire + release cycles, the two builds alternating.
 #
 # Usage: bash scripts/bench-blocking.sh BEFORE [N] [ROUNDS]   (default N = 200, ROUNDS = 6)
+#   BENCH_HOST=localhost bash scripts/bench-blocking.sh ...  reaches the server by that name (a
+#   lookup per request, as for a real cloud endpoint; /etc/hosts answers it) instead of
+#   127.0.0.1, and counts the threads each build starts (strace -f, if installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before=${1:?usage: bash scripts/bench-blocking.sh BEFORE-REVISION [N] [ROUNDS]}
@@ -25,6 +28,17 @@ bash scripts/s3-server.sh start seaweedfs
 # shellcheck disable=SC1091
 . .local/seaweedfs/env
 export AWS_EC2_METADATA_DISABLED=true
+if [ -n "${BENCH_HOST:-}" ]; then
+  export AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL/127.0.0.1/$BENCH_HOST}
+  if command -v strace >/dev/null; then
+    for k in new before; do
+      starts=$(strace -f -e trace=clone,clone3 -o /dev/stdout "$out/$k.bin" \
+        "s3://$SETS3LOCK_SEAWEEDFS_BUCKET/bench/blocking-threads-$k" "$n" 2>/dev/null |
+        grep -cE 'clone3?\(' || true)
+      echo "$k: $starts threads started for $n cycles through $AWS_ENDPOINT_URL"
+    done
+  fi
+fi
 python3 - "$out" "$n" "$rounds" <<'PY'
 import os, shutil, statistics, subprocess, sys
 

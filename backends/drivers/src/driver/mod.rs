@@ -7,6 +7,7 @@ pub(crate) mod clock;
 pub(crate) mod engine;
 pub(crate) mod http;
 pub(crate) mod hub;
+pub(crate) mod lookup;
 pub(crate) mod meter;
 pub(crate) mod mode;
 pub(crate) mod observe;

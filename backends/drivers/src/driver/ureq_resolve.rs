@@ -1,22 +1,26 @@
 //! How the blocking client finds a host's address: an address written in the URI is used as
-//! it is; a name is resolved as ureq's default resolver does.
+//! it is; a name is looked up on the process's one lookup thread, and its answer kept 30 s
+//! ([`lookup`](crate::driver::lookup)).
 //!
 //! ureq resolves the URI before every request, pooled connection or not, and its default
-//! resolver runs the lookup on a thread of its own whenever the request has a time limit
-//! (ours always do), so that a hung DNS server cannot hold the request past it. For an
-//! address such as `127.0.0.1:8333` there is nothing to look up, and that thread (about
-//! 0.1 ms a request here, a third of the driver's whole cost on a fast store) is skipped.
+//! resolver runs the lookup on a new thread whenever the request has a time limit (ours always
+//! do), so that a hung DNS server cannot hold the request past it: a thread per request (about
+//! 0.1 ms a request here, a third of the driver's whole cost on a fast store). For an address
+//! such as `127.0.0.1:8333` there is nothing to look up; a name is answered from the cache, or
+//! by the shared lookup thread within the request's time limit.
 //!
 //! ureq's resolver trait is in its `unversioned` module, which may change in a minor release:
 //! the crate's `Cargo.toml` pins ureq's minor version for it.
 
+use crate::driver::lookup::{Failed, Lookups};
 use std::net::{IpAddr, SocketAddr};
 use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
 
-/// ureq's default resolver, but for addresses written in the URI.
+/// Addresses written in the URI as they are, names through the shared lookup thread and its
+/// cache; ureq's default resolver only to explain a URI without a scheme or host.
 #[derive(Debug, Default)]
 pub(crate) struct Resolve(DefaultResolver);
 
@@ -27,13 +31,28 @@ impl Resolver for Resolve {
         config: &Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let Some(address) = written_address(uri) else {
-            return self.0.resolve(uri, config, timeout);
+        let found = match written_address(uri) {
+            Some(address) => vec![address],
+            None => {
+                let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
+                    // The default resolver says what is wrong with the URI.
+                    return self.0.resolve(uri, config, timeout);
+                };
+                let Some(name) = DefaultResolver::host_and_port(scheme, authority) else {
+                    return self.0.resolve(uri, config, timeout);
+                };
+                let limit = (!timeout.after.is_not_happening()).then(|| *timeout.after);
+                match Lookups::shared().resolve(&name, limit) {
+                    Ok(found) => found,
+                    Err(Failed::TimedOut) => return Err(ureq::Error::Timeout(timeout.reason)),
+                    Err(Failed::Io(e)) => return Err(ureq::Error::Io(e)),
+                }
+            }
         };
         let mut addresses = self.empty();
-        // The agent's address family, as the default resolver keeps it.
+        // The agent's address family, as the default resolver keeps it; at most 16.
         let family = config.ip_family();
-        for wanted in family.keep_wanted(core::iter::once(address)) {
+        for wanted in family.keep_wanted(found.into_iter()).take(16) {
             addresses.push(wanted);
         }
         match addresses.is_empty() {
