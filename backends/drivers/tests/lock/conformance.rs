@@ -369,7 +369,8 @@ fn silences<D: Driver>(s: &Server) {
     );
 }
 
-fn short_lease(s: &Server, lease: Duration) -> sets3lock::Options {
+/// `s`'s options with this lease, and polls between 50 and 300 ms.
+pub(crate) fn short_lease(s: &Server, lease: Duration) -> sets3lock::Options {
     let mut o = s.options();
     o.lock.lease = lease;
     o.lock.poll =

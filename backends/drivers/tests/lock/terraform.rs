@@ -5,6 +5,7 @@
 //! the lock with that ID, and `Client::unlock_if_stale` only a lock left unrenewed for its
 //! lease, never one that declares none. (Real Terraform against these: scripts/test-terraform.sh.)
 
+use crate::conformance::short_lease;
 use crate::support;
 use crate::support::{fresh_key, Driver, RawAccess, Server};
 use sets3lock::blocking::Blocking;
@@ -17,14 +18,6 @@ use std::time::{Duration, Instant};
 const S3_BODY: &[u8] = br#"{"ID":"22e43534-8fa7-3aa9-810d-3d7afbf2ae6d","Operation":"OperationTypeApply","Info":"","Who":"root@ci-7","Version":"1.15.5","Created":"2026-12-07T23:58:05.787576221Z","Path":"sets3lock-test/demo/terraform.tfstate"}"#;
 /// Its GCS backend's (`<prefix>/<workspace>.tflock`; the lock ID it uses is the generation).
 const GCS_BODY: &[u8] = br#"{"ID":"5d0b2c61-0c4e-9a53-2f1d-7e6a3b9c0d12","Operation":"OperationTypePlan","Info":"","Who":"bob@laptop","Version":"1.15.5","Created":"2026-12-07T10:00:00.5Z","Path":"gs://state/prod/default.tflock"}"#;
-
-fn short(s: &Server, lease: Duration) -> sets3lock::Options {
-    let mut o = s.options();
-    o.lock.lease = lease;
-    o.lock.poll =
-        sets3lock::proto::Backoff::new(Duration::from_millis(50), Duration::from_millis(300));
-    o
-}
 
 /// Terraform's own lock: read as Terraform's (status, a busy try), never taken over, even
 /// by a waiter configured with a foreign lease; `unlock_if_stale` refuses it, `unlock_id`
@@ -52,7 +45,7 @@ fn terraforms_lock_is_theirs<D: Driver>(s: &Server) {
             }
             other => panic!("{}: a try-once was not refused: {other:?}", s.name),
         }
-        let mut foreign = short(s, Duration::from_secs(1));
+        let mut foreign = short_lease(s, Duration::from_secs(1));
         foreign.lock.foreign_lease = Some(Duration::from_millis(300));
         match D::acquire(&s.url(&key), foreign, Wait::Timeout(Duration::from_secs(2)))
             .map(|h| h.owner())
@@ -101,7 +94,7 @@ fn a_tflock_hold_keeps_its_id_and_unlock_id_ends_it<D: Driver>(s: &Server) {
     let key = format!("{}/default.tfstate.tflock", fresh_key("hold"));
     let held = D::acquire(
         &s.url(&key),
-        short(s, Duration::from_millis(1500)),
+        short_lease(s, Duration::from_millis(1500)),
         Wait::No,
     )
     .expect("acquire");
@@ -149,7 +142,7 @@ fn unlock_if_stale_waits_out_the_lease<D: Driver>(s: &Server) {
     let key = format!("{}.tflock", fresh_key("stale"));
     let held = D::acquire(
         &s.url(&key),
-        short(s, Duration::from_millis(1500)),
+        short_lease(s, Duration::from_millis(1500)),
         Wait::No,
     )
     .expect("acquire");
@@ -263,7 +256,7 @@ fn terraforms_gcs_lock_is_read_on_fake_gcs() {
     s.raw_put(&key, GCS_BODY);
     let (_, holder) = client.status(&key).expect("status").expect("held");
     assert!(matches!(holder, Holder::Terraform(_)), "{holder:?}");
-    let mut fenced = short(&s, Duration::from_secs(1));
+    let mut fenced = short_lease(&s, Duration::from_secs(1));
     fenced.lock.fenced = true;
     fenced.lock.foreign_lease = Some(Duration::from_millis(300));
     // (Terraform's format is refused with --fenced; a .tflock key then asks for sets3lock's.)
